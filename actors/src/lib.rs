@@ -1,0 +1,39 @@
+//! # actors — the recruitd domain
+//!
+//! Records, their derivations, the per-workspace actor and its in-memory state, and the
+//! Store port. No HTTP and no SQL live here: `src/` adapts this crate to the network and
+//! to databases.
+//!
+//! ## Layout
+//! - [`model`]: raw records of the snapshot format (what the store keeps), entity names,
+//!   scopes and API keys.
+//! - [`time`]: millisecond timestamps and calendar dates.
+//! - [`phone`]: number normalisation (once, at write time).
+//! - [`state`]: a workspace's in-memory state — persistent maps keyed by id, ordered sets
+//!   by (`updated_at`, id) for keyset pagination, and secondary indexes.
+//! - [`views`]: the API's records derived from raw records (`status`,
+//!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
+//! - [`query`]: `limit`, `updated_since` and cursor parsing.
+//! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, and the plan
+//!   of changes an import makes.
+//! - [`store`]: the Store trait, change sets, an in-memory store for tests.
+//! - [`actor`]: the workspace actor, the only writer of a workspace's state.
+//! - [`registry`]: workspace id → actor and published read view; the API key ring.
+//!
+//! ## Concurrency model
+//! - Each workspace has one [`actor::WorkspaceActor`]. It alone builds new states; it
+//!   processes one write at a time, commits it to the store, and only then publishes the
+//!   new state (an `Arc` swapped into an `ArcSwap`).
+//! - Readers (HTTP handlers) load the current `Arc<WorkspaceState>` and read it without
+//!   any lock; a reader keeps one consistent state for its whole request.
+//! - The key ring is a concurrent map read on every request; it is written by the admin
+//!   paths after their store commit.
+//! - No lock is ever held across an `.await`.
+
+pub mod model;
+pub mod phone;
+pub mod query;
+pub mod state;
+pub mod store;
+pub mod time;
+pub mod views;

@@ -1,0 +1,648 @@
+//! Raw records: the facts of `recruit-snapshot/1`, as imported and as stored.
+//!
+//! These are never shown to clients as they are; `views` derives the API's records from
+//! them together with the rest of the workspace (users, stages, companies).
+
+use crate::time::{Date, Stamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
+use uuid::Uuid;
+
+/// The nine entities of the API, in the spec's order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Entity {
+    Candidates,
+    Applications,
+    Contacts,
+    Companies,
+    Jobs,
+    Notes,
+    Tasks,
+    Attachments,
+    Users,
+}
+
+impl Entity {
+    pub const ALL: [Entity; 9] = [
+        Entity::Candidates,
+        Entity::Applications,
+        Entity::Contacts,
+        Entity::Companies,
+        Entity::Jobs,
+        Entity::Notes,
+        Entity::Tasks,
+        Entity::Attachments,
+        Entity::Users,
+    ];
+
+    pub fn parse(s: &str) -> Option<Entity> {
+        Some(match s {
+            "candidates" => Entity::Candidates,
+            "applications" => Entity::Applications,
+            "contacts" => Entity::Contacts,
+            "companies" => Entity::Companies,
+            "jobs" => Entity::Jobs,
+            "notes" => Entity::Notes,
+            "tasks" => Entity::Tasks,
+            "attachments" => Entity::Attachments,
+            "users" => Entity::Users,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Entity::Candidates => "candidates",
+            Entity::Applications => "applications",
+            Entity::Contacts => "contacts",
+            Entity::Companies => "companies",
+            Entity::Jobs => "jobs",
+            Entity::Notes => "notes",
+            Entity::Tasks => "tasks",
+            Entity::Attachments => "attachments",
+            Entity::Users => "users",
+        }
+    }
+
+    /// A stable small number, used inside cursors.
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+}
+
+/// What the store keeps: one kind per snapshot array (api keys are kept apart).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum RecordKind {
+    User,
+    Stage,
+    Company,
+    Contact,
+    Job,
+    Candidate,
+    Note,
+    Task,
+    Attachment,
+}
+
+impl RecordKind {
+    pub const ALL: [RecordKind; 9] = [
+        RecordKind::User,
+        RecordKind::Stage,
+        RecordKind::Company,
+        RecordKind::Contact,
+        RecordKind::Job,
+        RecordKind::Candidate,
+        RecordKind::Note,
+        RecordKind::Task,
+        RecordKind::Attachment,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::User => "user",
+            RecordKind::Stage => "pipeline_stage",
+            RecordKind::Company => "company",
+            RecordKind::Contact => "contact",
+            RecordKind::Job => "job",
+            RecordKind::Candidate => "candidate",
+            RecordKind::Note => "note",
+            RecordKind::Task => "task",
+            RecordKind::Attachment => "attachment",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RecordKind> {
+        RecordKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The snapshot array holding this kind.
+    pub fn array(self) -> &'static str {
+        match self {
+            RecordKind::User => "users",
+            RecordKind::Stage => "pipeline_stages",
+            RecordKind::Company => "companies",
+            RecordKind::Contact => "contacts",
+            RecordKind::Job => "jobs",
+            RecordKind::Candidate => "candidates",
+            RecordKind::Note => "notes",
+            RecordKind::Task => "tasks",
+            RecordKind::Attachment => "attachments",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workspace {
+    pub id: Uuid,
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_region: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UserStatus {
+    Active,
+    Invited,
+    Removed,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    pub id: Uuid,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    pub status: UserStatus,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+impl User {
+    pub fn is_active(&self) -> bool {
+        self.status == UserStatus::Active
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineStage {
+    pub id: Uuid,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub stage_type: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Company {
+    pub id: Uuid,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub website_url: Option<String>,
+    #[serde(default)]
+    pub linkedin_url: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub is_archived: bool,
+    #[serde(default)]
+    pub owner_id: Option<Uuid>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contact {
+    pub id: Uuid,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub mobile: Option<String>,
+    #[serde(default)]
+    pub job_title: Option<String>,
+    #[serde(default)]
+    pub department: Option<String>,
+    pub company_id: Uuid,
+    #[serde(default)]
+    pub linkedin_url: Option<String>,
+    #[serde(default)]
+    pub is_main_contact: bool,
+    #[serde(default)]
+    pub owner_id: Option<Uuid>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSalary {
+    #[serde(default)]
+    pub amount: Option<Number>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    pub id: Uuid,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub position: Option<String>,
+    #[serde(default)]
+    pub company_id: Option<Uuid>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub role_status_id: Option<String>,
+    #[serde(default)]
+    pub is_archived: bool,
+    #[serde(default)]
+    pub on_careers_page: bool,
+    #[serde(default)]
+    pub salary: Option<JobSalary>,
+    #[serde(default)]
+    pub assigned_recruiter_id: Option<Uuid>,
+    #[serde(default)]
+    pub created_by: Option<Uuid>,
+    #[serde(default)]
+    pub hiring_manager: Option<String>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Placed,
+    Rejected,
+}
+
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateSalary {
+    #[serde(default)]
+    pub current_amount: Option<Number>,
+    #[serde(default)]
+    pub current_currency: Option<String>,
+    #[serde(default)]
+    pub current_text: Option<String>,
+    #[serde(default)]
+    pub expected_amount: Option<Number>,
+    #[serde(default)]
+    pub expected_currency: Option<String>,
+    #[serde(default)]
+    pub expected_text: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consent {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub given_at: Option<Stamp>,
+    #[serde(default)]
+    pub requested_at: Option<Stamp>,
+    #[serde(default)]
+    pub expires_at: Option<Stamp>,
+}
+
+/// One candidate row: the person's primary row (`job_id` null) or one job involvement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    pub id: Uuid,
+    pub person_id: Uuid,
+    #[serde(default)]
+    pub job_id: Option<Uuid>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub mobile: Option<String>,
+    #[serde(default)]
+    pub job_title: Option<String>,
+    #[serde(default)]
+    pub company: Option<String>,
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub linkedin_url: Option<String>,
+    #[serde(default)]
+    pub stage_id: Option<Uuid>,
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+    #[serde(default)]
+    pub rejected_at: Option<Stamp>,
+    #[serde(default)]
+    pub owner_id: Option<Uuid>,
+    #[serde(default)]
+    pub salary: Option<CandidateSalary>,
+    #[serde(default)]
+    pub consent: Option<Consent>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+impl Candidate {
+    pub fn is_primary(&self) -> bool {
+        self.job_id.is_none()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParentType {
+    Candidate,
+    Contact,
+    Company,
+    Job,
+}
+
+impl ParentType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentType::Candidate => "candidate",
+            ParentType::Contact => "contact",
+            ParentType::Company => "company",
+            ParentType::Job => "job",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Note {
+    pub id: Uuid,
+    pub parent_type: ParentType,
+    pub parent_id: Uuid,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub body_html: Option<String>,
+    #[serde(default, rename = "type")]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub is_private: bool,
+    #[serde(default)]
+    pub author_id: Option<Uuid>,
+    #[serde(default)]
+    pub job_id: Option<Uuid>,
+    #[serde(default)]
+    pub company_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Open,
+    Completed,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    pub id: Uuid,
+    pub parent_type: ParentType,
+    pub parent_id: Uuid,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub body_html: Option<String>,
+    pub status: TaskStatus,
+    #[serde(default)]
+    pub due_date: Option<Date>,
+    #[serde(default)]
+    pub owner_id: Option<Uuid>,
+    #[serde(default)]
+    pub completed_at: Option<Stamp>,
+    #[serde(default)]
+    pub is_private: bool,
+    #[serde(default)]
+    pub placement_row_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    Cv,
+    GeneratedCv,
+    Document,
+}
+
+/// The four attachment id prefixes.
+pub const ATTACHMENT_PREFIXES: [&str; 4] = ["cv", "file", "cvdoc", "clientfile"];
+
+/// Splits `<kind>:<identifier>`; `None` unless the prefix is one of the four and the
+/// identifier is non-empty.
+pub fn split_attachment_id(id: &str) -> Option<(&str, &str)> {
+    let (prefix, rest) = id.split_once(':')?;
+    (ATTACHMENT_PREFIXES.contains(&prefix) && !rest.is_empty()).then_some((prefix, rest))
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attachment {
+    pub id: String,
+    pub parent_type: ParentType,
+    pub parent_id: Uuid,
+    #[serde(default)]
+    pub filename: Option<String>,
+    #[serde(default)]
+    pub content_type: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    pub kind: AttachmentKind,
+    #[serde(default)]
+    pub storage_ref: Option<String>,
+    /// Whether the file's bytes reached the blob store. Set by the import (a snapshot
+    /// carries `content_base64` instead, see `snapshot::AttachmentIn`).
+    #[serde(default)]
+    pub has_content: bool,
+    pub created_at: Stamp,
+    pub updated_at: Stamp,
+}
+
+/// Scopes a key may carry; `read` is implied on every key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Read,
+    NotesWrite,
+    TasksWrite,
+    RecordsWrite,
+}
+
+impl Scope {
+    pub fn parse(s: &str) -> Option<Scope> {
+        Some(match s {
+            "read" => Scope::Read,
+            "notes:write" => Scope::NotesWrite,
+            "tasks:write" => Scope::TasksWrite,
+            "records:write" => Scope::RecordsWrite,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::NotesWrite => "notes:write",
+            Scope::TasksWrite => "tasks:write",
+            Scope::RecordsWrite => "records:write",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of scopes; always contains `read`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scopes(u8);
+
+impl Scopes {
+    pub fn read_only() -> Self {
+        Scopes(Scope::Read.bit())
+    }
+
+    pub fn with(self, s: Scope) -> Self {
+        Scopes(self.0 | s.bit())
+    }
+
+    pub fn contains(self, s: Scope) -> bool {
+        self.0 & s.bit() != 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        [
+            Scope::Read,
+            Scope::NotesWrite,
+            Scope::TasksWrite,
+            Scope::RecordsWrite,
+        ]
+        .into_iter()
+        .filter(move |s| self.contains(*s))
+    }
+
+    /// Comma-separated, as kept in the store.
+    pub fn to_csv(self) -> String {
+        self.iter().map(Scope::as_str).collect::<Vec<_>>().join(",")
+    }
+
+    /// Parses a comma-separated list; `read` is added. Unknown scope names are an error.
+    pub fn from_csv(s: &str) -> Result<Self, String> {
+        let mut out = Scopes::read_only();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            out = out.with(Scope::parse(part).ok_or_else(|| format!("unknown scope {part:?}"))?);
+        }
+        Ok(out)
+    }
+}
+
+/// An API key as kept: the secret only as its SHA-256 hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiKey {
+    pub id: String,
+    pub workspace_id: Uuid,
+    pub secret_hash: [u8; 32],
+    pub scopes: Scopes,
+    pub created_by: Uuid,
+    pub revoked: bool,
+    pub rate_limit_per_minute: Option<u32>,
+}
+
+/// Hash under which a key secret is kept and looked up. Key secrets are long random
+/// strings, so a plain SHA-256 is the right tool (no salt or stretching needed, and the
+/// lookup stays a single hash-map probe).
+pub fn hash_secret(secret: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Any stored record, tagged by kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record {
+    User(User),
+    Stage(PipelineStage),
+    Company(Company),
+    Contact(Contact),
+    Job(Job),
+    Candidate(Candidate),
+    Note(Note),
+    Task(Task),
+    Attachment(Attachment),
+}
+
+impl Record {
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Record::User(_) => RecordKind::User,
+            Record::Stage(_) => RecordKind::Stage,
+            Record::Company(_) => RecordKind::Company,
+            Record::Contact(_) => RecordKind::Contact,
+            Record::Job(_) => RecordKind::Job,
+            Record::Candidate(_) => RecordKind::Candidate,
+            Record::Note(_) => RecordKind::Note,
+            Record::Task(_) => RecordKind::Task,
+            Record::Attachment(_) => RecordKind::Attachment,
+        }
+    }
+
+    /// The record's id as the store keys it.
+    pub fn id_string(&self) -> String {
+        match self {
+            Record::User(r) => r.id.to_string(),
+            Record::Stage(r) => r.id.to_string(),
+            Record::Company(r) => r.id.to_string(),
+            Record::Contact(r) => r.id.to_string(),
+            Record::Job(r) => r.id.to_string(),
+            Record::Candidate(r) => r.id.to_string(),
+            Record::Note(r) => r.id.to_string(),
+            Record::Task(r) => r.id.to_string(),
+            Record::Attachment(r) => r.id.clone(),
+        }
+    }
+
+    /// The record as the store keeps it (JSON of the raw fields).
+    pub fn to_json(&self) -> String {
+        let r = match self {
+            Record::User(r) => serde_json::to_string(r),
+            Record::Stage(r) => serde_json::to_string(r),
+            Record::Company(r) => serde_json::to_string(r),
+            Record::Contact(r) => serde_json::to_string(r),
+            Record::Job(r) => serde_json::to_string(r),
+            Record::Candidate(r) => serde_json::to_string(r),
+            Record::Note(r) => serde_json::to_string(r),
+            Record::Task(r) => serde_json::to_string(r),
+            Record::Attachment(r) => serde_json::to_string(r),
+        };
+        r.expect("raw records always serialise")
+    }
+
+    /// Reads a record back from its stored JSON.
+    pub fn from_json(kind: RecordKind, body: &str) -> Result<Record, serde_json::Error> {
+        Ok(match kind {
+            RecordKind::User => Record::User(serde_json::from_str(body)?),
+            RecordKind::Stage => Record::Stage(serde_json::from_str(body)?),
+            RecordKind::Company => Record::Company(serde_json::from_str(body)?),
+            RecordKind::Contact => Record::Contact(serde_json::from_str(body)?),
+            RecordKind::Job => Record::Job(serde_json::from_str(body)?),
+            RecordKind::Candidate => Record::Candidate(serde_json::from_str(body)?),
+            RecordKind::Note => Record::Note(serde_json::from_str(body)?),
+            RecordKind::Task => Record::Task(serde_json::from_str(body)?),
+            RecordKind::Attachment => Record::Attachment(serde_json::from_str(body)?),
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! Phone numbers: normalised once, when a record is written or loaded.
+//!
+//! `phone` in the API is the E.164 form where the number parses with the workspace's
+//! default region, otherwise its digits; extensions are stripped first. Search keys are
+//! derived from these digits, so the lookup path never parses.
+
+use phonenumber::country;
+use std::str::FromStr;
+
+/// A workspace's default region (ISO 3166 alpha-2), as understood by the parser.
+pub type Region = country::Id;
+
+pub fn parse_region(s: &str) -> Option<Region> {
+    if s.len() != 2 || !s.bytes().all(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    country::Id::from_str(s).ok()
+}
+
+/// Removes a trailing extension (`ext. 12`, `ext 12`, `x12`, `#12`, `extension 12`).
+pub fn strip_extension(raw: &str) -> &str {
+    let lower = raw.to_ascii_lowercase();
+    let mut seen_digit = false;
+    for (i, c) in lower.char_indices() {
+        if c.is_ascii_digit() {
+            seen_digit = true;
+            continue;
+        }
+        if seen_digit && (c == '#' || c == 'x' || lower[i..].starts_with("ext")) {
+            return raw[..i].trim_end();
+        }
+    }
+    raw
+}
+
+/// The digits of a string, in order.
+pub fn digits(s: &str) -> String {
+    s.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// The normalised form of a number as entered: E.164 when it parses (and is a valid
+/// number) with `region`, otherwise its digits. `None` when it holds no digit at all.
+pub fn normalise_phone(raw: &str, region: Option<Region>) -> Option<String> {
+    let number = strip_extension(raw);
+    let plain_digits = digits(number);
+    if plain_digits.is_empty() {
+        return None;
+    }
+    if let Ok(parsed) = phonenumber::parse(region, number) {
+        if phonenumber::is_valid(&parsed) {
+            return Some(parsed.format().mode(phonenumber::Mode::E164).to_string());
+        }
+    }
+    Some(plain_digits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn national_and_international_forms_agree() {
+        let gb = parse_region("GB");
+        let a = normalise_phone("07700 900123", gb).unwrap();
+        let b = normalise_phone("+44 7700 900123", gb).unwrap();
+        let c = normalise_phone("(0)7700-900 123", gb).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(a, "+447700900123");
+    }
+
+    #[test]
+    fn extensions_are_stripped() {
+        let us = parse_region("US");
+        for s in [
+            "+1 (415) 555-0100 x12",
+            "+1 (415) 555-0100 ext. 12",
+            "+1 (415) 555-0100#12",
+        ] {
+            assert_eq!(strip_extension(s), "+1 (415) 555-0100", "{s}");
+            assert_eq!(digits(&normalise_phone(s, us).unwrap()), "14155550100");
+        }
+    }
+
+    #[test]
+    fn unparseable_numbers_keep_their_digits() {
+        assert_eq!(normalise_phone("12-34", None).unwrap(), "1234");
+        assert_eq!(normalise_phone("n/a", None), None);
+    }
+}

@@ -1,0 +1,547 @@
+//! A workspace's in-memory state: every raw record, keyed and ordered, plus the small
+//! secondary indexes the derivations need.
+//!
+//! The state is a persistent value (`imbl` maps share structure): cloning it is cheap, so
+//! the workspace actor builds the next state beside the published one and swaps it in
+//! atomically after the store has committed. Readers hold an `Arc` of one consistent
+//! state for as long as they need it and never take a lock.
+
+use crate::model::*;
+use crate::phone::normalise_phone;
+use crate::time::{Stamp, CHANGE_TRACKING_START};
+use imbl::{HashMap, OrdSet};
+use smallvec::SmallVec;
+use std::hash::Hash;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A record in a table: the record itself and, when the record is visible through the
+/// API, the `updated_at` it reports (its position in the sync order).
+#[derive(Debug)]
+pub struct Row<V> {
+    pub rec: Arc<V>,
+    pub order: Option<Stamp>,
+}
+
+// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned.
+impl<V> Clone for Row<V> {
+    fn clone(&self) -> Self {
+        Row {
+            rec: self.rec.clone(),
+            order: self.order,
+        }
+    }
+}
+
+/// Records of one kind by id, plus the visible ones ordered by (`updated_at`, id).
+#[derive(Debug)]
+pub struct Table<K: Hash + Eq + Ord + Clone, V> {
+    rows: HashMap<K, Row<V>>,
+    order: OrdSet<(Stamp, K)>,
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
+    fn clone(&self) -> Self {
+        Table {
+            rows: self.rows.clone(),
+            order: self.order.clone(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
+    fn default() -> Self {
+        Table {
+            rows: HashMap::new(),
+            order: OrdSet::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
+    pub fn get(&self, id: &K) -> Option<&Arc<V>> {
+        self.rows.get(id).map(|r| &r.rec)
+    }
+
+    /// The record if it is visible through the API.
+    pub fn get_visible(&self, id: &K) -> Option<&Arc<V>> {
+        self.rows
+            .get(id)
+            .filter(|r| r.order.is_some())
+            .map(|r| &r.rec)
+    }
+
+    pub fn contains(&self, id: &K) -> bool {
+        self.rows.contains_key(id)
+    }
+
+    /// Inserts or replaces; `order` is `None` for a record hidden from the API.
+    pub fn put(&mut self, id: K, rec: Arc<V>, order: Option<Stamp>) {
+        if let Some(old) = self.rows.get(&id) {
+            if let Some(o) = old.order {
+                self.order.remove(&(o, id.clone()));
+            }
+        }
+        if let Some(o) = order {
+            self.order.insert((o, id.clone()));
+        }
+        self.rows.insert(id, Row { rec, order });
+    }
+
+    /// Moves a record to a new position (or hides it) without replacing it.
+    pub fn reorder(&mut self, id: &K, order: Option<Stamp>) {
+        if let Some(row) = self.rows.get(id).cloned() {
+            self.put(id.clone(), row.rec, order);
+        }
+    }
+
+    pub fn remove(&mut self, id: &K) -> Option<Arc<V>> {
+        let old = self.rows.remove(id)?;
+        if let Some(o) = old.order {
+            self.order.remove(&(o, id.clone()));
+        }
+        Some(old.rec)
+    }
+
+    /// Number of visible records.
+    pub fn visible_len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Number of records, hidden ones included.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Visible records oldest first: from `since` (inclusive), and strictly after the
+    /// position `after` when given (a cursor).
+    pub fn page(
+        &self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+        limit: usize,
+    ) -> Vec<(Stamp, K, Arc<V>)>
+    where
+        K: MinKey,
+    {
+        use std::ops::Bound;
+        let since_bound = since.map(|s| (s, K::min_key()));
+        let lower = match (since_bound, after) {
+            (Some(s), Some(a)) if s > a => Bound::Included(s),
+            (_, Some(a)) => Bound::Excluded(a),
+            (Some(s), None) => Bound::Included(s),
+            (None, None) => Bound::Unbounded,
+        };
+        self.order
+            .range((lower, Bound::Unbounded))
+            .take(limit)
+            .filter_map(|(st, k)| {
+                self.rows
+                    .get(k)
+                    .map(|r| (*st, k.clone(), r.rec.clone()))
+            })
+            .collect()
+    }
+
+    /// Number of visible records with stamp >= `since` (all visible records without it).
+    pub fn count_since(&self, since: Option<Stamp>) -> usize
+    where
+        K: MinKey,
+    {
+        match since {
+            None => self.order.len(),
+            Some(s) => self
+                .order
+                .range((s, K::min_key())..)
+                .count(),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
+        self.rows.iter().map(|(k, r)| (k, &r.rec))
+    }
+}
+
+/// The smallest value of a key type, so that `(stamp, min_key)` bounds a range by stamp.
+pub trait MinKey {
+    fn min_key() -> Self;
+}
+
+impl MinKey for Uuid {
+    fn min_key() -> Self {
+        Uuid::nil()
+    }
+}
+
+impl MinKey for Arc<str> {
+    fn min_key() -> Self {
+        Arc::from("")
+    }
+}
+
+/// A candidate row with its numbers normalised once, when it entered memory.
+#[derive(Clone, Debug)]
+pub struct CandidateRec {
+    pub raw: Candidate,
+    pub phone: Option<Box<str>>,
+    pub mobile: Option<Box<str>>,
+}
+
+/// A contact with its numbers normalised once.
+#[derive(Clone, Debug)]
+pub struct ContactRec {
+    pub raw: Contact,
+    pub phone: Option<Box<str>>,
+    pub mobile: Option<Box<str>>,
+}
+
+/// The `updated_at` a record reports: change tracking starts on 2026-08-13, so an edit
+/// stamped before then reports `created_at` (spec, "Shared conventions").
+pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
+    if updated_at < CHANGE_TRACKING_START {
+        created_at
+    } else {
+        updated_at
+    }
+}
+
+/// Everything one workspace holds in memory.
+#[derive(Clone, Debug)]
+pub struct WorkspaceState {
+    pub workspace: Arc<Workspace>,
+    pub region: Option<crate::phone::Region>,
+    /// All users; removed users are hidden from the API but still resolve as authors.
+    pub users: Table<Uuid, User>,
+    /// Lower-cased e-mail → user, for uniqueness and for `author_email` / `owner_email`.
+    pub users_by_email: HashMap<Box<str>, Uuid>,
+    pub stages: HashMap<Uuid, Arc<PipelineStage>>,
+    pub companies: Table<Uuid, Company>,
+    pub contacts: Table<Uuid, ContactRec>,
+    pub jobs: Table<Uuid, Job>,
+    pub candidates: Table<Uuid, CandidateRec>,
+    /// The candidate rows with a `job_id`, seen from the job side (same records).
+    pub applications: Table<Uuid, CandidateRec>,
+    pub notes: Table<Uuid, Note>,
+    pub tasks: Table<Uuid, Task>,
+    pub attachments: Table<Arc<str>, Attachment>,
+    /// person_id → the ids of that person's candidate rows.
+    pub persons: HashMap<Uuid, SmallVec<[Uuid; 4]>>,
+    /// candidate row id → ids of `cv` attachments on it, which take the row's timestamps.
+    cv_by_row: HashMap<Uuid, SmallVec<[Arc<str>; 1]>>,
+    /// The newest stamp of any record: the workspace clock never issues one behind it.
+    pub last_stamp: Stamp,
+}
+
+impl WorkspaceState {
+    pub fn new(workspace: Workspace) -> Self {
+        let region = workspace
+            .default_region
+            .as_deref()
+            .and_then(crate::phone::parse_region);
+        WorkspaceState {
+            workspace: Arc::new(workspace),
+            region,
+            users: Table::default(),
+            users_by_email: HashMap::new(),
+            stages: HashMap::new(),
+            companies: Table::default(),
+            contacts: Table::default(),
+            jobs: Table::default(),
+            candidates: Table::default(),
+            applications: Table::default(),
+            notes: Table::default(),
+            tasks: Table::default(),
+            attachments: Table::default(),
+            persons: HashMap::new(),
+            cv_by_row: HashMap::new(),
+            last_stamp: Stamp::MIN,
+        }
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.workspace.id
+    }
+
+    /// Replaces the workspace's own description (name, default region).
+    pub fn set_workspace(&mut self, ws: Workspace) {
+        self.region = ws
+            .default_region
+            .as_deref()
+            .and_then(crate::phone::parse_region);
+        self.workspace = Arc::new(ws);
+    }
+
+    fn bump_clock(&mut self, s: Stamp) {
+        if s > self.last_stamp {
+            self.last_stamp = s;
+        }
+    }
+
+    /// The next write stamp: now, but never at or behind the newest stamp issued.
+    pub fn next_stamp(&mut self) -> Stamp {
+        let s = Stamp::now().max(self.last_stamp.next());
+        self.last_stamp = s;
+        s
+    }
+
+    fn normalise(&self, raw: Option<&str>) -> Option<Box<str>> {
+        raw.and_then(|p| normalise_phone(p, self.region))
+            .map(String::into_boxed_str)
+    }
+
+    /// Inserts or replaces one record.
+    pub fn put(&mut self, rec: Record) {
+        match rec {
+            Record::User(u) => {
+                self.bump_clock(u.updated_at);
+                if let Some(old) = self.users.get(&u.id) {
+                    if let Some(e) = &old.email {
+                        let key = e.to_lowercase().into_boxed_str();
+                        if self.users_by_email.get(&key) == Some(&u.id) {
+                            self.users_by_email.remove(&key);
+                        }
+                    }
+                }
+                if let Some(e) = &u.email {
+                    self.users_by_email
+                        .insert(e.to_lowercase().into_boxed_str(), u.id);
+                }
+                let order = (u.status != UserStatus::Removed)
+                    .then(|| reported_updated_at(u.created_at, u.updated_at));
+                self.users.put(u.id, Arc::new(u), order);
+            }
+            Record::Stage(s) => {
+                self.stages.insert(s.id, Arc::new(s));
+            }
+            Record::Company(c) => {
+                self.bump_clock(c.updated_at);
+                let order = Some(reported_updated_at(c.created_at, c.updated_at));
+                self.companies.put(c.id, Arc::new(c), order);
+            }
+            Record::Contact(c) => {
+                self.bump_clock(c.updated_at);
+                let order = Some(reported_updated_at(c.created_at, c.updated_at));
+                let rec = ContactRec {
+                    phone: self.normalise(c.phone.as_deref()),
+                    mobile: self.normalise(c.mobile.as_deref()),
+                    raw: c,
+                };
+                self.contacts.put(rec.raw.id, Arc::new(rec), order);
+            }
+            Record::Job(j) => {
+                self.bump_clock(j.updated_at);
+                let order = Some(reported_updated_at(j.created_at, j.updated_at));
+                self.jobs.put(j.id, Arc::new(j), order);
+            }
+            Record::Candidate(c) => self.put_candidate(c),
+            Record::Note(n) => {
+                self.bump_clock(n.updated_at);
+                let order = (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
+                self.notes.put(n.id, Arc::new(n), order);
+            }
+            Record::Task(t) => {
+                self.bump_clock(t.updated_at);
+                let order = (!t.is_private).then(|| reported_updated_at(t.created_at, t.updated_at));
+                self.tasks.put(t.id, Arc::new(t), order);
+            }
+            Record::Attachment(a) => self.put_attachment(a),
+        }
+    }
+
+    fn put_candidate(&mut self, c: Candidate) {
+        self.bump_clock(c.updated_at);
+        let id = c.id;
+        if let Some(old) = self.candidates.get(&id).cloned() {
+            if old.raw.person_id != c.person_id {
+                self.unlink_person(old.raw.person_id, id);
+            }
+        }
+        let order = Some(reported_updated_at(c.created_at, c.updated_at));
+        let rec = Arc::new(CandidateRec {
+            phone: self.normalise(c.phone.as_deref()),
+            mobile: self.normalise(c.mobile.as_deref()),
+            raw: c,
+        });
+        let rows = self.persons.entry(rec.raw.person_id).or_default();
+        if !rows.contains(&id) {
+            rows.push(id);
+        }
+        if rec.raw.job_id.is_some() {
+            self.applications.put(id, rec.clone(), order);
+        } else {
+            self.applications.remove(&id);
+        }
+        self.candidates.put(id, rec, order);
+        self.reorder_cvs(id);
+    }
+
+    fn unlink_person(&mut self, person: Uuid, row: Uuid) {
+        if let Some(rows) = self.persons.get_mut(&person) {
+            rows.retain(|r| *r != row);
+            if rows.is_empty() {
+                self.persons.remove(&person);
+            }
+        }
+    }
+
+    /// The sync position of an attachment: `cv` attachments of a candidate take the
+    /// candidate row's timestamps.
+    fn attachment_times(&self, a: &Attachment) -> (Stamp, Stamp) {
+        if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
+            if let Some(c) = self.candidates.get(&a.parent_id) {
+                return (c.raw.created_at, c.raw.updated_at);
+            }
+        }
+        (a.created_at, a.updated_at)
+    }
+
+    /// `created_at` and `updated_at` as an attachment reports them.
+    pub fn attachment_timestamps(&self, a: &Attachment) -> (Stamp, Stamp) {
+        let (c, u) = self.attachment_times(a);
+        (c, reported_updated_at(c, u))
+    }
+
+    fn put_attachment(&mut self, a: Attachment) {
+        let id: Arc<str> = Arc::from(a.id.as_str());
+        if let Some(old) = self.attachments.get(&id).cloned() {
+            self.unlink_cv(&old, &id);
+        }
+        if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
+            let list = self.cv_by_row.entry(a.parent_id).or_default();
+            if !list.contains(&id) {
+                list.push(id.clone());
+            }
+        }
+        let (c, u) = self.attachment_times(&a);
+        self.bump_clock(u);
+        self.attachments
+            .put(id, Arc::new(a), Some(reported_updated_at(c, u)));
+    }
+
+    fn unlink_cv(&mut self, old: &Attachment, id: &Arc<str>) {
+        if let Some(list) = self.cv_by_row.get_mut(&old.parent_id) {
+            list.retain(|x| x != id);
+            if list.is_empty() {
+                self.cv_by_row.remove(&old.parent_id);
+            }
+        }
+    }
+
+    fn reorder_cvs(&mut self, row: Uuid) {
+        let Some(list) = self.cv_by_row.get(&row).cloned() else {
+            return;
+        };
+        for id in list {
+            if let Some(a) = self.attachments.get(&id).cloned() {
+                let (c, u) = self.attachment_times(&a);
+                self.attachments
+                    .reorder(&id, Some(reported_updated_at(c, u)));
+            }
+        }
+    }
+
+    /// Removes one record; `false` when it was not there.
+    pub fn delete(&mut self, kind: RecordKind, id: &str) -> bool {
+        if kind == RecordKind::Attachment {
+            let key: Arc<str> = Arc::from(id);
+            return match self.attachments.remove(&key) {
+                Some(old) => {
+                    self.unlink_cv(&old, &key);
+                    true
+                }
+                None => false,
+            };
+        }
+        let Ok(uuid) = Uuid::parse_str(id) else {
+            return false;
+        };
+        match kind {
+            RecordKind::User => match self.users.remove(&uuid) {
+                Some(old) => {
+                    if let Some(e) = &old.email {
+                        let key = e.to_lowercase().into_boxed_str();
+                        if self.users_by_email.get(&key) == Some(&uuid) {
+                            self.users_by_email.remove(&key);
+                        }
+                    }
+                    true
+                }
+                None => false,
+            },
+            RecordKind::Stage => self.stages.remove(&uuid).is_some(),
+            RecordKind::Company => self.companies.remove(&uuid).is_some(),
+            RecordKind::Contact => self.contacts.remove(&uuid).is_some(),
+            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
+            RecordKind::Candidate => match self.candidates.remove(&uuid) {
+                Some(old) => {
+                    self.applications.remove(&uuid);
+                    self.unlink_person(old.raw.person_id, uuid);
+                    self.reorder_cvs(uuid);
+                    true
+                }
+                None => false,
+            },
+            RecordKind::Note => self.notes.remove(&uuid).is_some(),
+            RecordKind::Task => self.tasks.remove(&uuid).is_some(),
+            RecordKind::Attachment => unreachable!("handled above"),
+        }
+    }
+
+    /// Whether a record of `kind` with this id exists (hidden ones included).
+    pub fn contains(&self, kind: RecordKind, id: &str) -> bool {
+        if kind == RecordKind::Attachment {
+            return self.attachments.contains(&Arc::from(id));
+        }
+        let Ok(uuid) = Uuid::parse_str(id) else {
+            return false;
+        };
+        match kind {
+            RecordKind::User => self.users.contains(&uuid),
+            RecordKind::Stage => self.stages.contains_key(&uuid),
+            RecordKind::Company => self.companies.contains(&uuid),
+            RecordKind::Contact => self.contacts.contains(&uuid),
+            RecordKind::Job => self.jobs.contains(&uuid),
+            RecordKind::Candidate => self.candidates.contains(&uuid),
+            RecordKind::Note => self.notes.contains(&uuid),
+            RecordKind::Task => self.tasks.contains(&uuid),
+            RecordKind::Attachment => unreachable!("handled above"),
+        }
+    }
+
+    /// A user counts as an active member.
+    pub fn user_is_active(&self, id: Uuid) -> bool {
+        self.users.get(&id).is_some_and(|u| u.is_active())
+    }
+
+    /// The candidate row ids of one person, the primary row first.
+    pub fn person_rows(&self, person: Uuid) -> SmallVec<[Arc<CandidateRec>; 4]> {
+        let mut rows: SmallVec<[Arc<CandidateRec>; 4]> = self
+            .persons
+            .get(&person)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.candidates.get(id).cloned())
+            .collect();
+        rows.sort_by_key(|r| (r.raw.job_id.is_some(), r.raw.created_at, r.raw.id));
+        rows
+    }
+
+    /// Number of visible records of an entity: the unfiltered `total_count` of its list.
+    pub fn count(&self, e: Entity) -> usize {
+        match e {
+            Entity::Candidates => self.candidates.visible_len(),
+            Entity::Applications => self.applications.visible_len(),
+            Entity::Contacts => self.contacts.visible_len(),
+            Entity::Companies => self.companies.visible_len(),
+            Entity::Jobs => self.jobs.visible_len(),
+            Entity::Notes => self.notes.visible_len(),
+            Entity::Tasks => self.tasks.visible_len(),
+            Entity::Attachments => self.attachments.visible_len(),
+            Entity::Users => self.users.visible_len(),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The Store port: where a workspace's raw facts live durably.
+//!
+//! The domain defines what it needs from a store; `src/store` adapts SQLite and
+//! PostgreSQL to it, and `MemoryStore` serves tests of the domain without a database.
+
+use crate::model::{ApiKey, Record, RecordKind, Workspace};
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached or did not answer in time: retry later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data could not be read back (a bug or a hand-edited database).
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// Anything else the store reported.
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+/// Everything one commit writes, applied in a single transaction.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeSet {
+    /// The workspace's own description, when it is created or changed.
+    pub workspace: Option<Workspace>,
+    pub upserts: Vec<Record>,
+    pub deletes: Vec<(RecordKind, String)>,
+    /// Keys created or replaced (secret hashes only).
+    pub keys: Vec<ApiKey>,
+}
+
+impl ChangeSet {
+    pub fn is_empty(&self) -> bool {
+        self.workspace.is_none()
+            && self.upserts.is_empty()
+            && self.deletes.is_empty()
+            && self.keys.is_empty()
+    }
+}
+
+/// Receives records one at a time while a workspace loads (no whole-workspace buffer).
+pub type RecordSink<'a> = &'a mut (dyn FnMut(Record) + Send);
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Every workspace the store holds.
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError>;
+
+    /// Streams every record of a workspace into `sink`.
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError>;
+
+    /// Applies a change set to one workspace atomically: all of it or nothing.
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
+
+    /// Every API key, of every workspace.
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Marks a key revoked; the key as it now stands, or `None` for an unknown id.
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError>;
+}
+
+/// A store in memory, for the domain's own tests.
+#[derive(Default)]
+pub struct MemoryStore {
+    // One mutex over everything: commits must be atomic, and tests are small.
+    inner: Mutex<MemoryInner>,
+    /// When set, every call fails as `Unavailable` (to test outage handling).
+    pub fail: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    workspaces: BTreeMap<Uuid, Workspace>,
+    records: BTreeMap<(Uuid, RecordKind, String), Record>,
+    keys: BTreeMap<String, ApiKey>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(StoreError::Unavailable("memory store set to fail".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        self.check()?;
+        Ok(self.inner.lock().workspaces.values().cloned().collect())
+    }
+
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        self.check()?;
+        let records: Vec<Record> = self
+            .inner
+            .lock()
+            .records
+            .iter()
+            .filter(|((w, _, _), _)| *w == workspace)
+            .map(|(_, r)| r.clone())
+            .collect();
+        records.into_iter().for_each(sink);
+        Ok(())
+    }
+
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        self.check()?;
+        let mut g = self.inner.lock();
+        if let Some(w) = &changes.workspace {
+            g.workspaces.insert(w.id, w.clone());
+        }
+        for r in &changes.upserts {
+            g.records
+                .insert((workspace, r.kind(), r.id_string()), r.clone());
+        }
+        for (k, id) in &changes.deletes {
+            g.records.remove(&(workspace, *k, id.clone()));
+        }
+        for k in &changes.keys {
+            g.keys.insert(k.id.clone(), k.clone());
+        }
+        Ok(())
+    }
+
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.check()?;
+        Ok(self.inner.lock().keys.values().cloned().collect())
+    }
+
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        self.check()?;
+        let mut g = self.inner.lock();
+        Ok(g.keys.get_mut(id).map(|k| {
+            k.revoked = true;
+            k.clone()
+        }))
+    }
+}

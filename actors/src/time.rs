@@ -1,0 +1,183 @@
+//! Timestamps: millisecond instants, parsed from RFC 3339 and rendered the API's one way.
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, TimeZone, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// An instant with millisecond precision (milliseconds since the Unix epoch, UTC).
+///
+/// The API renders every timestamp as `YYYY-MM-DDThh:mm:ss.sssZ`, so instants are kept at
+/// exactly that precision: what is ordered on is what clients see.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct Stamp(i64);
+
+/// Change tracking of `updated_at` starts on this date: records edited before it report
+/// `updated_at` equal to `created_at` (spec, "Shared conventions").
+pub const CHANGE_TRACKING_START: Stamp = Stamp(1_786_579_200_000); // 2026-08-13T00:00:00Z
+
+impl Stamp {
+    pub const MIN: Stamp = Stamp(i64::MIN);
+
+    pub const fn from_millis(ms: i64) -> Self {
+        Stamp(ms)
+    }
+
+    pub const fn millis(self) -> i64 {
+        self.0
+    }
+
+    pub fn now() -> Self {
+        Stamp(Utc::now().timestamp_millis())
+    }
+
+    pub fn next(self) -> Self {
+        Stamp(self.0.saturating_add(1))
+    }
+
+    /// Parses RFC 3339 with a mandatory zone (the snapshot format). Sub-millisecond digits
+    /// are truncated.
+    pub fn parse_rfc3339(s: &str) -> Option<Self> {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|d| Stamp(d.timestamp_millis()))
+    }
+
+    pub fn to_datetime(self) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(self.0)
+            .single()
+            .unwrap_or_else(|| Utc.timestamp_millis_opt(0).unwrap())
+    }
+
+    /// Writes `YYYY-MM-DDThh:mm:ss.sssZ` into `buf` without allocating.
+    pub fn write_iso(self, buf: &mut [u8; 24]) -> &str {
+        let dt = self.to_datetime();
+        use chrono::{Datelike, Timelike};
+        let (y, mo, d) = (dt.year(), dt.month(), dt.day());
+        let (h, mi, s) = (dt.hour(), dt.minute(), dt.second());
+        let ms = dt.timestamp_subsec_millis();
+        if !(0..=9999).contains(&y) {
+            // Outside the four-digit range the fixed layout does not fit; fall back.
+            let owned = dt.to_rfc3339_opts(SecondsFormat::Millis, true);
+            let n = owned.len().min(24);
+            buf[..n].copy_from_slice(&owned.as_bytes()[..n]);
+            return std::str::from_utf8(&buf[..n]).unwrap_or("");
+        }
+        fn put(buf: &mut [u8], at: usize, v: u32, width: usize) {
+            let mut v = v;
+            for i in (0..width).rev() {
+                buf[at + i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        }
+        put(buf, 0, y as u32, 4);
+        buf[4] = b'-';
+        put(buf, 5, mo, 2);
+        buf[7] = b'-';
+        put(buf, 8, d, 2);
+        buf[10] = b'T';
+        put(buf, 11, h, 2);
+        buf[13] = b':';
+        put(buf, 14, mi, 2);
+        buf[16] = b':';
+        put(buf, 17, s, 2);
+        buf[19] = b'.';
+        put(buf, 20, ms.min(999), 3);
+        buf[23] = b'Z';
+        std::str::from_utf8(&buf[..]).unwrap_or("")
+    }
+}
+
+impl fmt::Display for Stamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut buf = [0u8; 24];
+        f.write_str(self.write_iso(&mut buf))
+    }
+}
+
+impl Serialize for Stamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 24];
+        s.serialize_str(self.write_iso(&mut buf))
+    }
+}
+
+impl<'de> Deserialize<'de> for Stamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Stamp::parse_rfc3339(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid timestamp {s:?}: expected RFC 3339 with a timezone"
+            ))
+        })
+    }
+}
+
+/// A calendar date, `YYYY-MM-DD` exactly.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Date(NaiveDate);
+
+impl Date {
+    /// Accepts exactly `YYYY-MM-DD` (four-digit year, two-digit month and day).
+    pub fn parse(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+            return None;
+        }
+        if !b
+            .iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        {
+            return None;
+        }
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().map(Date)
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%d"))
+    }
+}
+
+impl Serialize for Date {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Date {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Date::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("invalid date {s:?}: expected YYYY-MM-DD"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_millisecond_utc() {
+        let s = Stamp::parse_rfc3339("2026-10-02T09:05:12.345678+01:00").unwrap();
+        assert_eq!(s.to_string(), "2026-10-02T08:05:12.345Z");
+    }
+
+    #[test]
+    fn tracking_start_is_2026_08_13() {
+        assert_eq!(
+            Stamp::parse_rfc3339("2026-08-13T00:00:00Z").unwrap(),
+            CHANGE_TRACKING_START
+        );
+    }
+
+    #[test]
+    fn date_is_strict() {
+        assert!(Date::parse("2026-10-05").is_some());
+        for bad in ["2026-1-05", "2026-13-01", "20261005", " 2026-10-05", "2026-02-30"] {
+            assert!(Date::parse(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! The API's records, derived from raw records and the rest of the workspace.
+//!
+//! Each view borrows the raw record and the state it was read from and serialises
+//! straight to JSON: no intermediate copies on the list path. Derivation rules follow the
+//! spec and `snapshot-format.md` ("Derived in the API").
+
+use crate::model::*;
+use crate::state::{reported_updated_at, CandidateRec, ContactRec, WorkspaceState};
+use crate::time::{Date, Stamp};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::Number;
+use uuid::Uuid;
+
+/// `emails`: `[email]` or `[]`.
+struct Emails<'a>(Option<&'a str>);
+
+impl Serialize for Emails<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.is_some() as usize))?;
+        if let Some(e) = self.0 {
+            seq.serialize_element(e)?;
+        }
+        seq.end()
+    }
+}
+
+/// The derived `status` of a candidate row: `outcome ?? stage_type ?? "active"`.
+pub fn candidate_status<'a>(ws: &'a WorkspaceState, c: &'a Candidate) -> &'a str {
+    match c.outcome {
+        Some(Outcome::Placed) => "placed",
+        Some(Outcome::Rejected) => "rejected",
+        None => stage(ws, c)
+            .and_then(|s| s.stage_type.as_deref())
+            .unwrap_or("active"),
+    }
+}
+
+fn stage<'a>(ws: &'a WorkspaceState, c: &Candidate) -> Option<&'a PipelineStage> {
+    c.stage_id.and_then(|id| ws.stages.get(&id)).map(|s| &**s)
+}
+
+/// `owning_recruiter_id` of a candidate row: the recorded owner if still an active
+/// member; else, on a job row, the job's assigned recruiter if active; else null.
+pub fn candidate_owner(ws: &WorkspaceState, c: &Candidate) -> Option<Uuid> {
+    if let Some(o) = c.owner_id.filter(|o| ws.user_is_active(*o)) {
+        return Some(o);
+    }
+    c.job_id
+        .and_then(|j| ws.jobs.get(&j))
+        .and_then(|j| j.assigned_recruiter_id)
+        .filter(|r| ws.user_is_active(*r))
+}
+
+#[derive(Serialize)]
+struct SalaryOut<'a> {
+    current_amount: Option<&'a Number>,
+    current_currency: Option<&'a str>,
+    current_text: Option<&'a str>,
+    expected_amount: Option<&'a Number>,
+    expected_currency: Option<&'a str>,
+    expected_text: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct ConsentOut<'a> {
+    status: Option<&'a str>,
+    given_at: Option<Stamp>,
+    requested_at: Option<Stamp>,
+    expires_at: Option<Stamp>,
+}
+
+#[derive(Serialize)]
+struct CandidateOut<'a> {
+    id: &'a Uuid,
+    person_id: &'a Uuid,
+    is_primary_record: bool,
+    name: Option<&'a str>,
+    emails: Emails<'a>,
+    phone: Option<&'a str>,
+    phone_as_entered: Option<&'a str>,
+    mobile: Option<&'a str>,
+    job_title: Option<&'a str>,
+    company: Option<&'a str>,
+    location: Option<&'a str>,
+    linkedin_url: Option<&'a str>,
+    stage: Option<&'a str>,
+    stage_type: Option<&'a str>,
+    status: &'a str,
+    owning_recruiter_id: Option<Uuid>,
+    job_id: Option<&'a Uuid>,
+    salary: SalaryOut<'a>,
+    consent: ConsentOut<'a>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+/// A view of one record in its workspace, serialised as the API shows it.
+pub struct View<'a, T: ?Sized> {
+    pub ws: &'a WorkspaceState,
+    pub rec: &'a T,
+}
+
+impl<'a, T: ?Sized> View<'a, T> {
+    pub fn new(ws: &'a WorkspaceState, rec: &'a T) -> Self {
+        View { ws, rec }
+    }
+}
+
+impl Serialize for View<'_, CandidateRec> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, r) = (self.ws, self.rec);
+        let c = &r.raw;
+        let st = stage(ws, c);
+        let salary = c.salary.as_ref();
+        let consent = c.consent.as_ref();
+        CandidateOut {
+            id: &c.id,
+            person_id: &c.person_id,
+            is_primary_record: c.is_primary(),
+            name: c.name.as_deref(),
+            emails: Emails(c.email.as_deref()),
+            phone: r.phone.as_deref(),
+            phone_as_entered: c.phone.as_deref(),
+            mobile: r.mobile.as_deref(),
+            job_title: c.job_title.as_deref(),
+            company: c.company.as_deref(),
+            location: c.location.as_deref(),
+            linkedin_url: c.linkedin_url.as_deref(),
+            stage: st.and_then(|s| s.name.as_deref()),
+            stage_type: st.and_then(|s| s.stage_type.as_deref()),
+            status: candidate_status(ws, c),
+            owning_recruiter_id: candidate_owner(ws, c),
+            job_id: c.job_id.as_ref(),
+            salary: SalaryOut {
+                current_amount: salary.and_then(|s| s.current_amount.as_ref()),
+                current_currency: salary.and_then(|s| s.current_currency.as_deref()),
+                current_text: salary.and_then(|s| s.current_text.as_deref()),
+                expected_amount: salary.and_then(|s| s.expected_amount.as_ref()),
+                expected_currency: salary.and_then(|s| s.expected_currency.as_deref()),
+                expected_text: salary.and_then(|s| s.expected_text.as_deref()),
+            },
+            consent: ConsentOut {
+                status: consent.and_then(|c| c.status.as_deref()),
+                given_at: consent.and_then(|c| c.given_at),
+                requested_at: consent.and_then(|c| c.requested_at),
+                expires_at: consent.and_then(|c| c.expires_at),
+            },
+            created_at: c.created_at,
+            updated_at: reported_updated_at(c.created_at, c.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+/// An application: a candidate row with a job, seen from the job side.
+pub struct ApplicationView<'a>(pub View<'a, CandidateRec>);
+
+#[derive(Serialize)]
+struct ApplicationOut<'a> {
+    id: &'a Uuid,
+    candidate_id: &'a Uuid,
+    candidate_row_id: &'a Uuid,
+    candidate_name: Option<&'a str>,
+    job_id: Option<&'a Uuid>,
+    stage: Option<&'a str>,
+    stage_type: Option<&'a str>,
+    status: &'a str,
+    rejected_at: Option<Stamp>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for ApplicationView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, c) = (self.0.ws, &self.0.rec.raw);
+        let st = stage(ws, c);
+        let status = candidate_status(ws, c);
+        ApplicationOut {
+            id: &c.id,
+            candidate_id: &c.person_id,
+            candidate_row_id: &c.id,
+            candidate_name: c.name.as_deref(),
+            job_id: c.job_id.as_ref(),
+            stage: st.and_then(|s| s.name.as_deref()),
+            stage_type: st.and_then(|s| s.stage_type.as_deref()),
+            status,
+            rejected_at: c.rejected_at.filter(|_| c.outcome == Some(Outcome::Rejected)),
+            created_at: c.created_at,
+            updated_at: reported_updated_at(c.created_at, c.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct ContactOut<'a> {
+    id: &'a Uuid,
+    name: Option<&'a str>,
+    emails: Emails<'a>,
+    phone: Option<&'a str>,
+    phone_as_entered: Option<&'a str>,
+    mobile: Option<&'a str>,
+    job_title: Option<&'a str>,
+    department: Option<&'a str>,
+    company_id: &'a Uuid,
+    company: Option<&'a str>,
+    linkedin_url: Option<&'a str>,
+    is_main_contact: bool,
+    owning_recruiter_id: Option<&'a Uuid>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, ContactRec> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, r) = (self.ws, self.rec);
+        let c = &r.raw;
+        ContactOut {
+            id: &c.id,
+            name: c.name.as_deref(),
+            emails: Emails(c.email.as_deref()),
+            phone: r.phone.as_deref(),
+            phone_as_entered: c.phone.as_deref(),
+            mobile: r.mobile.as_deref(),
+            job_title: c.job_title.as_deref(),
+            department: c.department.as_deref(),
+            company_id: &c.company_id,
+            company: ws
+                .companies
+                .get(&c.company_id)
+                .and_then(|co| co.name.as_deref()),
+            linkedin_url: c.linkedin_url.as_deref(),
+            is_main_contact: c.is_main_contact,
+            owning_recruiter_id: c.owner_id.as_ref(),
+            created_at: c.created_at,
+            updated_at: reported_updated_at(c.created_at, c.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct CompanyOut<'a> {
+    id: &'a Uuid,
+    name: Option<&'a str>,
+    phone: Option<&'a str>,
+    website_url: Option<&'a str>,
+    linkedin_url: Option<&'a str>,
+    status: Option<&'a str>,
+    is_archived: bool,
+    owning_recruiter_id: Option<&'a Uuid>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, Company> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.rec;
+        CompanyOut {
+            id: &c.id,
+            name: c.name.as_deref(),
+            phone: c.phone.as_deref(),
+            website_url: c.website_url.as_deref(),
+            linkedin_url: c.linkedin_url.as_deref(),
+            status: c.status.as_deref(),
+            is_archived: c.is_archived,
+            owning_recruiter_id: c.owner_id.as_ref(),
+            created_at: c.created_at,
+            updated_at: reported_updated_at(c.created_at, c.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct JobSalaryOut<'a> {
+    amount: Option<&'a Number>,
+    currency: Option<&'a str>,
+    #[serde(rename = "type")]
+    kind: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JobOut<'a> {
+    id: &'a Uuid,
+    title: Option<&'a str>,
+    position: Option<&'a str>,
+    company: Option<&'a str>,
+    company_id: Option<&'a Uuid>,
+    status: Option<&'a str>,
+    role_status_id: Option<&'a str>,
+    live: bool,
+    published: bool,
+    is_archived: bool,
+    salary: JobSalaryOut<'a>,
+    owning_recruiter_id: Option<&'a Uuid>,
+    hiring_manager: Option<&'a str>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, Job> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, j) = (self.ws, self.rec);
+        let salary = j.salary.as_ref();
+        JobOut {
+            id: &j.id,
+            title: j.title.as_deref(),
+            position: j.position.as_deref(),
+            company: j
+                .company_id
+                .and_then(|c| ws.companies.get(&c))
+                .and_then(|c| c.name.as_deref()),
+            company_id: j.company_id.as_ref(),
+            status: j.status.as_deref(),
+            role_status_id: j.role_status_id.as_deref(),
+            live: !j.is_archived,
+            published: !j.is_archived && j.on_careers_page,
+            is_archived: j.is_archived,
+            salary: JobSalaryOut {
+                amount: salary.and_then(|s| s.amount.as_ref()),
+                currency: salary.and_then(|s| s.currency.as_deref()),
+                kind: salary.and_then(|s| s.kind.as_deref()),
+            },
+            owning_recruiter_id: j.assigned_recruiter_id.as_ref().or(j.created_by.as_ref()),
+            hiring_manager: j.hiring_manager.as_deref(),
+            created_at: j.created_at,
+            updated_at: reported_updated_at(j.created_at, j.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+/// `job_id` is present only on candidate notes, `company_id` only on contact notes: absent,
+/// not null, otherwise. `Option<Option<_>>` with `skip_serializing_if` expresses exactly that.
+#[derive(Serialize)]
+struct NoteOut<'a> {
+    id: &'a Uuid,
+    parent_type: &'a str,
+    parent_id: &'a Uuid,
+    title: Option<&'a str>,
+    body_html: Option<&'a str>,
+    #[serde(rename = "type")]
+    label: Option<&'a str>,
+    is_private: bool,
+    author_id: Option<&'a Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job_id: Option<Option<&'a Uuid>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    company_id: Option<Option<&'a Uuid>>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, Note> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, n) = (self.ws, self.rec);
+        NoteOut {
+            id: &n.id,
+            parent_type: n.parent_type.as_str(),
+            parent_id: &n.parent_id,
+            title: n.title.as_deref(),
+            body_html: n.body_html.as_deref(),
+            label: n.label.as_deref(),
+            is_private: n.is_private,
+            author_id: n.author_id.as_ref(),
+            job_id: (n.parent_type == ParentType::Candidate).then_some(n.job_id.as_ref()),
+            company_id: (n.parent_type == ParentType::Contact).then(|| {
+                n.company_id.as_ref().or_else(|| {
+                    ws.contacts
+                        .get(&n.parent_id)
+                        .map(|c| &c.raw.company_id)
+                })
+            }),
+            created_at: n.created_at,
+            updated_at: reported_updated_at(n.created_at, n.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct TaskOut<'a> {
+    id: &'a Uuid,
+    parent_type: &'a str,
+    parent_id: &'a Uuid,
+    title: Option<&'a str>,
+    body_html: Option<&'a str>,
+    status: TaskStatus,
+    due_date: Option<Date>,
+    owner_id: Option<&'a Uuid>,
+    completed_at: Option<Stamp>,
+    is_private: bool,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, Task> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.rec;
+        TaskOut {
+            id: &t.id,
+            parent_type: t.parent_type.as_str(),
+            parent_id: &t.parent_id,
+            title: t.title.as_deref(),
+            body_html: t.body_html.as_deref(),
+            status: t.status,
+            due_date: t.due_date,
+            owner_id: t.owner_id.as_ref(),
+            completed_at: t.completed_at.filter(|_| t.status == TaskStatus::Completed),
+            is_private: t.is_private,
+            created_at: t.created_at,
+            updated_at: reported_updated_at(t.created_at, t.updated_at),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct AttachmentOut<'a> {
+    id: &'a str,
+    parent_type: &'a str,
+    parent_id: &'a Uuid,
+    filename: Option<&'a str>,
+    content_type: Option<&'a str>,
+    size: Option<u64>,
+    kind: AttachmentKind,
+    storage_ref: Option<&'a str>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, Attachment> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (ws, a) = (self.ws, self.rec);
+        let (created_at, updated_at) = ws.attachment_timestamps(a);
+        AttachmentOut {
+            id: &a.id,
+            parent_type: a.parent_type.as_str(),
+            parent_id: &a.parent_id,
+            filename: a.filename.as_deref(),
+            content_type: a.content_type.as_deref(),
+            size: a.size,
+            kind: a.kind,
+            storage_ref: a.storage_ref.as_deref(),
+            created_at,
+            updated_at,
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+struct UserOut<'a> {
+    id: &'a Uuid,
+    name: Option<&'a str>,
+    email: Option<&'a str>,
+    active: bool,
+    role: Option<&'a str>,
+    external_id: Option<()>,
+    created_at: Stamp,
+    updated_at: Stamp,
+}
+
+impl Serialize for View<'_, User> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let u = self.rec;
+        UserOut {
+            id: &u.id,
+            name: u.name.as_deref(),
+            email: u.email.as_deref(),
+            active: u.is_active(),
+            role: u.role.as_deref(),
+            external_id: None,
+            created_at: u.created_at,
+            updated_at: reported_updated_at(u.created_at, u.updated_at),
+        }
+        .serialize(s)
+    }
+}

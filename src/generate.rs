@@ -1,0 +1,1 @@
+//! Synthetic snapshot generator (`recruitd generate`).

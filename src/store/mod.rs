@@ -1,0 +1,1 @@
+//! Store adapters: SQLite (embedded default) and PostgreSQL behind `actors::store::Store`.

@@ -1,0 +1,1 @@
+//! TLS: certificates, rustls configuration, and refusal of plain HTTP on the API port.
