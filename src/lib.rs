@@ -3,6 +3,14 @@
 //! Adapts the domain crate `actors` to the outside world: HTTP (routes, extractors,
 //! auth, errors), TLS, the sqlx store adapters, the admin interface and the CLI.
 
+pub mod admin;
+pub mod app;
+pub mod blobs;
+pub mod cli;
 pub mod generate;
+pub mod http;
+pub mod keys;
+pub mod offline;
+pub mod secrets;
 pub mod store;
 pub mod tls;

@@ -37,3 +37,6 @@ pub mod state;
 pub mod store;
 pub mod time;
 pub mod views;
+pub mod snapshot;
+pub mod actor;
+pub mod registry;

@@ -38,8 +38,11 @@ pub fn digits(s: &str) -> String {
     s.chars().filter(char::is_ascii_digit).collect()
 }
 
-/// The normalised form of a number as entered: E.164 when it parses (and is a valid
-/// number) with `region`, otherwise its digits. `None` when it holds no digit at all.
+/// The normalised form of a number as entered: E.164 when it parses with `region`,
+/// otherwise its digits. `None` when it holds no digit at all.
+///
+/// "Parses" deliberately does not mean "is an allocated number": fictional ranges such as
+/// Ofcom's drama numbers (07700 900xxx) must normalise like any other mobile.
 pub fn normalise_phone(raw: &str, region: Option<Region>) -> Option<String> {
     let number = strip_extension(raw);
     let plain_digits = digits(number);
@@ -47,9 +50,7 @@ pub fn normalise_phone(raw: &str, region: Option<Region>) -> Option<String> {
         return None;
     }
     if let Ok(parsed) = phonenumber::parse(region, number) {
-        if phonenumber::is_valid(&parsed) {
-            return Some(parsed.format().mode(phonenumber::Mode::E164).to_string());
-        }
+        return Some(parsed.format().mode(phonenumber::Mode::E164).to_string());
     }
     Some(plain_digits)
 }
@@ -85,6 +86,7 @@ mod tests {
     #[test]
     fn unparseable_numbers_keep_their_digits() {
         assert_eq!(normalise_phone("12-34", None).unwrap(), "1234");
+        assert_eq!(normalise_phone("+44 20 7946 0000", parse_region("GB")).unwrap(), "+442079460000");
         assert_eq!(normalise_phone("n/a", None), None);
     }
 }

@@ -117,6 +117,29 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         self.rows.is_empty()
     }
 
+    /// Visible records oldest first, from `since` (inclusive) and strictly after the
+    /// position `after` (a cursor), as borrowed entries of this state.
+    pub fn iter_from(
+        &self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &K, &Arc<V>)> + '_
+    where
+        K: MinKey,
+    {
+        use std::ops::Bound;
+        let since_bound = since.map(|s| (s, K::min_key()));
+        let lower = match (since_bound, after) {
+            (Some(s), Some(a)) if s > a => Bound::Included(s),
+            (_, Some(a)) => Bound::Excluded(a),
+            (Some(s), None) => Bound::Included(s),
+            (None, None) => Bound::Unbounded,
+        };
+        self.order
+            .range((lower, Bound::Unbounded))
+            .filter_map(|(st, k)| self.rows.get(k).map(|r| (*st, k, &r.rec)))
+    }
+
     /// Visible records oldest first: from `since` (inclusive), and strictly after the
     /// position `after` when given (a cursor).
     pub fn page(

@@ -149,3 +149,34 @@ impl Store for MemoryStore {
         }))
     }
 }
+
+/// Where attachment bytes live. Bytes are written before the commit that records them,
+/// so a record never claims bytes the blob store lacks.
+pub trait BlobStore: Send + Sync + 'static {
+    /// Stores (or replaces) the bytes of one attachment.
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError>;
+}
+
+/// Blobs in memory, for tests.
+#[derive(Default)]
+pub struct MemoryBlobs {
+    inner: Mutex<BTreeMap<(Uuid, String), Vec<u8>>>,
+}
+
+impl MemoryBlobs {
+    pub fn get(&self, workspace: Uuid, attachment_id: &str) -> Option<Vec<u8>> {
+        self.inner
+            .lock()
+            .get(&(workspace, attachment_id.to_string()))
+            .cloned()
+    }
+}
+
+impl BlobStore for MemoryBlobs {
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.inner
+            .lock()
+            .insert((workspace, attachment_id.to_string()), bytes.to_vec());
+        Ok(())
+    }
+}

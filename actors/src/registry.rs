@@ -1,0 +1,207 @@
+//! The registry: workspace id → its actor and published read view, and the key ring.
+
+use crate::actor::WorkspaceActor;
+use crate::model::{hash_secret, ApiKey, Workspace};
+use crate::snapshot::KeyDirectory;
+use crate::state::WorkspaceState;
+use crate::store::{BlobStore, Store, StoreError};
+use actix::{Actor, Addr, ArbiterHandle};
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use uuid::Uuid;
+
+/// A loaded workspace: the actor that writes it and the state it last published.
+#[derive(Clone)]
+pub struct WorkspaceHandle {
+    pub addr: Addr<WorkspaceActor>,
+    /// Swapped by the actor after each commit; loaded by readers without locking.
+    pub view: Arc<ArcSwap<WorkspaceState>>,
+}
+
+impl WorkspaceHandle {
+    /// The current state: one consistent view for as long as the caller holds it.
+    pub fn state(&self) -> Arc<WorkspaceState> {
+        self.view.load_full()
+    }
+}
+
+/// A workspace as the registry knows it.
+#[derive(Clone)]
+pub enum Slot {
+    /// Still being read from the store: requests answer 503 with Retry-After.
+    Loading,
+    Ready(WorkspaceHandle),
+}
+
+/// All API keys, by secret hash (the authentication path) and by id (admin paths).
+#[derive(Default)]
+pub struct KeyRing {
+    by_hash: DashMap<[u8; 32], Arc<ApiKey>>,
+    by_id: DashMap<String, Arc<ApiKey>>,
+}
+
+impl KeyRing {
+    /// Inserts or replaces a key (after the store has committed it).
+    pub fn put(&self, key: ApiKey) {
+        let key = Arc::new(key);
+        if let Some(old) = self.by_id.insert(key.id.clone(), key.clone()) {
+            if old.secret_hash != key.secret_hash {
+                self.by_hash.remove(&old.secret_hash);
+            }
+        }
+        self.by_hash.insert(key.secret_hash, key);
+    }
+
+    /// The key a client presented, by its secret (revoked keys included; callers check).
+    pub fn by_secret(&self, secret: &str) -> Option<Arc<ApiKey>> {
+        self.by_hash
+            .get(&hash_secret(secret))
+            .map(|k| k.value().clone())
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<Arc<ApiKey>> {
+        self.by_id.get(id).map(|k| k.value().clone())
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+impl KeyDirectory for KeyRing {
+    fn key(&self, key_id: &str) -> Option<ApiKey> {
+        self.by_id(key_id).map(|k| (*k).clone())
+    }
+    fn key_by_hash(&self, hash: &[u8; 32]) -> Option<String> {
+        self.by_hash.get(hash).map(|k| k.id.clone())
+    }
+}
+
+pub struct Registry {
+    pub store: Arc<dyn Store>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub keys: KeyRing,
+    workspaces: DashMap<Uuid, Slot>,
+    /// Where workspace actors run: one arbiter (thread) for all of them, apart from the
+    /// HTTP workers, so that a long import never stalls request handling.
+    actors: ArbiterHandle,
+    /// Set once every workspace found at start has loaded.
+    ready: AtomicBool,
+}
+
+impl Registry {
+    pub fn new(store: Arc<dyn Store>, blobs: Arc<dyn BlobStore>, actors: ArbiterHandle) -> Arc<Self> {
+        Arc::new(Registry {
+            store,
+            blobs,
+            keys: KeyRing::default(),
+            workspaces: DashMap::new(),
+            actors,
+            ready: AtomicBool::new(false),
+        })
+    }
+
+    pub fn slot(&self, id: Uuid) -> Option<Slot> {
+        self.workspaces.get(&id).map(|s| s.value().clone())
+    }
+
+    pub fn handle(&self, id: Uuid) -> Option<WorkspaceHandle> {
+        match self.slot(id)? {
+            Slot::Ready(h) => Some(h),
+            Slot::Loading => None,
+        }
+    }
+
+    /// True once every workspace present at start-up is loaded.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    pub fn workspace_ids(&self) -> Vec<Uuid> {
+        self.workspaces.iter().map(|e| *e.key()).collect()
+    }
+
+    /// Reads every key from the store into the key ring.
+    pub async fn load_keys(&self) -> Result<usize, StoreError> {
+        let keys = self.store.keys().await?;
+        let n = keys.len();
+        for k in keys {
+            self.keys.put(k);
+        }
+        Ok(n)
+    }
+
+    /// Lists the workspaces and marks them loading. Call before accepting requests.
+    pub async fn discover(&self) -> Result<Vec<Workspace>, StoreError> {
+        let list = self.store.workspaces().await?;
+        for w in &list {
+            self.workspaces.entry(w.id).or_insert(Slot::Loading);
+        }
+        if list.is_empty() {
+            self.ready.store(true, Ordering::Release);
+        }
+        Ok(list)
+    }
+
+    /// Loads each discovered workspace in turn, publishing each as soon as it is ready.
+    /// Building the state is CPU work: run this on a thread of its own.
+    pub async fn load_all(self: &Arc<Self>, list: Vec<Workspace>) -> Result<(), StoreError> {
+        for w in list {
+            let started = Instant::now();
+            let state = Self::load_state(&*self.store, w).await?;
+            let id = state.id();
+            let records = state.candidates.len() + state.notes.len() + state.tasks.len();
+            self.install(state);
+            tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
+        }
+        self.ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Reads one workspace's records into a fresh state.
+    pub async fn load_state(store: &dyn Store, w: Workspace) -> Result<WorkspaceState, StoreError> {
+        let mut state = WorkspaceState::new(w);
+        let id = state.id();
+        store.load_records(id, &mut |r| state.put(r)).await?;
+        Ok(state)
+    }
+
+    fn start_actor(self: &Arc<Self>, state: WorkspaceState) -> WorkspaceHandle {
+        let id = state.id();
+        let view = Arc::new(ArcSwap::from_pointee(state));
+        let actor = WorkspaceActor::new(id, view.clone(), self.clone());
+        let addr = WorkspaceActor::start_in_arbiter(&self.actors, move |_| actor);
+        WorkspaceHandle { addr, view }
+    }
+
+    /// Starts the actor for a loaded state and publishes it.
+    pub fn install(self: &Arc<Self>, state: WorkspaceState) -> WorkspaceHandle {
+        let id = state.id();
+        let handle = self.start_actor(state);
+        self.workspaces.insert(id, Slot::Ready(handle.clone()));
+        handle
+    }
+
+    /// The handle of a workspace, created empty when it does not exist yet (a first
+    /// import). `None` while it is still loading. Concurrent first imports of one new
+    /// workspace get the same actor (the map entry is held while it is created).
+    pub fn handle_or_create(self: &Arc<Self>, w: &Workspace) -> Option<WorkspaceHandle> {
+        let slot = self
+            .workspaces
+            .entry(w.id)
+            .or_insert_with(|| Slot::Ready(self.start_actor(WorkspaceState::new(w.clone()))))
+            .value()
+            .clone();
+        match slot {
+            Slot::Ready(h) => Some(h),
+            Slot::Loading => None,
+        }
+    }
+}

@@ -1,0 +1,194 @@
+use super::*;
+use serde_json::{json, Value};
+
+fn example() -> Value {
+    serde_json::from_str(include_str!("../../../tests/fixtures/snapshot-small.json")).unwrap()
+}
+
+fn plan(v: &Value) -> Result<ImportPlan, SnapshotError> {
+    let snap = parse_slice(&serde_json::to_vec(v).unwrap())?;
+    plan_import(None, snap, &NoKeys)
+}
+
+fn err(v: &Value) -> SnapshotError {
+    match plan(v) {
+        Ok(_) => panic!("expected the snapshot to be rejected"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn example_imports_whole() {
+    let p = plan(&example()).unwrap();
+    assert_eq!(p.upserted["candidates"], 2);
+    assert_eq!(p.upserted["users"], 3);
+    assert_eq!(p.upserted["api_keys"], 2);
+    assert_eq!(p.changes.keys.len(), 2);
+    assert_eq!(p.next.candidates.visible_len(), 2);
+    assert_eq!(p.next.applications.visible_len(), 1);
+    // The private contact note is stored but not visible.
+    assert_eq!(p.next.notes.len(), 2);
+    assert_eq!(p.next.notes.visible_len(), 1);
+    // Only the cv attachment carried bytes; its size is their length.
+    assert_eq!(p.blobs.len(), 1);
+    let cv = p.next.attachments.get(&Arc::from("cv:91b2d50e-a6b0-5581-b491-530642265a44")).unwrap();
+    assert!(cv.has_content);
+    assert_eq!(cv.size, Some(p.blobs[0].1.len() as u64));
+}
+
+#[test]
+fn contact_note_company_is_filled_from_the_contact() {
+    let p = plan(&example()).unwrap();
+    let note = p
+        .next
+        .notes
+        .get(&Uuid::parse_str("05ace384-620b-5866-bfb7-3cdd82c2fe5e").unwrap())
+        .unwrap();
+    assert_eq!(note.company_id, Some(Uuid::parse_str("71ff7925-38fa-57bd-b38e-c2e5e183f050").unwrap()));
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let mut v = example();
+    v["candidates"][1]["favourite_colour"] = json!("blue");
+    let e = err(&v);
+    assert_eq!(e.array.as_deref(), Some("candidates"));
+    assert_eq!(e.index, Some(1));
+    assert_eq!(e.field.as_deref(), Some("favourite_colour"));
+    assert_eq!(e.location(), "candidates[1].favourite_colour");
+}
+
+#[test]
+fn wrong_type_is_named_with_its_path() {
+    let mut v = example();
+    v["candidates"][0]["salary"]["current_amount"] = json!("lots");
+    let e = err(&v);
+    assert_eq!(e.location(), "candidates[0].salary.current_amount");
+    let mut v = example();
+    v["companies"][0]["is_archived"] = json!("no");
+    assert_eq!(err(&v).location(), "companies[0].is_archived");
+}
+
+#[test]
+fn missing_required_field_is_named() {
+    let mut v = example();
+    v["contacts"][0].as_object_mut().unwrap().remove("company_id");
+    assert_eq!(err(&v).location(), "contacts[0].company_id");
+}
+
+#[test]
+fn dangling_reference_is_named() {
+    let mut v = example();
+    v["contacts"][0]["company_id"] = json!("00000000-0000-4000-8000-000000000001");
+    assert_eq!(err(&v).location(), "contacts[0].company_id");
+    let mut v = example();
+    v["notes"][0]["author_id"] = json!("00000000-0000-4000-8000-000000000001");
+    assert_eq!(err(&v).location(), "notes[0].author_id");
+    let mut v = example();
+    v["candidates"][1]["job_id"] = json!("00000000-0000-4000-8000-000000000001");
+    assert_eq!(err(&v).location(), "candidates[1].job_id");
+}
+
+#[test]
+fn reference_to_a_record_deleted_in_the_same_file_dangles() {
+    let mut v = example();
+    v["jobs"] = json!([{"id": "2fae0fc8-6eee-55da-8a7e-f15794b7515f", "deleted": true}]);
+    assert_eq!(err(&v).location(), "candidates[1].job_id");
+}
+
+#[test]
+fn duplicate_id_is_named() {
+    let mut v = example();
+    let dup = v["users"][1].clone();
+    v["users"].as_array_mut().unwrap().push(dup);
+    assert_eq!(err(&v).location(), "users[3].id");
+}
+
+#[test]
+fn duplicate_user_email_is_rejected_case_insensitively() {
+    let mut v = example();
+    v["users"][2]["email"] = json!("RAJ@northwind.example");
+    assert_eq!(err(&v).location(), "users[2].email");
+}
+
+#[test]
+fn primary_rows_are_one_per_person() {
+    let mut v = example();
+    v["candidates"][1]["job_id"] = Value::Null;
+    v["candidates"][1]["stage_id"] = Value::Null;
+    assert_eq!(err(&v).field.as_deref(), Some("person_id"));
+    let mut v = example();
+    v["candidates"][0]["stage_id"] = json!("778cbe98-6287-56d3-b104-3e1d79ecaba4");
+    assert_eq!(err(&v).location(), "candidates[0].stage_id");
+}
+
+#[test]
+fn rejected_needs_rejected_at() {
+    let mut v = example();
+    v["candidates"][1]["outcome"] = json!("rejected");
+    assert_eq!(err(&v).location(), "candidates[1].rejected_at");
+}
+
+#[test]
+fn bad_attachment_prefix_and_base64() {
+    let mut v = example();
+    v["attachments"][0]["id"] = json!("resume:1");
+    assert_eq!(err(&v).location(), "attachments[0].id");
+    let mut v = example();
+    v["attachments"][0]["content_base64"] = json!("***");
+    assert_eq!(err(&v).location(), "attachments[0].content_base64");
+}
+
+#[test]
+fn top_level_rules() {
+    let mut v = example();
+    v["format"] = json!("recruit-snapshot/2");
+    assert_eq!(err(&v).location(), "format");
+    let mut v = example();
+    v["extras"] = json!([]);
+    assert_eq!(err(&v).location(), "extras");
+    let mut v = example();
+    v.as_object_mut().unwrap().remove("workspace");
+    assert_eq!(err(&v).location(), "workspace");
+    let mut v = example();
+    v["workspace"]["default_region"] = json!("Britain");
+    assert_eq!(err(&v).location(), "workspace.default_region");
+    assert!(parse_slice(b"{not json").is_err());
+}
+
+#[test]
+fn deletions_remove_records() {
+    let p = plan(&example()).unwrap();
+    let v = json!({
+        "format": FORMAT,
+        "workspace": example()["workspace"].clone(),
+        "notes": [{"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true}],
+        "attachments": [{"id": "cv:91b2d50e-a6b0-5581-b491-530642265a44", "deleted": true}]
+    });
+    let snap = parse_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
+    let q = plan_import(Some(&p.next), snap, &NoKeys).unwrap();
+    assert_eq!(q.deleted["notes"], 1);
+    assert_eq!(q.next.notes.len(), 1);
+    assert_eq!(q.next.attachments.len(), 1);
+}
+
+#[test]
+fn undoing_a_placement_cancels_its_open_tasks() {
+    let mut v = example();
+    v["candidates"][1]["outcome"] = json!("placed");
+    v["tasks"][0]["placement_row_id"] = v["candidates"][1]["id"].clone();
+    let p = plan(&v).unwrap();
+    let task_id = Uuid::parse_str("9b9318fa-d687-5079-970e-cb43c3d145bb").unwrap();
+    let before = p.next.tasks.get(&task_id).unwrap().updated_at;
+    let mut w = json!({"format": FORMAT, "workspace": v["workspace"].clone()});
+    let mut row = v["candidates"][1].clone();
+    row["outcome"] = Value::Null;
+    w["candidates"] = json!([row]);
+    let snap = parse_slice(&serde_json::to_vec(&w).unwrap()).unwrap();
+    let q = plan_import(Some(&p.next), snap, &NoKeys).unwrap();
+    let t = q.next.tasks.get(&task_id).unwrap();
+    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert_eq!(t.completed_at, None);
+    assert!(t.updated_at > before);
+    assert!(q.changes.upserts.iter().any(|r| matches!(r, Record::Task(t) if t.id == task_id)));
+}

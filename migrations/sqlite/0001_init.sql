@@ -1,0 +1,32 @@
+-- recruitd store, SQLite. The domain validates references, so there are no foreign
+-- keys; the CHECKs below are last-resort guards against nonsense ids.
+
+-- One row per workspace: the `Workspace` description.
+CREATE TABLE workspaces (
+    id             TEXT PRIMARY KEY NOT NULL,
+    name           TEXT,
+    default_region TEXT
+);
+
+-- Every raw record of every workspace: `kind` is `RecordKind::as_str()`, `body` is
+-- `Record::to_json()`. Reads are whole-workspace loads and writes are keyed upserts, so
+-- the primary key is the only index needed.
+CREATE TABLE records (
+    workspace_id TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    id           TEXT NOT NULL CHECK (id <> ''),
+    body         TEXT NOT NULL,
+    PRIMARY KEY (workspace_id, kind, id)
+);
+
+-- API keys of every workspace. Only the SHA-256 of the secret is kept, never the secret.
+CREATE TABLE api_keys (
+    id                    TEXT PRIMARY KEY NOT NULL CHECK (id <> ''),
+    workspace_id          TEXT NOT NULL,
+    secret_hash           BLOB NOT NULL CHECK (length(secret_hash) = 32),
+    scopes                TEXT NOT NULL,    -- `Scopes::to_csv`
+    created_by            TEXT NOT NULL,    -- user id
+    revoked               BOOLEAN NOT NULL DEFAULT FALSE,
+    rate_limit_per_minute INTEGER,
+    created_at            TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);

@@ -1,0 +1,196 @@
+//! The admin interface: plain HTTP on loopback, bearer admin token.
+//!
+//! `GET /admin/v1/ready`, `POST /admin/v1/import`, `POST /admin/v1/keys`,
+//! `DELETE /admin/v1/keys/{id}` — see `operations.md`. Same envelope as the API.
+
+use crate::http::context::{request_context, RequestId};
+use crate::http::errors::{ApiError, ErrorKind};
+use crate::http::records::{data_body, json_response};
+use crate::keys::{build_key, NewKey};
+use actix_web::{middleware, web, HttpRequest, HttpResponse};
+use actors::actor::Import;
+use actors::registry::Registry;
+use actors::store::ChangeSet;
+use serde::Deserialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+/// Largest snapshot accepted over HTTP.
+pub const MAX_IMPORT_BYTES: usize = 4 << 30;
+
+pub struct AdminState {
+    pub registry: Arc<Registry>,
+    pub token: String,
+    /// Set once the API listener is accepting.
+    pub api_accepting: Arc<AtomicBool>,
+}
+
+fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
+    let presented = req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
+    match presented {
+        Some(t) if bool::from(t.as_bytes().ct_eq(state.token.as_bytes())) => Ok(()),
+        _ => Err(ApiError::unauthorized("missing or wrong admin token")),
+    }
+}
+
+async fn ready(req: HttpRequest, state: web::Data<AdminState>, rid: RequestId) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    if state.registry.is_ready() && state.api_accepting.load(Ordering::Acquire) {
+        Ok(json_response(data_body(&serde_json::json!({"ready": true}), &rid)?))
+    } else {
+        Err(ApiError::new(
+            ErrorKind::Unavailable { retry_after: 1 },
+            "not ready: workspaces are still loading",
+        ))
+    }
+}
+
+async fn import(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    let snap = web::block(move || actors::snapshot::parse_slice(&body))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let workspace = snap.workspace.clone().expect("parser requires the workspace");
+    let handle = state
+        .registry
+        .handle_or_create(&workspace)
+        .ok_or_else(|| ApiError::unavailable("the workspace is still loading"))?;
+    let report = handle.addr.send(Import(snap)).await??;
+    let data = serde_json::json!({
+        "workspace_id": report.workspace_id,
+        "upserted": report.upserted,
+        "deleted": report.deleted,
+    });
+    Ok(json_response(data_body(&data, &rid)?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyRequest {
+    workspace_id: uuid::Uuid,
+    created_by_email: String,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    rate_limit_per_minute: Option<u32>,
+}
+
+async fn create_key(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<AdminState>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    let kr: KeyRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("invalid key request: {e}")))?;
+    let handle = match state.registry.slot(kr.workspace_id) {
+        Some(actors::registry::Slot::Ready(h)) => h,
+        Some(actors::registry::Slot::Loading) => return Err(ApiError::unavailable("the workspace is still loading")),
+        None => return Err(ApiError::bad_request(format!("no workspace {}", kr.workspace_id))),
+    };
+    let (key, secret) = build_key(
+        &handle.state(),
+        &NewKey {
+            created_by_email: &kr.created_by_email,
+            scopes: &kr.scopes,
+            rate_limit_per_minute: kr.rate_limit_per_minute,
+        },
+    )
+    .map_err(ApiError::bad_request)?;
+    state
+        .registry
+        .store
+        .commit(
+            kr.workspace_id,
+            &ChangeSet {
+                keys: vec![key.clone()],
+                ..ChangeSet::default()
+            },
+        )
+        .await?;
+    let id = key.id.clone();
+    state.registry.keys.put(key);
+    Ok(json_response(data_body(&serde_json::json!({"id": id, "secret": secret}), &rid)?))
+}
+
+async fn revoke_key(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    let id = path.into_inner();
+    match state.registry.store.revoke_key(&id).await? {
+        Some(k) => {
+            state.registry.keys.put(k);
+            Ok(json_response(data_body(&serde_json::json!({"id": id, "revoked": true}), &rid)?))
+        }
+        None => Err(ApiError::not_found(format!("no key with id {id:?}"))),
+    }
+}
+
+async fn method_not_allowed_get() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::method_not_allowed("GET"))
+}
+async fn method_not_allowed_post() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::method_not_allowed("POST"))
+}
+async fn method_not_allowed_delete() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::method_not_allowed("DELETE"))
+}
+async fn no_such_path() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found("no such path"))
+}
+
+pub fn app(
+    state: web::Data<AdminState>,
+) -> actix_web::App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    actix_web::App::new()
+        .app_data(state)
+        .app_data(web::PayloadConfig::new(MAX_IMPORT_BYTES))
+        .service(
+            web::resource("/admin/v1/ready")
+                .route(web::get().to(ready))
+                .default_service(web::to(method_not_allowed_get)),
+        )
+        .service(
+            web::resource("/admin/v1/import")
+                .route(web::post().to(import))
+                .default_service(web::to(method_not_allowed_post)),
+        )
+        .service(
+            web::resource("/admin/v1/keys")
+                .route(web::post().to(create_key))
+                .default_service(web::to(method_not_allowed_post)),
+        )
+        .service(
+            web::resource("/admin/v1/keys/{id}")
+                .route(web::delete().to(revoke_key))
+                .default_service(web::to(method_not_allowed_delete)),
+        )
+        .default_service(web::to(no_such_path))
+        .wrap(middleware::from_fn(request_context))
+}

@@ -1,0 +1,191 @@
+//! Start-up: `Application::build(settings)` opens the store, loads the workspaces, binds
+//! the HTTPS API and the admin interface, and runs until stopped. Tests start the real
+//! application the same way, on port 0.
+
+use crate::admin::{self, AdminState};
+use crate::blobs::FileBlobs;
+use crate::http::{self, AppState};
+use crate::secrets;
+use crate::tls::{self, HttpsOptions};
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::{web, HttpServer};
+use actors::query::CursorKey;
+use actors::registry::Registry;
+use anyhow::Context;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Everything `serve` is configured with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub database_url: Option<String>,
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub admin_allow_remote: bool,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub public_url: Option<String>,
+    pub rate_limit_per_minute: u32,
+    pub admin_token: Option<String>,
+    pub workers: Option<usize>,
+    /// Leave SIGINT/SIGTERM to the caller (tests run several servers in one process).
+    pub disable_signals: bool,
+}
+
+impl Settings {
+    /// Defaults of `operations.md`, rooted at `data_dir`.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Settings {
+            data_dir,
+            database_url: None,
+            listen: "127.0.0.1:8443".parse().expect("valid"),
+            admin_listen: "127.0.0.1:8444".parse().expect("valid"),
+            admin_allow_remote: false,
+            tls_cert: None,
+            tls_key: None,
+            public_url: None,
+            rate_limit_per_minute: 600,
+            admin_token: None,
+            workers: None,
+            disable_signals: false,
+        }
+    }
+}
+
+pub struct Application {
+    api_addr: SocketAddr,
+    admin_addr: SocketAddr,
+    api: Server,
+    admin: Server,
+    pub registry: Arc<Registry>,
+    pub admin_token: String,
+    pub tls_cert_pem: Vec<u8>,
+    // Kept so their threads live as long as the application.
+    _actors: actix::Arbiter,
+    _loader: actix::Arbiter,
+}
+
+impl Application {
+    /// Opens the store, starts loading workspaces and binds both listeners. Must run
+    /// inside an actix system (`#[actix_web::main]`, `#[actix_web::test]`).
+    pub async fn build(s: Settings) -> anyhow::Result<Application> {
+        tls::install_crypto_provider();
+        if !s.admin_allow_remote && !s.admin_listen.ip().is_loopback() {
+            anyhow::bail!(
+                "--admin-listen {} is not a loopback address; add --admin-allow-remote to allow it",
+                s.admin_listen
+            );
+        }
+        std::fs::create_dir_all(&s.data_dir)
+            .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
+        let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
+        let blobs = Arc::new(FileBlobs::new(s.data_dir.join("blobs")));
+        let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
+        let signing_key = secrets::signing_key(&s.data_dir)?;
+        let actors = actix::Arbiter::new();
+        let registry = Registry::new(store, blobs, actors.handle());
+        registry.load_keys().await.context("loading API keys")?;
+        let list = registry.discover().await.context("listing workspaces")?;
+
+        // Workspaces load on a thread of their own; until each is loaded its requests
+        // answer 503 with Retry-After, and /admin/v1/ready answers 503.
+        let loader = actix::Arbiter::new();
+        {
+            let registry = registry.clone();
+            loader.spawn(async move {
+                if let Err(e) = registry.load_all(list).await {
+                    tracing::error!("loading workspaces failed: {}", crate::http::errors::error_chain(&e));
+                }
+            });
+        }
+
+        let tls_config = tls::server_config(&s.data_dir, s.tls_cert.as_deref(), s.tls_key.as_deref())?;
+        let cert_path = s
+            .tls_cert
+            .clone()
+            .unwrap_or_else(|| tls::self_signed_paths(&s.data_dir).0);
+        let tls_cert_pem = std::fs::read(&cert_path).unwrap_or_default();
+
+        let api_listener = TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?;
+        let api_addr = api_listener.local_addr()?;
+        let app_state = web::Data::new(AppState {
+            registry: registry.clone(),
+            cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
+        });
+        let api = tls::https_server(
+            api_listener,
+            tls_config,
+            move || http::app(app_state.clone()),
+            HttpsOptions {
+                workers: s.workers,
+                disable_signals: s.disable_signals,
+                ..HttpsOptions::default()
+            },
+        )?;
+
+        let admin_listener =
+            TcpListener::bind(s.admin_listen).with_context(|| format!("binding {}", s.admin_listen))?;
+        let admin_addr = admin_listener.local_addr()?;
+        let api_accepting = Arc::new(AtomicBool::new(true));
+        let admin_state = web::Data::new(AdminState {
+            registry: registry.clone(),
+            token: admin_token.clone(),
+            api_accepting,
+        });
+        let mut admin = HttpServer::new(move || admin::app(admin_state.clone()))
+            .workers(1)
+            .listen(admin_listener)?;
+        if s.disable_signals {
+            admin = admin.disable_signals();
+        }
+        let admin = admin.run();
+
+        Ok(Application {
+            api_addr,
+            admin_addr,
+            api,
+            admin,
+            registry,
+            admin_token,
+            tls_cert_pem,
+            _actors: actors,
+            _loader: loader,
+        })
+    }
+
+    pub fn api_addr(&self) -> SocketAddr {
+        self.api_addr
+    }
+
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
+    /// Handles to stop both servers.
+    pub fn handles(&self) -> (ServerHandle, ServerHandle) {
+        (self.api.handle(), self.admin.handle())
+    }
+
+    /// Runs until both servers have stopped (a signal, or their handles).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let (api_handle, admin_handle) = self.handles();
+        let api = self.api;
+        let admin = self.admin;
+        // When one server stops (e.g. SIGTERM reaches both), make sure the other follows.
+        let a = async {
+            let r = api.await;
+            admin_handle.stop(true).await;
+            r
+        };
+        let b = async {
+            let r = admin.await;
+            api_handle.stop(true).await;
+            r
+        };
+        let (ra, rb) = futures_util::future::join(a, b).await;
+        ra.and(rb)
+    }
+}

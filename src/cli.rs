@@ -1,0 +1,227 @@
+//! The command line (`operations.md`): `serve`, `import`, `key create|revoke`, `generate`.
+
+use crate::app::{Application, Settings};
+use crate::generate::GenerateOptions;
+use crate::keys::NewKey;
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "recruitd", version, about = "Recruiting Data REST API v1 server")]
+pub struct Cli {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Store selection, common to all subcommands.
+#[derive(Args, Debug, Clone)]
+pub struct StoreArgs {
+    /// PostgreSQL URL (postgres://…); without it the embedded SQLite store in the data dir.
+    #[arg(long, env = "RECRUITD_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Holds recruit.db, blobs/, tls/ and admin-token.
+    #[arg(long, env = "RECRUITD_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTPS API and the admin interface.
+    Serve(ServeArgs),
+    /// Apply snapshot files to the store, offline.
+    Import {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Create or revoke API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Write a synthetic, realistic snapshot.
+    Generate {
+        #[arg(long)]
+        people: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Print a new key's secret once, on its own line, and its id.
+    Create {
+        /// Workspace id (or exact name).
+        #[arg(long)]
+        workspace: String,
+        /// E-mail of the active member creating the key.
+        #[arg(long)]
+        created_by: String,
+        /// Comma-separated: notes:write, tasks:write, records:write (read is implied).
+        #[arg(long, value_delimiter = ',')]
+        scopes: Vec<String>,
+        #[arg(long)]
+        rate_limit_per_minute: Option<u32>,
+    },
+    /// Revoke a key.
+    Revoke { key_id: String },
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    pub listen: SocketAddr,
+    #[arg(long, default_value = "127.0.0.1:8444")]
+    pub admin_listen: SocketAddr,
+    #[arg(long)]
+    pub admin_allow_remote: bool,
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Base of signed download URLs (default https://<listen>).
+    #[arg(long)]
+    pub public_url: Option<String>,
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_minute: u32,
+    #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// HTTPS worker threads (default: one per CPU).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// On an empty store, load a generated demo workspace and print a key.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// People in the demo workspace.
+pub const DEMO_PEOPLE: usize = 500;
+pub const DEMO_SEED: u64 = 20261121;
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => actix_web::rt::System::new().block_on(serve(cli.store, args)),
+        Command::Import { files } => actix_web::rt::System::new().block_on(async move {
+            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            crate::offline::import_files(store, &cli.store.data_dir, &files).await
+        }),
+        Command::Key(KeyCommand::Create {
+            workspace,
+            created_by,
+            scopes,
+            rate_limit_per_minute,
+        }) => actix_web::rt::System::new().block_on(async move {
+            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            let (key, secret) = crate::offline::create_key(
+                store,
+                &workspace,
+                &NewKey {
+                    created_by_email: &created_by,
+                    scopes: &scopes,
+                    rate_limit_per_minute,
+                },
+            )
+            .await?;
+            println!("{secret}");
+            println!("id: {}", key.id);
+            eprintln!("The secret is shown once; only its hash is kept. A running server sees the key after a restart or through POST /admin/v1/keys.");
+            Ok(())
+        }),
+        Command::Key(KeyCommand::Revoke { key_id }) => actix_web::rt::System::new().block_on(async move {
+            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            match store.revoke_key(&key_id).await? {
+                Some(_) => {
+                    println!("revoked {key_id}");
+                    Ok(())
+                }
+                None => anyhow::bail!("no key with id {key_id:?}"),
+            }
+        }),
+        Command::Generate { people, seed, out } => {
+            crate::generate::run_cli(&GenerateOptions { people, seed }, out.as_deref())
+        }
+    }
+}
+
+async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
+    let mut demo_key = None;
+    if args.demo {
+        demo_key = load_demo(&store_args).await?;
+    }
+    let settings = Settings {
+        data_dir: store_args.data_dir.clone(),
+        database_url: store_args.database_url.clone(),
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        admin_allow_remote: args.admin_allow_remote,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+        public_url: args.public_url,
+        rate_limit_per_minute: args.rate_limit_per_minute,
+        admin_token: args.admin_token,
+        workers: args.workers,
+        disable_signals: false,
+    };
+    let app = Application::build(settings).await?;
+    let base = format!("https://{}", app.api_addr());
+    tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
+    eprintln!("recruitd: API on {base}, admin interface on http://{}", app.admin_addr());
+    if let Some(secret) = demo_key {
+        let cert = crate::tls::self_signed_paths(&store_args.data_dir).0;
+        println!(
+            "\nDemo workspace loaded. Read+write API key (shown once):\n\n  {secret}\n\nTry:\n\n  \
+             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/counts'\n  \
+             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/candidates?limit=2'\n  \
+             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/jobs?updated_since=2026-09-01'\n",
+            cert = cert.display()
+        );
+    }
+    app.run_until_stopped().await.context("server failed")
+}
+
+/// Loads the demo workspace into an empty store; the new key's secret, or `None` when the
+/// store already holds data (then nothing is changed).
+async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
+    let store = crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+    if !store.workspaces().await?.is_empty() {
+        eprintln!("recruitd: --demo: the store already holds data; serving it unchanged");
+        return Ok(None);
+    }
+    let bytes = crate::generate::snapshot_bytes(&GenerateOptions {
+        people: DEMO_PEOPLE,
+        seed: DEMO_SEED,
+    });
+    let snap = actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
+    let ws = snap.workspace_id().context("demo snapshot has a workspace")?;
+    let owner = snap
+        .users
+        .iter()
+        .find_map(|u| match u {
+            actors::snapshot::Entry::Upsert(u)
+                if u.is_active() && u.role.as_deref() == Some("owner") =>
+            {
+                u.email.clone()
+            }
+            _ => None,
+        })
+        .context("demo snapshot has an active owner")?;
+    let blobs = crate::blobs::FileBlobs::new(store_args.data_dir.join("blobs"));
+    let keys = crate::offline::key_ring(&*store).await?;
+    crate::offline::import_snapshot(&*store, &blobs, &keys, snap).await?;
+    let scopes = ["notes:write", "tasks:write", "records:write"].map(String::from);
+    let (_, secret) = crate::offline::create_key(
+        store,
+        &ws.to_string(),
+        &NewKey {
+            created_by_email: &owner,
+            scopes: &scopes,
+            rate_limit_per_minute: None,
+        },
+    )
+    .await?;
+    Ok(Some(secret))
+}

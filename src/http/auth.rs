@@ -1,0 +1,117 @@
+//! Authentication and scopes, as typed extractors.
+//!
+//! A handler that needs a scope names it in its signature (`Authed<NotesWrite>`) and
+//! cannot run without it. Keys are looked up by the hash of the presented secret; the
+//! key's workspace, revocation and its creator's membership are checked on every request,
+//! so revocation and loss of access take effect on the next request.
+
+use super::errors::{ApiError, ErrorKind};
+use super::AppState;
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest};
+use actors::model::{ApiKey, Scope};
+use actors::registry::{Slot, WorkspaceHandle};
+use actors::state::WorkspaceState;
+use std::future::{ready, Ready};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// A scope an endpoint requires.
+pub trait RequiredScope {
+    const SCOPE: Scope;
+}
+
+pub struct Read;
+pub struct NotesWrite;
+pub struct TasksWrite;
+pub struct RecordsWrite;
+
+impl RequiredScope for Read {
+    const SCOPE: Scope = Scope::Read;
+}
+impl RequiredScope for NotesWrite {
+    const SCOPE: Scope = Scope::NotesWrite;
+}
+impl RequiredScope for TasksWrite {
+    const SCOPE: Scope = Scope::TasksWrite;
+}
+impl RequiredScope for RecordsWrite {
+    const SCOPE: Scope = Scope::RecordsWrite;
+}
+
+/// An authenticated caller holding scope `S`, with its workspace's current state.
+pub struct Authed<S: RequiredScope> {
+    pub key: Arc<ApiKey>,
+    pub workspace: WorkspaceHandle,
+    /// The state as of this request: one consistent view for the whole request.
+    pub state: Arc<WorkspaceState>,
+    _scope: PhantomData<S>,
+}
+
+/// The bearer token of a request: `Authorization: Bearer <key>`, nothing else.
+fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
+    let value = req.headers().get(header::AUTHORIZATION).ok_or_else(|| {
+        ApiError::unauthorized("missing API key: send the header Authorization: Bearer <API_KEY>")
+    })?;
+    let malformed = || ApiError::unauthorized("malformed Authorization header: expected Bearer <API_KEY>");
+    let value = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
+        return Err(malformed());
+    }
+    if req.headers().get_all(header::AUTHORIZATION).count() > 1 {
+        return Err(malformed());
+    }
+    Ok(token)
+}
+
+pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, ApiError> {
+    let app = req
+        .app_data::<web::Data<AppState>>()
+        .expect("AppState is registered");
+    let token = bearer(req)?;
+    let unknown = || ApiError::unauthorized("unknown or revoked API key");
+    let key = app.registry.keys.by_secret(token).ok_or_else(unknown)?;
+    if key.revoked {
+        return Err(unknown());
+    }
+    let workspace = match app.registry.slot(key.workspace_id) {
+        Some(Slot::Ready(h)) => h,
+        Some(Slot::Loading) => {
+            return Err(ApiError::new(
+                ErrorKind::Unavailable { retry_after: 5 },
+                "the workspace is still loading; retry after the indicated delay",
+            ))
+        }
+        None => return Err(unknown()),
+    };
+    let state = workspace.state();
+    if !state.user_is_active(key.created_by) {
+        return Err(ApiError::unauthorized(
+            "API key no longer valid: its creator has lost access to the workspace",
+        ));
+    }
+    if !key.scopes.contains(S::SCOPE) {
+        return Err(ApiError::new(
+            ErrorKind::ForbiddenScope,
+            format!("this API key lacks the {} scope", S::SCOPE.as_str()),
+        ));
+    }
+    Ok(Authed {
+        key,
+        workspace,
+        state,
+        _scope: PhantomData,
+    })
+}
+
+impl<S: RequiredScope> FromRequest for Authed<S> {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authenticate::<S>(req))
+    }
+}

@@ -1,0 +1,147 @@
+//! Request context: a unique request id for every request, and the error envelope.
+//!
+//! The middleware gives each request its id before any handler runs, puts it on every
+//! response (`X-Request-Id`), and turns every error response — ours, the framework's, an
+//! unknown path — into the spec's `{error:{code,message}, request_id}` body.
+
+use super::errors::{ApiError, ErrorKind};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{Error, FromRequest, HttpMessage, HttpRequest};
+use serde::Serialize;
+use std::future::{ready, Ready};
+use std::rc::Rc;
+
+/// The id of one request: `req_` and 32 hex digits of randomness.
+#[derive(Clone, Debug)]
+pub struct RequestId(Rc<str>);
+
+impl RequestId {
+    pub fn generate() -> Self {
+        let v: u128 = rand::random();
+        RequestId(Rc::from(format!("req_{v:032x}")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromRequest for RequestId {
+    type Error = Error;
+    type Future = Ready<Result<Self, Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        // Always present behind the middleware; generate one defensively otherwise.
+        let id = req
+            .extensions()
+            .get::<RequestId>()
+            .cloned()
+            .unwrap_or_else(RequestId::generate);
+        ready(Ok(id))
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    error: ErrorBody<'a>,
+    request_id: &'a str,
+}
+
+/// The JSON error body.
+pub fn error_json(kind: &ErrorKind, message: &str, request_id: &str) -> Vec<u8> {
+    serde_json::to_vec(&ErrorEnvelope {
+        error: ErrorBody {
+            code: kind.code(),
+            message,
+        },
+        request_id,
+    })
+    .expect("error envelope serialises")
+}
+
+pub async fn request_context(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let rid = RequestId::generate();
+    req.extensions_mut().insert(rid.clone());
+    let method = req.method().clone();
+    let path = req.path().to_owned();
+    // Handler and extractor errors arrive as responses carrying their error; an `Err`
+    // here would come from a middleware, of which there is none inside this one. (The
+    // request cannot be kept for that case: routing needs it uniquely owned.)
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    res.headers_mut().insert(
+        header::HeaderName::from_static("x-request-id"),
+        HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
+    );
+    if res.status().is_client_error() || res.status().is_server_error() {
+        return Ok(finish_error(res, &rid, &method, &path));
+    }
+    Ok(res)
+}
+
+fn finish_error(
+    res: ServiceResponse<BoxBody>,
+    rid: &RequestId,
+    method: &actix_web::http::Method,
+    path: &str,
+) -> ServiceResponse<BoxBody> {
+    let status = res.status();
+    let (kind, message, internal) = match res.response().error() {
+        Some(e) => match e.as_error::<ApiError>() {
+            Some(api) => {
+                if let Some(cause) = &api.cause {
+                    if api.kind == ErrorKind::Internal {
+                        tracing::error!(request_id = rid.as_str(), %method, path, "internal error: {cause:?}");
+                    } else {
+                        tracing::warn!(request_id = rid.as_str(), %method, path, code = api.kind.code(), "{cause:?}");
+                    }
+                }
+                (api.kind.clone(), api.message.to_string(), false)
+            }
+            None => {
+                let kind = ErrorKind::from_status(status);
+                let internal = kind == ErrorKind::Internal;
+                if internal {
+                    tracing::error!(request_id = rid.as_str(), %method, path, "internal error: {e:?}");
+                }
+                (kind, e.to_string(), internal)
+            }
+        },
+        None => {
+            let kind = ErrorKind::from_status(status);
+            let msg = match &kind {
+                ErrorKind::NotFound => "no such path".to_string(),
+                k => k.code().to_lowercase().replace('_', " "),
+            };
+            (kind.clone(), msg, kind == ErrorKind::Internal)
+        }
+    };
+    let message = if internal || kind == ErrorKind::Internal {
+        "internal error; safe to retry with backoff".to_string()
+    } else {
+        message
+    };
+    let body = error_json(&kind, &message, rid.as_str());
+    let (req, mut http) = res.into_parts();
+    http.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    http.headers_mut().insert(
+        header::HeaderName::from_static("x-request-id"),
+        HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
+    );
+    let http = http.set_body(BoxBody::new(body));
+    ServiceResponse::new(req, http)
+}

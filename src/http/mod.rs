@@ -1,0 +1,102 @@
+//! The public API over HTTPS: routes, extractors, errors.
+//!
+//! ## Map
+//! - [`context`]: request ids and the error envelope (middleware).
+//! - [`errors`]: error kinds → status and the spec's eight codes.
+//! - [`auth`]: bearer keys and scopes as typed extractors.
+//! - [`query`]: strict query-string decoding.
+//! - [`records`]: lists, single records, counts.
+//!
+//! Every handler is an adapter: parse input, read the workspace state (or ask its actor),
+//! render the response view.
+
+pub mod auth;
+pub mod context;
+pub mod errors;
+pub mod query;
+pub mod records;
+
+use actix_web::{middleware, web, HttpRequest};
+use actors::model::Entity;
+use actors::query::CursorKey;
+use actors::registry::Registry;
+use errors::ApiError;
+use std::sync::Arc;
+
+/// Shared by every API handler.
+pub struct AppState {
+    pub registry: Arc<Registry>,
+    pub cursor_key: CursorKey,
+}
+
+/// Methods served on `/v1/{entity}`.
+fn collection_methods(_e: Entity) -> &'static str {
+    "GET"
+}
+
+/// Methods served on `/v1/{entity}/{id}`.
+fn item_methods(_e: Entity) -> &'static str {
+    "GET"
+}
+
+type Refusal = Result<actix_web::HttpResponse, ApiError>;
+
+async fn collection_fallback(req: HttpRequest) -> Refusal {
+    Err(match req.match_info().get("entity").and_then(Entity::parse) {
+        Some(e) => ApiError::method_not_allowed(collection_methods(e)),
+        None => ApiError::not_found("no such path"),
+    })
+}
+
+async fn item_fallback(req: HttpRequest) -> Refusal {
+    Err(match req.match_info().get("entity").and_then(Entity::parse) {
+        Some(e) => ApiError::method_not_allowed(item_methods(e)),
+        None => ApiError::not_found("no such path"),
+    })
+}
+
+async fn get_only() -> Refusal {
+    Err(ApiError::method_not_allowed("GET"))
+}
+
+async fn no_such_path() -> Refusal {
+    Err(ApiError::not_found("no such path"))
+}
+
+/// Registers the API's routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/v1/counts")
+            .route(web::get().to(records::counts))
+            .default_service(web::to(get_only)),
+    )
+    .service(
+        web::resource("/v1/{entity}")
+            .route(web::get().to(records::list))
+            .default_service(web::to(collection_fallback)),
+    )
+    .service(
+        web::resource("/v1/{entity}/{id}")
+            .route(web::get().to(records::get))
+            .default_service(web::to(item_fallback)),
+    );
+}
+
+/// The whole API application, as each HTTPS worker builds it.
+pub fn app(
+    state: web::Data<AppState>,
+) -> actix_web::App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    actix_web::App::new()
+        .app_data(state)
+        .configure(configure)
+        .default_service(web::to(no_such_path))
+        .wrap(middleware::from_fn(context::request_context))
+}

@@ -1,0 +1,250 @@
+//! The production store: PostgreSQL, selected with `--database-url postgres://…`.
+//!
+//! # Bulk writes
+//! A commit sends its records as arrays, a few thousand rows per statement:
+//! `INSERT … SELECT … FROM UNNEST($2::text[], $3::text[], $4::text[]) ON CONFLICT … DO
+//! UPDATE`. One statement (and one round trip) per chunk, no bind-parameter limit, and
+//! the statement text is the same for every chunk, so it is prepared once per
+//! connection. Deletes use the same shape (`DELETE … USING UNNEST(…)`).
+//!
+//! # Body type
+//! `records.body` is TEXT rather than JSONB; see the note in
+//! `migrations/postgres/0001_init.sql` for the measurements and the `\u0000` problem.
+//!
+//! # Connections
+//! A handful of pooled connections, each acquisition bounded by `ACQUIRE_TIMEOUT`, so a
+//! dead server is reported as `Unavailable` within seconds.
+
+use super::{decode_key, decode_record, decode_workspace, map_error, ACQUIRE_TIMEOUT};
+use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::store::{ChangeSet, RecordSink, Store, StoreError};
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::Row;
+use std::collections::HashSet;
+use std::str::FromStr;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Rows per upsert statement: large enough that round trips do not matter, small enough
+/// that one statement's arrays (a few MB of JSON) stay modest in memory on both sides.
+const UPSERT_CHUNK: usize = 5000;
+
+/// Ids per delete statement.
+const DELETE_CHUNK: usize = 5000;
+
+/// Pooled connections: one per concurrent workspace commit or load is plenty; the
+/// workspace actors serialise writes per workspace anyway.
+const MAX_CONNECTIONS: u32 = 8;
+
+/// The key columns, in the order `key_from_row` reads them.
+const KEY_COLUMNS: &str =
+    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute";
+
+const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
+     SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
+     ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = EXCLUDED.body";
+
+const DELETE_RECORDS: &str = "DELETE FROM records r \
+     USING UNNEST($2::text[], $3::text[]) AS d(k, i) \
+     WHERE r.workspace_id = $1 AND r.kind = d.k AND r.id = d.i";
+
+/// PostgreSQL behind the Store port.
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects (failing within `ACQUIRE_TIMEOUT` when the server cannot be reached) and
+    /// applies the migrations.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let store = Self::connect_lazy(url, ACQUIRE_TIMEOUT)?;
+        // The first acquisition also proves the server is there.
+        sqlx::migrate!("./migrations/postgres")
+            .run(&store.pool)
+            .await
+            .map_err(|e| anyhow::anyhow!("migrating PostgreSQL store: {e}"))?;
+        Ok(store)
+    }
+
+    /// A store whose connections are made on first use, without migrating: for callers
+    /// that must start while the database is down, and for tests of outage handling.
+    pub fn connect_lazy(url: &str, acquire_timeout: Duration) -> anyhow::Result<Self> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(acquire_timeout)
+            .connect_lazy_with(options);
+        Ok(PostgresStore { pool })
+    }
+
+    /// Closes every connection; later calls fail as `Unavailable`.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// PostgreSQL's "try again later" SQLSTATEs: connection exceptions (class 08), server
+/// shutting down or starting (57P01–57P03), out of disk or connections (53100, 53300).
+fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+    e.code().is_some_and(|c| {
+        c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03" | "53100" | "53300")
+    })
+}
+
+fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |e| map_error(context, e, transient)
+}
+
+fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
+    decode_key(
+        row.try_get(0).map_err(get)?,
+        row.try_get(1).map_err(get)?,
+        row.try_get(2).map_err(get)?,
+        row.try_get(3).map_err(get)?,
+        row.try_get(4).map_err(get)?,
+        row.try_get(5).map_err(get)?,
+        row.try_get(6).map_err(get)?,
+    )
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        let rows: Vec<(String, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err("listing workspaces"))?;
+        rows.into_iter()
+            .map(|(id, name, region)| decode_workspace(&id, name, region))
+            .collect()
+    }
+
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        let ws = workspace.to_string();
+        // `fetch` reads rows off the socket as they arrive: the server streams the
+        // result and TCP flow control holds it back while the sink is busy.
+        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
+            .bind(&ws)
+            .fetch(&self.pool);
+        let load = err("loading records");
+        while let Some(row) = rows.try_next().await.map_err(&load)? {
+            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+            let kind: &str = row.try_get(0).map_err(get)?;
+            let id: &str = row.try_get(1).map_err(get)?;
+            let body: &str = row.try_get(2).map_err(get)?;
+            sink(decode_record(kind, id, body)?);
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let fail = err("commit");
+        let mut tx = self.pool.begin().await.map_err(&fail)?;
+        let ws = workspace.to_string();
+
+        if let Some(w) = &changes.workspace {
+            sqlx::query(
+                "INSERT INTO workspaces (id, name, default_region) VALUES ($1, $2, $3) \
+                 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, \
+                 default_region = EXCLUDED.default_region",
+            )
+            .bind(w.id.to_string())
+            .bind(w.name.as_deref())
+            .bind(w.default_region.as_deref())
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
+        // deleted in one change set ends up deleted.
+        for chunk in changes.upserts.chunks(UPSERT_CHUNK) {
+            // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement, so a
+            // key repeated within the chunk keeps only its last version (walk backwards,
+            // keep first seen). Repeats across chunks need nothing: statements run in
+            // order and the later one wins.
+            let mut seen = HashSet::with_capacity(chunk.len());
+            let mut kinds = Vec::with_capacity(chunk.len());
+            let mut ids = Vec::with_capacity(chunk.len());
+            let mut bodies = Vec::with_capacity(chunk.len());
+            for r in chunk.iter().rev() {
+                let id = r.id_string();
+                if seen.insert((r.kind(), id.clone())) {
+                    kinds.push(r.kind().as_str());
+                    ids.push(id);
+                    bodies.push(r.to_json());
+                }
+            }
+            sqlx::query(UPSERT_RECORDS)
+                .bind(&ws)
+                .bind(kinds)
+                .bind(ids)
+                .bind(bodies)
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+        }
+
+        for chunk in changes.deletes.chunks(DELETE_CHUNK) {
+            let kinds: Vec<&str> = chunk.iter().map(|(k, _)| RecordKind::as_str(*k)).collect();
+            let ids: Vec<&str> = chunk.iter().map(|(_, id)| id.as_str()).collect();
+            sqlx::query(DELETE_RECORDS)
+                .bind(&ws)
+                .bind(kinds)
+                .bind(ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+        }
+
+        for k in &changes.keys {
+            sqlx::query(
+                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
+                 revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (id) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, \
+                 secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, \
+                 created_by = EXCLUDED.created_by, revoked = EXCLUDED.revoked, \
+                 rate_limit_per_minute = EXCLUDED.rate_limit_per_minute",
+            )
+            .bind(&k.id)
+            .bind(k.workspace_id.to_string())
+            .bind(&k.secret_hash[..])
+            .bind(k.scopes.to_csv())
+            .bind(k.created_by.to_string())
+            .bind(k.revoked)
+            .bind(k.rate_limit_per_minute.map(i64::from))
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        tx.commit().await.map_err(&fail)
+    }
+
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(err("listing keys"))?;
+        rows.iter().map(key_from_row).collect()
+    }
+
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE api_keys SET revoked = TRUE WHERE id = $1 RETURNING {KEY_COLUMNS}"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err("revoking key"))?;
+        row.as_ref().map(key_from_row).transpose()
+    }
+}

@@ -1,0 +1,299 @@
+//! The embedded default store: one SQLite file, `<data-dir>/recruit.db`.
+//!
+//! # Connections
+//! SQLite admits one writer at a time, so writes go through a pool of exactly one
+//! connection: writers queue in the pool (bounded by `ACQUIRE_TIMEOUT`) rather than in
+//! SQLite's busy handler. Reads use a separate small pool; in WAL mode they run beside
+//! the writer and see the last committed state, so a long workspace load never blocks a
+//! commit.
+//!
+//! # Durability
+//! WAL journal with `synchronous=NORMAL`: a commit returns once its frames are written
+//! to the WAL file (in the OS page cache); the fsync happens at checkpoints. An
+//! acknowledged commit therefore survives a crash or `kill -9` of the process, which is
+//! the guarantee the domain relies on. Only an OS crash or power loss can lose the last
+//! few commits (never corrupting the file). `FULL` would fsync on every commit and cost a
+//! disk flush per API write for a guarantee we do not promise.
+
+use super::{decode_key, decode_record, decode_workspace, map_error, ACQUIRE_TIMEOUT};
+use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::store::{ChangeSet, RecordSink, Store, StoreError};
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::Row;
+use std::path::Path;
+use std::sync::LazyLock;
+use uuid::Uuid;
+
+/// Rows per multi-row INSERT. 500 rows use 1,501 bind parameters, far below SQLite's
+/// limit (32,766 since 3.32), and make the per-statement cost (a round trip to sqlx's
+/// worker thread, a statement-cache lookup) negligible; much larger chunks gain nothing
+/// measurable and only build longer SQL.
+const UPSERT_CHUNK: usize = 500;
+
+/// Ids per `DELETE … IN (…)` statement (same reasoning as `UPSERT_CHUNK`).
+const DELETE_CHUNK: usize = 500;
+
+/// Connections of the read pool: loads at start-up run one per workspace, concurrently.
+const READERS: u32 = 4;
+
+/// The statement of every full chunk, built once.
+static FULL_UPSERT_SQL: LazyLock<String> = LazyLock::new(|| upsert_sql(UPSERT_CHUNK));
+
+/// The key columns, in the order `key_from_row` reads them.
+const KEY_COLUMNS: &str =
+    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute";
+
+/// SQLite behind the Store port. See the module doc for the connection layout.
+pub struct SqliteStore {
+    /// The only connection that writes (a pool of one, so that writers queue with a
+    /// bounded wait).
+    writer: SqlitePool,
+    /// Connections that only read.
+    readers: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database file and applies the migrations.
+    pub async fn open(path: &Path) -> anyhow::Result<Self> {
+        let base = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            // A second process (e.g. `recruitd import` next to a running server) may
+            // hold the write lock; wait for it as long as for a pooled connection.
+            .busy_timeout(ACQUIRE_TIMEOUT)
+            // The domain validates references; the schema declares none anyway.
+            .foreign_keys(false);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(
+                base.clone()
+                    // 64 MiB page cache: bulk imports insert into a large primary-key
+                    // b-tree in random order; a bigger cache keeps its inner pages hot.
+                    .pragma("cache_size", "-65536")
+                    // After a checkpoint, shrink the WAL back (a bulk import grows it to
+                    // the size of the whole import).
+                    .pragma("journal_size_limit", "67108864"),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&writer)
+            .await
+            .map_err(|e| anyhow::anyhow!("migrating SQLite store {}: {e}", path.display()))?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(base.create_if_missing(false))
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
+        Ok(SqliteStore { writer, readers })
+    }
+
+    /// Closes every connection (checkpointing the WAL); later calls fail as
+    /// `Unavailable`.
+    pub async fn close(&self) {
+        self.readers.close().await;
+        self.writer.close().await;
+    }
+}
+
+/// SQLite's "try again later" result codes (primary code = low byte of the extended
+/// one): BUSY, LOCKED, IOERR, FULL, CANTOPEN.
+fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+    e.code()
+        .and_then(|c| c.parse::<i64>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10 | 13 | 14))
+}
+
+fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |e| map_error(context, e, transient)
+}
+
+/// `INSERT … VALUES (?1, ?2, ?3, ?4), (?1, ?5, ?6, ?7), …` for `rows` records; `?1` is
+/// the workspace id, shared by every row.
+fn upsert_sql(rows: usize) -> String {
+    let mut sql = String::with_capacity(80 + rows * 24);
+    sql.push_str("INSERT INTO records (workspace_id, kind, id, body) VALUES ");
+    for r in 0..rows {
+        let p = 2 + r * 3;
+        if r > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&format!("(?1,?{},?{},?{})", p, p + 1, p + 2));
+    }
+    sql.push_str(" ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = excluded.body");
+    sql
+}
+
+/// `DELETE … WHERE workspace_id = ?1 AND kind = ?2 AND id IN (?3, …)` for `ids` ids.
+fn delete_sql(ids: usize) -> String {
+    let mut sql = String::with_capacity(80 + ids * 6);
+    sql.push_str("DELETE FROM records WHERE workspace_id = ?1 AND kind = ?2 AND id IN (");
+    for i in 0..ids {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&format!("?{}", i + 3));
+    }
+    sql.push(')');
+    sql
+}
+
+fn key_from_row(row: &SqliteRow) -> Result<ApiKey, StoreError> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
+    decode_key(
+        row.try_get(0).map_err(get)?,
+        row.try_get(1).map_err(get)?,
+        row.try_get(2).map_err(get)?,
+        row.try_get(3).map_err(get)?,
+        row.try_get(4).map_err(get)?,
+        row.try_get(5).map_err(get)?,
+        row.try_get(6).map_err(get)?,
+    )
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        let rows: Vec<(String, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
+                .fetch_all(&self.readers)
+                .await
+                .map_err(err("listing workspaces"))?;
+        rows.into_iter()
+            .map(|(id, name, region)| decode_workspace(&id, name, region))
+            .collect()
+    }
+
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        let ws = workspace.to_string();
+        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
+            .bind(&ws)
+            .fetch(&self.readers);
+        let load = err("loading records");
+        while let Some(row) = rows.try_next().await.map_err(&load)? {
+            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+            let kind: &str = row.try_get(0).map_err(get)?;
+            let id: &str = row.try_get(1).map_err(get)?;
+            let body: &str = row.try_get(2).map_err(get)?;
+            sink(decode_record(kind, id, body)?);
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let fail = err("commit");
+        // IMMEDIATE takes the write lock up front, so a competing writer in another
+        // process makes us wait (busy_timeout) instead of failing halfway.
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(&fail)?;
+        let ws = workspace.to_string();
+
+        if let Some(w) = &changes.workspace {
+            sqlx::query(
+                "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+                 default_region = excluded.default_region",
+            )
+            .bind(w.id.to_string())
+            .bind(w.name.as_deref())
+            .bind(w.default_region.as_deref())
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
+        // deleted in one change set ends up deleted. Within a statement SQLite applies
+        // rows in order, so a repeated id simply ends with its last version.
+        for chunk in changes.upserts.chunks(UPSERT_CHUNK) {
+            let partial_sql;
+            let sql = if chunk.len() == UPSERT_CHUNK {
+                &FULL_UPSERT_SQL
+            } else {
+                partial_sql = upsert_sql(chunk.len());
+                &partial_sql
+            };
+            let mut q = sqlx::query(sql).bind(&ws);
+            for r in chunk {
+                q = q.bind(r.kind().as_str()).bind(r.id_string()).bind(r.to_json());
+            }
+            q.execute(&mut *tx).await.map_err(&fail)?;
+        }
+
+        // Deletes are grouped by kind so that each statement is a plain primary-key
+        // `IN` lookup.
+        for kind in RecordKind::ALL {
+            let ids: Vec<&str> = changes
+                .deletes
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, id)| id.as_str())
+                .collect();
+            for chunk in ids.chunks(DELETE_CHUNK) {
+                let sql = delete_sql(chunk.len());
+                let mut q = sqlx::query(&sql).bind(&ws).bind(kind.as_str());
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *tx).await.map_err(&fail)?;
+            }
+        }
+
+        for k in &changes.keys {
+            sqlx::query(
+                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
+                 revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
+                 secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
+                 created_by = excluded.created_by, revoked = excluded.revoked, \
+                 rate_limit_per_minute = excluded.rate_limit_per_minute",
+            )
+            .bind(&k.id)
+            .bind(k.workspace_id.to_string())
+            .bind(&k.secret_hash[..])
+            .bind(k.scopes.to_csv())
+            .bind(k.created_by.to_string())
+            .bind(k.revoked)
+            .bind(k.rate_limit_per_minute.map(i64::from))
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        tx.commit().await.map_err(&fail)
+    }
+
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id"))
+            .fetch_all(&self.readers)
+            .await
+            .map_err(err("listing keys"))?;
+        rows.iter().map(key_from_row).collect()
+    }
+
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE api_keys SET revoked = TRUE WHERE id = ?1 RETURNING {KEY_COLUMNS}"
+        ))
+        .bind(id)
+        .fetch_optional(&self.writer)
+        .await
+        .map_err(err("revoking key"))?;
+        row.as_ref().map(key_from_row).transpose()
+    }
+}
