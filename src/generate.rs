@@ -15,10 +15,11 @@
 //!
 //! ## Scale
 //! The output is streamed. Only the small organisation tables (users, stages, companies,
-//! contacts, jobs) are kept in memory. Candidates are written person by person; notes,
-//! tasks and attachments come later in the document, so they are produced in further
-//! passes that regenerate each person from its stream rather than buffering anything
-//! per person.
+//! contacts, jobs: about a tenth of the people in rows) and the e-mail counters (bounded
+//! by the name lists, not by the people) are kept in memory. Candidates are written
+//! person by person; notes, tasks and attachments come later in the document, so they
+//! are produced in further passes that regenerate each person from its stream rather
+//! than buffering anything per person.
 
 use actors::time::{Stamp, CHANGE_TRACKING_START};
 use base64::Engine as _;
@@ -279,8 +280,7 @@ impl<'a> Progress<'a> {
             return;
         }
         let (start, width) = pass.span();
-        let permille = start as u128 * self.total as u128
-            + width as u128 * (i as u128 + 1);
+        let permille = start as u128 * self.total as u128 + width as u128 * (i as u128 + 1);
         let done = (permille / 1000) as usize;
         (self.report)(done.min(self.total), self.total);
     }
@@ -390,8 +390,8 @@ impl Serialize for Day {
     }
 }
 
-fn pick<'a, T>(rng: &mut ChaCha8Rng, items: &'a [T]) -> &'a T {
-    &items[rng.gen_range(0..items.len())]
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
+    items[rng.gen_range(0..items.len())]
 }
 
 /// Index into `weights` drawn with those relative weights.
@@ -412,25 +412,139 @@ fn weighted(rng: &mut ChaCha8Rng, weights: &[u32]) -> usize {
 // ---------------------------------------------------------------------------------------
 
 const FIRST_NAMES: &[&str] = &[
-    "Oliver", "Amelia", "George", "Isla", "Harry", "Ava", "Noah", "Mia", "Jack", "Ivy",
-    "Leo", "Lily", "Arthur", "Sophia", "Muhammad", "Grace", "Oscar", "Freya", "Charlie",
-    "Florence", "Jacob", "Evie", "Thomas", "Poppy", "Henry", "Rosie", "James", "Emily",
-    "William", "Chloé", "Alfie", "Zoë", "Joshua", "Hannah", "Daniel", "Sarah", "Samuel",
-    "Priya", "Aarav", "Aisha", "Mohammed", "Fatima", "Ravi", "Anjali", "Chen", "Mei",
-    "Tomasz", "Agnieszka", "José", "Lucía", "Siobhán", "Ciarán", "Björn", "Ingrid",
-    "Kwame", "Adaeze", "Rhys", "Carys", "Ewan", "Morag", "Dominic", "Rebecca", "Matteo",
-    "Giulia", "Luca", "Nadia",
+    "Oliver",
+    "Amelia",
+    "George",
+    "Isla",
+    "Harry",
+    "Ava",
+    "Noah",
+    "Mia",
+    "Jack",
+    "Ivy",
+    "Leo",
+    "Lily",
+    "Arthur",
+    "Sophia",
+    "Muhammad",
+    "Grace",
+    "Oscar",
+    "Freya",
+    "Charlie",
+    "Florence",
+    "Jacob",
+    "Evie",
+    "Thomas",
+    "Poppy",
+    "Henry",
+    "Rosie",
+    "James",
+    "Emily",
+    "William",
+    "Chloé",
+    "Alfie",
+    "Zoë",
+    "Joshua",
+    "Hannah",
+    "Daniel",
+    "Sarah",
+    "Samuel",
+    "Priya",
+    "Aarav",
+    "Aisha",
+    "Mohammed",
+    "Fatima",
+    "Ravi",
+    "Anjali",
+    "Chen",
+    "Mei",
+    "Tomasz",
+    "Agnieszka",
+    "José",
+    "Lucía",
+    "Siobhán",
+    "Ciarán",
+    "Björn",
+    "Ingrid",
+    "Kwame",
+    "Adaeze",
+    "Rhys",
+    "Carys",
+    "Ewan",
+    "Morag",
+    "Dominic",
+    "Rebecca",
+    "Matteo",
+    "Giulia",
+    "Luca",
+    "Nadia",
 ];
 
 const LAST_NAMES: &[&str] = &[
-    "Smith", "Jones", "Taylor", "Brown", "Williams", "Wilson", "Johnson", "Davies",
-    "Patel", "Robinson", "Wright", "Thompson", "Evans", "Walker", "White", "Roberts",
-    "Green", "Hall", "Wood", "Jackson", "Clarke", "Khan", "Ahmed", "Singh", "Lewis",
-    "Harris", "Martin", "Cooper", "Hughes", "Edwards", "Turner", "Lambert", "O'Brien",
-    "McDonald", "MacLeod", "Nowak", "Kowalski", "Müller", "García", "Rossi", "Okafor",
-    "Mensah", "Nguyen", "Wang", "Kaur", "Begum", "Hussain", "Campbell", "Stewart",
-    "Murphy", "Kelly", "Byrne", "Smith-Jones", "Fitzgerald", "Morgan", "Price", "Bennett",
-    "Shaw", "Chapman", "Ellis", "Fernandes", "da Silva", "Andersson", "Lindqvist",
+    "Smith",
+    "Jones",
+    "Taylor",
+    "Brown",
+    "Williams",
+    "Wilson",
+    "Johnson",
+    "Davies",
+    "Patel",
+    "Robinson",
+    "Wright",
+    "Thompson",
+    "Evans",
+    "Walker",
+    "White",
+    "Roberts",
+    "Green",
+    "Hall",
+    "Wood",
+    "Jackson",
+    "Clarke",
+    "Khan",
+    "Ahmed",
+    "Singh",
+    "Lewis",
+    "Harris",
+    "Martin",
+    "Cooper",
+    "Hughes",
+    "Edwards",
+    "Turner",
+    "Lambert",
+    "O'Brien",
+    "McDonald",
+    "MacLeod",
+    "Nowak",
+    "Kowalski",
+    "Müller",
+    "García",
+    "Rossi",
+    "Okafor",
+    "Mensah",
+    "Nguyen",
+    "Wang",
+    "Kaur",
+    "Begum",
+    "Hussain",
+    "Campbell",
+    "Stewart",
+    "Murphy",
+    "Kelly",
+    "Byrne",
+    "Smith-Jones",
+    "Fitzgerald",
+    "Morgan",
+    "Price",
+    "Bennett",
+    "Shaw",
+    "Chapman",
+    "Ellis",
+    "Fernandes",
+    "da Silva",
+    "Andersson",
+    "Lindqvist",
 ];
 
 const JOB_TITLES: &[&str] = &[
@@ -605,12 +719,46 @@ const MAIL_DOMAINS: &[&str] = &[
 const MAIL_DOMAIN_WEIGHTS: &[u32] = &[38, 14, 12, 7, 7, 5, 5, 3, 3, 2, 2, 2];
 
 const COMPANY_STEMS: &[&str] = &[
-    "Northwind", "Bluebell", "Harbour", "Kestrel", "Meridian", "Oakridge", "Pennine",
-    "Quayside", "Riverside", "Sterling", "Thistle", "Vantage", "Westbrook", "Ashdown",
-    "Beacon", "Castlegate", "Dovetail", "Elmstead", "Foxglove", "Granite", "Highgate",
-    "Ironbridge", "Juniper", "Kingsway", "Lakeland", "Millbrook", "Newhaven", "Orchard",
-    "Parkside", "Redwood", "Saltire", "Tamar", "Union", "Victoria", "Wessex", "Yorkstone",
-    "Albion", "Brunel", "Caledonia", "Fenwick",
+    "Northwind",
+    "Bluebell",
+    "Harbour",
+    "Kestrel",
+    "Meridian",
+    "Oakridge",
+    "Pennine",
+    "Quayside",
+    "Riverside",
+    "Sterling",
+    "Thistle",
+    "Vantage",
+    "Westbrook",
+    "Ashdown",
+    "Beacon",
+    "Castlegate",
+    "Dovetail",
+    "Elmstead",
+    "Foxglove",
+    "Granite",
+    "Highgate",
+    "Ironbridge",
+    "Juniper",
+    "Kingsway",
+    "Lakeland",
+    "Millbrook",
+    "Newhaven",
+    "Orchard",
+    "Parkside",
+    "Redwood",
+    "Saltire",
+    "Tamar",
+    "Union",
+    "Victoria",
+    "Wessex",
+    "Yorkstone",
+    "Albion",
+    "Brunel",
+    "Caledonia",
+    "Fenwick",
 ];
 
 const COMPANY_KINDS: &[&str] = &[
@@ -800,7 +948,7 @@ impl PhoneNum {
             NumKind::UkMobile => {
                 // 07 followed by nine digits; keep to ranges the numbering plan
                 // allocates, so the numbers validate like real ones.
-                let p = *pick(rng, UK_MOBILE_PREFIXES);
+                let p = pick(rng, UK_MOBILE_PREFIXES);
                 if p >= 100 {
                     p * 10_000_000 + rng.gen_range(0..10_000_000)
                 } else {
@@ -809,11 +957,12 @@ impl PhoneNum {
             }
             // 020 3xxx, 020 7xxx, 020 8xxx
             NumKind::London => {
-                20_0000_0000 + [3u64, 7, 8][rng.gen_range(0..3)] * 1000_0000
+                20_0000_0000
+                    + [3u64, 7, 8][rng.gen_range(0..3)] * 1000_0000
                     + rng.gen_range(0..1000_0000)
             }
             NumKind::UkCity => {
-                *pick(rng, UK_CITY_AREAS) * 10_000_000 + rng.gen_range(2_000_000..10_000_000)
+                pick(rng, UK_CITY_AREAS) * 10_000_000 + rng.gen_range(2_000_000..10_000_000)
             }
             NumKind::Us => {
                 let exchange = loop {
@@ -822,7 +971,7 @@ impl PhoneNum {
                         break e;
                     }
                 };
-                *pick(rng, US_AREAS) * 10_000_000 + exchange * 10_000 + rng.gen_range(0..10_000)
+                pick(rng, US_AREAS) * 10_000_000 + exchange * 10_000 + rng.gen_range(0..10_000)
             }
             NumKind::Fr => 600_000_000 + rng.gen_range(0..100_000_000),
         };
@@ -873,9 +1022,12 @@ struct Typed {
 
 impl Typed {
     fn new(rng: &mut ChaCha8Rng, num: PhoneNum, ext_chance: f64) -> Typed {
-        let ext = rng
-            .gen_bool(ext_chance)
-            .then(|| (rng.gen_range(0..EXTENSION_STYLES.len() as u8), rng.gen_range(2..500u16)));
+        let ext = rng.gen_bool(ext_chance).then(|| {
+            (
+                rng.gen_range(0..EXTENSION_STYLES.len() as u8),
+                rng.gen_range(2..500u16),
+            )
+        });
         Typed {
             num,
             style: rng.gen(),
@@ -1009,7 +1161,7 @@ struct World {
     invited: Vec<usize>,
     removed: Vec<usize>,
     stages: Vec<StageRec>,
-    /// Stage indexes per stage_type position: the "placed" stage.
+    /// Index in `stages` of the stage of type `placed` (placements land there).
     placed_stage: usize,
     job_status_ids: Vec<Uuid>,
     companies: Vec<CompanyRec>,
@@ -1057,7 +1209,7 @@ impl World {
     fn build(seed: u64, people: usize) -> World {
         let mut rng = stream(seed, Family::World, 0);
         let workspace_id = uuid(&mut rng);
-        let workspace_name = *pick(&mut rng, AGENCY_NAMES);
+        let workspace_name = pick(&mut rng, AGENCY_NAMES);
         let slug = slug(workspace_name);
         let mut world = World {
             seed,
@@ -1089,8 +1241,8 @@ impl World {
         let domain = format!("{}.co.uk", self.slug);
         let mut taken: HashMap<String, u32> = HashMap::new();
         for i in 0..count {
-            let first = *pick(rng, FIRST_NAMES);
-            let last = *pick(rng, LAST_NAMES);
+            let first = pick(rng, FIRST_NAMES);
+            let last = pick(rng, LAST_NAMES);
             let mut local = String::new();
             ascii_fold(first, &mut local);
             local.push('.');
@@ -1118,7 +1270,7 @@ impl World {
             let role = if i == 0 {
                 "owner"
             } else {
-                *pick(rng, USER_ROLES)
+                pick(rng, USER_ROLES)
             };
             let (created, updated) = match status {
                 UserStatus::Active => {
@@ -1181,15 +1333,11 @@ impl World {
         let count = (self.people / 20).max(3);
         let mut names: HashMap<String, u32> = HashMap::new();
         for _ in 0..count {
-            let name = format!(
-                "{} {}",
-                pick(rng, COMPANY_STEMS),
-                pick(rng, COMPANY_KINDS)
-            );
+            let name = format!("{} {}", pick(rng, COMPANY_STEMS), pick(rng, COMPANY_KINDS));
             // Several clients may share a trading name; their web domains may not.
             let seen = names.entry(name.clone()).or_insert(0);
             *seen += 1;
-            let tld = *pick(rng, &[".co.uk", ".co.uk", ".com", ".uk", ".io"]);
+            let tld = pick(rng, &[".co.uk", ".co.uk", ".com", ".uk", ".io"]);
             let domain = if *seen == 1 {
                 format!("{}{tld}", slug(&name))
             } else {
@@ -1213,7 +1361,7 @@ impl World {
                 name,
                 domain,
                 switchboard,
-                status: *pick(rng, COMPANY_STATUSES),
+                status: pick(rng, COMPANY_STATUSES),
                 archived: rng.gen_bool(0.1),
                 owner: if rng.gen_bool(0.8) {
                     Some(self.pick_owner_user(rng))
@@ -1234,8 +1382,8 @@ impl World {
         let first_contact = self.contacts.len();
         let mut bases: Vec<String> = Vec::new();
         for k in 0..n {
-            let first = *pick(rng, FIRST_NAMES);
-            let last = *pick(rng, LAST_NAMES);
+            let first = pick(rng, FIRST_NAMES);
+            let last = pick(rng, LAST_NAMES);
             let co = &self.companies[company];
             let mut local = String::new();
             ascii_fold(first, &mut local);
@@ -1296,8 +1444,8 @@ impl World {
                 email,
                 phone,
                 mobile,
-                job_title: *pick(rng, CONTACT_TITLES),
-                department: rng.gen_bool(0.8).then(|| *pick(rng, DEPARTMENTS)),
+                job_title: pick(rng, CONTACT_TITLES),
+                department: rng.gen_bool(0.8).then(|| pick(rng, DEPARTMENTS)),
                 main: k == main,
                 owner,
                 linkedin,
@@ -1316,7 +1464,7 @@ impl World {
         }
         first_contact[self.companies.len()] = self.contacts.len();
         for _ in 0..count {
-            let title = *pick(rng, JOB_TITLES);
+            let title = pick(rng, JOB_TITLES);
             let position = match rng.gen_range(0..10) {
                 0 => format!("{title} (Contract)"),
                 1 => format!("Senior {title}"),
@@ -1337,7 +1485,7 @@ impl World {
                 1 => (rng.gen_range(25..95u32) * 10, "daily"),
                 _ => (rng.gen_range(12..60u32), "hourly"),
             };
-            let currency = *pick(rng, &["GBP", "GBP", "GBP", "GBP", "GBP", "EUR", "USD"]);
+            let currency = pick(rng, &["GBP", "GBP", "GBP", "GBP", "GBP", "EUR", "USD"]);
             let assigned = match weighted(rng, &[80, 5, 15]) {
                 0 => Some(self.pick_active(rng)),
                 1 => Some(self.pick_removed_or_active(rng)),
@@ -1372,14 +1520,14 @@ impl World {
     }
 
     fn pick_active(&self, rng: &mut ChaCha8Rng) -> usize {
-        *pick(rng, &self.active)
+        pick(rng, &self.active)
     }
 
     fn pick_removed_or_active(&self, rng: &mut ChaCha8Rng) -> usize {
         if self.removed.is_empty() {
             self.pick_active(rng)
         } else {
-            *pick(rng, &self.removed)
+            pick(rng, &self.removed)
         }
     }
 
@@ -1388,7 +1536,7 @@ impl World {
         match weighted(rng, &[90, 7, 3]) {
             0 => self.pick_active(rng),
             1 => self.pick_removed_or_active(rng),
-            _ if !self.invited.is_empty() => *pick(rng, &self.invited),
+            _ if !self.invited.is_empty() => pick(rng, &self.invited),
             _ => self.pick_active(rng),
         }
     }
@@ -1590,8 +1738,8 @@ impl World {
         let mut rng = stream(self.seed, Family::Person, index as u64);
         let rng = &mut rng;
         let id = uuid(rng);
-        let first = *pick(rng, FIRST_NAMES);
-        let last = *pick(rng, LAST_NAMES);
+        let first = pick(rng, FIRST_NAMES);
+        let last = pick(rng, LAST_NAMES);
         let name = match rng.gen_range(0..40) {
             0 => format!("{} {}", first.to_uppercase(), last),
             1 => format!("{first}  {last}"),
@@ -1600,9 +1748,9 @@ impl World {
         let email_format = rng.gen_range(0..6u8);
         let email_domain = weighted(rng, MAIL_DOMAIN_WEIGHTS);
         let has_email = !rng.gen_bool(0.04);
-        let job_title = (!rng.gen_bool(0.05)).then(|| *pick(rng, JOB_TITLES));
-        let company = (!rng.gen_bool(0.15)).then(|| *pick(rng, EMPLOYERS));
-        let location = (!rng.gen_bool(0.08)).then(|| *pick(rng, LOCATIONS));
+        let job_title = (!rng.gen_bool(0.05)).then(|| pick(rng, JOB_TITLES));
+        let company = (!rng.gen_bool(0.15)).then(|| pick(rng, EMPLOYERS));
+        let location = (!rng.gen_bool(0.08)).then(|| pick(rng, LOCATIONS));
         let linkedin = rng.gen_bool(0.45).then(|| {
             let mut s = String::from("https://www.linkedin.com/in/");
             ascii_fold(first, &mut s);
@@ -1612,7 +1760,10 @@ impl World {
             s
         });
 
-        let currency = *pick(rng, &["GBP", "GBP", "GBP", "GBP", "GBP", "GBP", "EUR", "USD"]);
+        let currency = pick(
+            rng,
+            &["GBP", "GBP", "GBP", "GBP", "GBP", "GBP", "EUR", "USD"],
+        );
         let salary = if rng.gen_bool(0.2) {
             SalaryOut {
                 current_amount: None,
@@ -1656,9 +1807,7 @@ impl World {
                     status: Some("given"),
                     given_at: Some(stamp(given)),
                     requested_at: Some(stamp(req)),
-                    expires_at: rng
-                        .gen_bool(0.6)
-                        .then(|| stamp(given + 730 * DAY)),
+                    expires_at: rng.gen_bool(0.6).then(|| stamp(given + 730 * DAY)),
                 }
             }
             1 => ConsentOut {
@@ -1776,7 +1925,7 @@ impl World {
             0 => None,
             1 => Some(self.pick_active(rng)),
             2 => Some(self.pick_removed_or_active(rng)),
-            _ if !self.invited.is_empty() => Some(*pick(rng, &self.invited)),
+            _ if !self.invited.is_empty() => Some(pick(rng, &self.invited)),
             _ => Some(self.pick_active(rng)),
         }
     }
@@ -1787,9 +1936,7 @@ impl World {
         // Each sharing event pairs two people, so ~2% of events here plus the contacts
         // sharing switchboards give ~5% of people holding a number someone else holds.
         let share = match weighted(rng, &[9_810, 70, 90, 30]) {
-            1 if index > 0 => {
-                Share::PhoneOfPerson(index - 1 - rng.gen_range(0..index.min(20_000)))
-            }
+            1 if index > 0 => Share::PhoneOfPerson(index - 1 - rng.gen_range(0..index.min(20_000))),
             2 if index > 0 => {
                 Share::MobileIsPhoneOfPerson(index - 1 - rng.gen_range(0..index.min(20_000)))
             }
@@ -2125,9 +2272,9 @@ impl World {
                 id: uuid(rng),
                 parent_type: "candidate",
                 parent_id: row.id,
-                title: *pick(rng, CANDIDATE_NOTE_TITLES),
+                title: pick(rng, CANDIDATE_NOTE_TITLES),
                 body_html: &body,
-                label: *pick(rng, NOTE_TYPES),
+                label: pick(rng, NOTE_TYPES),
                 is_private: rng.gen_bool(0.1),
                 author_id: self.user_id(self.pick_author(rng)),
                 job_id: Some(row.job.map(|j| self.jobs[j].id)),
@@ -2159,9 +2306,9 @@ impl World {
                 id: uuid(rng),
                 parent_type,
                 parent_id,
-                title: *pick(rng, ORG_NOTE_TITLES),
+                title: pick(rng, ORG_NOTE_TITLES),
                 body_html: &body,
-                label: *pick(rng, NOTE_TYPES),
+                label: pick(rng, NOTE_TYPES),
                 is_private: rng.gen_bool(0.1),
                 author_id: self.user_id(self.pick_author(rng)),
                 job_id: None,
@@ -2188,12 +2335,23 @@ impl World {
         }
         for c in &self.companies {
             for _ in 0..weighted(rng, &[45, 35, 20]) {
-                note(json, rng, "company", c.id, None, &c.name, "account", c.created)?;
+                note(
+                    json, rng, "company", c.id, None, &c.name, "account", c.created,
+                )?;
             }
         }
         for j in &self.jobs {
             for _ in 0..weighted(rng, &[45, 35, 20]) {
-                note(json, rng, "job", j.id, None, "the client", j.title, j.created)?;
+                note(
+                    json,
+                    rng,
+                    "job",
+                    j.id,
+                    None,
+                    "the client",
+                    j.title,
+                    j.created,
+                )?;
             }
         }
         Ok(count)
@@ -2206,11 +2364,18 @@ impl World {
         for _ in 0..weighted(rng, &[70, 22, 8]) {
             let row = &p.rows[rng.gen_range(0..p.rows.len())];
             let t = self.task_draft(rng, row.created);
-            let title = *pick(rng, TASK_TITLES);
+            let title = pick(rng, TASK_TITLES);
             let body = rng
                 .gen_bool(0.5)
                 .then(|| format!("<p>{title} with {}.</p>", p.first));
-            self.write_task(json, &t, ("candidate", row.id), title, body.as_deref(), None)?;
+            self.write_task(
+                json,
+                &t,
+                ("candidate", row.id),
+                title,
+                body.as_deref(),
+                None,
+            )?;
             count += 1;
         }
         // Reminders about placements: the service cancels them if the placement is
@@ -2233,7 +2398,7 @@ impl World {
         for c in &self.contacts {
             for _ in 0..weighted(rng, &[65, 25, 10]) {
                 let t = self.task_draft(rng, c.created);
-                let title = *pick(rng, ORG_TASK_TITLES);
+                let title = pick(rng, ORG_TASK_TITLES);
                 self.write_task(json, &t, ("contact", c.id), title, None, None)?;
                 count += 1;
             }
@@ -2241,7 +2406,7 @@ impl World {
         for c in &self.companies {
             for _ in 0..weighted(rng, &[60, 30, 10]) {
                 let t = self.task_draft(rng, c.created);
-                let title = *pick(rng, ORG_TASK_TITLES);
+                let title = pick(rng, ORG_TASK_TITLES);
                 self.write_task(json, &t, ("company", c.id), title, None, None)?;
                 count += 1;
             }
@@ -2295,11 +2460,7 @@ impl World {
         })
     }
 
-    fn person_attachments<W: Write>(
-        &self,
-        p: &Person,
-        json: &mut JsonOut<W>,
-    ) -> io::Result<usize> {
+    fn person_attachments<W: Write>(&self, p: &Person, json: &mut JsonOut<W>) -> io::Result<usize> {
         let mut rng = stream(self.seed, Family::Attachments, p.index as u64);
         let rng = &mut rng;
         let mut count = 0;
@@ -2332,7 +2493,10 @@ impl World {
         }
         if rng.gen_bool(0.15) {
             let row = &p.rows[rng.gen_range(0..p.rows.len())];
-            let filename = format!("{} {} - {} profile.pdf", p.first, p.last, self.workspace_name);
+            let filename = format!(
+                "{} {} - {} profile.pdf",
+                p.first, p.last, self.workspace_name
+            );
             let created = between(rng, row.created, END);
             let times = (created, updated(rng, created, 0.9));
             let spec = AttachmentSpec {
@@ -2603,6 +2767,20 @@ mod tests {
     }
 
     #[test]
+    fn cli_writes_the_same_bytes_to_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snap.json");
+        let opts = GenerateOptions {
+            people: 120,
+            seed: 5,
+        };
+        run_cli(&opts, Some(&path)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), snapshot_bytes(&opts));
+        let missing = dir.path().join("no/such/dir/snap.json");
+        assert!(run_cli(&opts, Some(&missing)).is_err());
+    }
+
+    #[test]
     fn time_constants_are_the_documented_dates() {
         let at = |s: &str| Stamp::parse_rfc3339(s).unwrap().millis();
         assert_eq!(START, at("2025-06-01T00:00:00Z"));
@@ -2614,7 +2792,8 @@ mod tests {
     fn top_level_shape() {
         let bytes = bytes(50, 1);
         assert!(bytes.ends_with(b"}\n"));
-        assert!(!bytes.contains(&b'\n') || bytes.iter().filter(|b| **b == b'\n').count() == 1);
+        // Compact: the only newline is the final one.
+        assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
         let d: Value = serde_json::from_slice(&bytes).unwrap();
         let keys: BTreeSet<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
         let expected: BTreeSet<&str> = [
@@ -2772,12 +2951,11 @@ mod tests {
             .map(|u| s(u, "email").unwrap().to_lowercase())
             .collect();
         assert_eq!(emails.len(), users.len());
-        let user = |v: &Value, field: &str, nullable: bool| {
-            match v.get(field).and_then(Value::as_str) {
+        let user =
+            |v: &Value, field: &str, nullable: bool| match v.get(field).and_then(Value::as_str) {
                 Some(id) => assert!(status.contains_key(id), "{field} {id} is no user"),
                 None => assert!(nullable, "{field} missing"),
-            }
-        };
+            };
 
         let stages = ids(d, "pipeline_stages");
         assert!((5..=7).contains(&stages.len()));
@@ -2803,7 +2981,10 @@ mod tests {
             *mains.entry(co).or_default() += usize::from(c["is_main_contact"] == true);
         }
         assert_eq!(mains.len(), companies.len(), "a company without contacts");
-        assert!(mains.values().all(|n| *n == 1), "one main contact per company");
+        assert!(
+            mains.values().all(|n| *n == 1),
+            "one main contact per company"
+        );
 
         let jobs = ids(d, "jobs");
         for j in arr(d, "jobs") {
@@ -2819,7 +3000,10 @@ mod tests {
         let mut people: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
         let mut rows: BTreeMap<&str, &Value> = BTreeMap::new();
         for c in arr(d, "candidates") {
-            people.entry(s(c, "person_id").unwrap()).or_default().push(c);
+            people
+                .entry(s(c, "person_id").unwrap())
+                .or_default()
+                .push(c);
             rows.insert(s(c, "id").unwrap(), c);
             user(c, "owner_id", true);
             match s(c, "job_id") {
@@ -2841,9 +3025,16 @@ mod tests {
             assert_eq!(primaries, 1, "person {person}");
             assert!(rs.len() <= 6);
             let distinct_jobs: HashSet<&str> = rs.iter().filter_map(|r| s(r, "job_id")).collect();
-            assert_eq!(distinct_jobs.len(), rs.len() - 1, "a job twice for {person}");
+            assert_eq!(
+                distinct_jobs.len(),
+                rs.len() - 1,
+                "a job twice for {person}"
+            );
             for field in ["name", "email", "phone", "mobile", "salary", "consent"] {
-                assert!(rs.iter().all(|r| r[field] == rs[0][field]), "{field} differs");
+                assert!(
+                    rs.iter().all(|r| r[field] == rs[0][field]),
+                    "{field} differs"
+                );
             }
             if let Some(e) = s(rs[0], "email") {
                 assert_eq!(e, e.to_lowercase());
@@ -2946,7 +3137,10 @@ mod tests {
 
     /// Every number a person, contact or company carries, normalised the way the
     /// server does it, mapped to its holders.
-    fn holders(d: &Value) -> (BTreeMap<String, BTreeSet<String>>, Vec<(String, String)>) {
+    /// Normalised number -> its holders; and every (as typed, normalised) pair.
+    type Holders = (BTreeMap<String, BTreeSet<String>>, Vec<(String, String)>);
+
+    fn holders(d: &Value) -> Holders {
         let region = actors::phone::parse_region("GB");
         let mut by_number: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut raw = Vec::new();
@@ -3001,11 +3195,28 @@ mod tests {
         assert!(ratio(e164, raw.len()) > 0.99, "not E.164: {bad:?}");
         let shapes: BTreeSet<String> = raw
             .iter()
-            .map(|(p, _)| p.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect())
+            .map(|(p, _)| {
+                p.chars()
+                    .map(|c| if c.is_ascii_digit() { '9' } else { c })
+                    .collect()
+            })
             .collect();
         assert!(shapes.len() >= 25, "{} shapes", shapes.len());
-        for sample in ["+44 7", "(0)7", "+1 (", "+1 ", "+33 ", "+44 (0)20 ", " ext. ", " x", "#"] {
-            assert!(raw.iter().any(|(p, _)| p.contains(sample)), "no number like {sample}");
+        for sample in [
+            "+44 7",
+            "(0)7",
+            "+1 (",
+            "+1 ",
+            "+33 ",
+            "+44 (0)20 ",
+            " ext. ",
+            " x",
+            "#",
+        ] {
+            assert!(
+                raw.iter().any(|(p, _)| p.contains(sample)),
+                "no number like {sample}"
+            );
         }
         let people_rows: Vec<&Value> = arr(&d, "candidates")
             .iter()
@@ -3023,9 +3234,14 @@ mod tests {
         };
         let mut out = Vec::new();
         let mut calls = Vec::new();
-        let stats = write_snapshot(&opts, &mut out, &mut |done, total| calls.push((done, total)))
-            .unwrap();
-        assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "progress goes back");
+        let stats = write_snapshot(&opts, &mut out, &mut |done, total| {
+            calls.push((done, total))
+        })
+        .unwrap();
+        assert!(
+            calls.windows(2).all(|w| w[0].0 <= w[1].0),
+            "progress goes back"
+        );
         assert_eq!(calls.last(), Some(&(3000, 3000)));
         let d: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(stats.candidate_rows, arr(&d, "candidates").len());
@@ -3045,7 +3261,8 @@ mod tests {
         assert!((0.35..=0.7).contains(&per_person(stats.tasks)));
         assert!((0.8..=1.3).contains(&per_person(stats.attachments)));
 
-        let count = |key: &str, f: &dyn Fn(&Value) -> bool| arr(&d, key).iter().filter(|r| f(r)).count();
+        let count =
+            |key: &str, f: &dyn Fn(&Value) -> bool| arr(&d, key).iter().filter(|r| f(r)).count();
         let private = count("notes", &|n| n["is_private"] == true);
         assert!((0.07..=0.13).contains(&ratio(private, stats.notes)));
         assert!(count("tasks", &|t| t["is_private"] == true) > 0);
@@ -3074,9 +3291,45 @@ mod tests {
             assert!((0.2..=0.95).contains(&share), "{key}: {share}");
         }
         let late = count("candidates", &|c| {
-            Stamp::parse_rfc3339(s(c, "updated_at").unwrap()).unwrap().millis() >= TRACK
+            Stamp::parse_rfc3339(s(c, "updated_at").unwrap())
+                .unwrap()
+                .millis()
+                >= TRACK
         });
         assert!(late > 0);
+    }
+
+    /// The importer accepts the file whole: every record parses, every reference
+    /// resolves, every rule of the format holds.
+    #[test]
+    fn the_importer_accepts_a_generated_snapshot() {
+        use actors::snapshot::{parse_slice, plan_import, NoKeys};
+        let bytes = bytes(300, 12);
+        let snap = parse_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let plan = plan_import(None, snap, &NoKeys).unwrap_or_else(|e| panic!("{e}"));
+        let d: Value = serde_json::from_slice(&bytes).unwrap();
+        for key in [
+            "users",
+            "pipeline_stages",
+            "companies",
+            "contacts",
+            "jobs",
+            "candidates",
+            "notes",
+            "tasks",
+            "attachments",
+        ] {
+            assert_eq!(
+                plan.upserted.get(key).copied(),
+                Some(arr(&d, key).len()),
+                "{key}"
+            );
+        }
+        let with_bytes = arr(&d, "attachments")
+            .iter()
+            .filter(|a| a.get("content_base64").is_some())
+            .count();
+        assert_eq!(plan.blobs.len(), with_bytes);
     }
 
     #[test]
@@ -3110,17 +3363,37 @@ mod tests {
             .and_then(|v| v.parse().ok())
             .unwrap_or(100_000);
         let path = std::env::var("GEN_OUT").unwrap_or_else(|_| "/tmp/recruit-generate.json".into());
+        /// Counts bytes; `GEN_OUT=-` measures generation without the disk.
+        struct Count<W>(W, u64);
+        impl<W: Write> Write for Count<W> {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                let n = self.0.write(b)?;
+                self.1 += n as u64;
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                self.0.flush()
+            }
+        }
         let started = std::time::Instant::now();
-        let file = std::fs::File::create(&path).unwrap();
-        let stats = write_snapshot(
-            &GenerateOptions { people, seed: 42 },
-            BufWriter::new(file),
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let opts = GenerateOptions { people, seed: 42 };
+        let (stats, size) = if path == "-" {
+            let mut out = Count(io::sink(), 0);
+            (
+                write_snapshot(&opts, &mut out, &mut |_, _| {}).unwrap(),
+                out.1,
+            )
+        } else {
+            let mut out = Count(std::fs::File::create(&path).unwrap(), 0);
+            (
+                write_snapshot(&opts, &mut out, &mut |_, _| {}).unwrap(),
+                out.1,
+            )
+        };
         let secs = started.elapsed().as_secs_f64();
-        let size = std::fs::metadata(&path).unwrap().len();
-        println!("{people} people: {secs:.1}s, {size} bytes ({:.1} MiB) -> {path}\n{stats:?}",
-            size as f64 / 1048576.0);
+        println!(
+            "{people} people: {secs:.1}s, {size} bytes ({:.1} MiB) -> {path}\n{stats:?}",
+            size as f64 / 1048576.0
+        );
     }
 }

@@ -439,8 +439,9 @@ where
             .map_err(|err| err.into().error_response());
 
         let http = HttpService::build()
-            // On graceful shutdown, idle keep-alive connections are closed and HTTP/2
-            // clients get GOAWAY instead of holding workers until the shutdown timeout.
+            // On graceful shutdown, HTTP/1 connections stop being kept alive and close
+            // after their current response instead of holding workers until the
+            // shutdown timeout (actix-http does not use this signal for HTTP/2).
             .graceful_shutdown_signal(move || {
                 let shutdown = shutdown.clone();
                 async move { shutdown.notified().await }
@@ -451,9 +452,10 @@ where
             .secure()
             .local_addr(addr)
             // `AppConfig::default()` would claim plain HTTP on 127.0.0.1:8080, making
-            // `ConnectionInfo::scheme()` say "http"; actix-web's own TLS listener builds
-            // the same value through this constructor (semver-exempt but public; if it
-            // disappears the build breaks loudly, and `default()` is the fallback).
+            // `ConnectionInfo::scheme()` say "http". actix-web's own TLS listener builds
+            // this value with the crate-private `AppConfig::new`, which this wraps
+            // (public but semver-exempt: should it go, the build breaks loudly and
+            // `default()` is the fallback).
             .finish(map_config(app, move |_| {
                 AppConfig::__priv_test_new(true, host.clone(), addr)
             }))
@@ -611,13 +613,20 @@ mod tests {
             let app_hits = Arc::clone(&hits);
             let factory = move || {
                 let hits = Arc::clone(&app_hits);
-                App::new().route(
-                    "/ok",
-                    web::get().to(move || {
-                        hits.fetch_add(1, Ordering::SeqCst);
-                        async { HttpResponse::Ok().body("ok") }
-                    }),
-                )
+                App::new()
+                    .route(
+                        "/ok",
+                        web::get().to(move || {
+                            hits.fetch_add(1, Ordering::SeqCst);
+                            async { HttpResponse::Ok().body("ok") }
+                        }),
+                    )
+                    .route(
+                        "/scheme",
+                        web::get().to(|req: actix_web::HttpRequest| async move {
+                            req.connection_info().scheme().to_owned()
+                        }),
+                    )
             };
 
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -909,6 +918,11 @@ mod tests {
         assert_eq!(response.text().await.unwrap(), "ok");
 
         assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+
+        // The application knows it is served over TLS (URL generation relies on it).
+        let scheme_url = format!("https://127.0.0.1:{}/scheme", server.addr.port());
+        let response = h1.get(scheme_url).send().await.unwrap();
+        assert_eq!(response.text().await.unwrap(), "https");
         server.stop().await;
     }
 

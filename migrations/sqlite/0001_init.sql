@@ -18,6 +18,7 @@ CREATE TABLE records (
     body         TEXT NOT NULL,
     PRIMARY KEY (workspace_id, kind, id)
 );
+CREATE INDEX records_by_workspace ON records (workspace_id);
 
 -- API keys of every workspace. Only the SHA-256 of the secret is kept, never the secret.
 CREATE TABLE api_keys (

@@ -752,7 +752,8 @@ mod tests {
     /// Not a test: measures a bulk import. Run by hand:
     /// `cargo test --release --lib store::tests::bulk_import_speed -- --ignored --nocapture`
     /// (PostgreSQL too when `RECRUITD_TEST_DATABASE_URL` is set; row count from
-    /// `RECRUITD_BENCH_ROWS`, default 1,000,000).
+    /// `RECRUITD_BENCH_ROWS`, default 1,000,000; one backend only with
+    /// `RECRUITD_BENCH_BACKENDS`).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[ignore]
     async fn bulk_import_speed() {
@@ -786,8 +787,15 @@ mod tests {
             upserts,
             ..Default::default()
         };
-        let mut backends = vec![Backend::sqlite()];
-        backends.extend(Backend::postgres().await);
+        // `RECRUITD_BENCH_BACKENDS=postgres` (or `sqlite`) measures just one.
+        let only = std::env::var("RECRUITD_BENCH_BACKENDS").unwrap_or_default();
+        let mut backends = vec![];
+        if !only.contains("postgres") || only.contains("sqlite") {
+            backends.push(Backend::sqlite());
+        }
+        if !only.contains("sqlite") || only.contains("postgres") {
+            backends.extend(Backend::postgres().await);
+        }
         for b in backends {
             let store = b.open().await;
             let t = Instant::now();

@@ -1,1 +1,33 @@
+//! Integration tests: the real application, over HTTPS, on a fresh store per test.
+//! Every store-dependent test runs against SQLite and — when `RECRUITD_TEST_DATABASE_URL`
+//! names a PostgreSQL server — against PostgreSQL.
 
+/// `store_test!(name)` turns `async fn name(b: Backend)` into a SQLite and a PostgreSQL test.
+macro_rules! store_test {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[actix_web::test]
+                async fn sqlite() {
+                    super::$name($crate::helpers::Backend::Sqlite).await
+                }
+                #[actix_web::test]
+                async fn postgres() {
+                    match $crate::helpers::Backend::postgres().await {
+                        Some(b) => super::$name(b).await,
+                        None => eprintln!("{} not set: PostgreSQL variant not run", $crate::helpers::PG_ENV),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+mod helpers;
+
+mod admin;
+mod auth;
+mod errors;
+mod lists;
+mod pagination;
+mod records;

@@ -1,0 +1,140 @@
+//! Authentication: the bearer header only, hashed keys, revocation, creators losing
+//! access, one key one workspace.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::json;
+
+async fn app(b: Backend) -> TestApp {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    app
+}
+
+async fn status_with(app: &TestApp, rb: reqwest::RequestBuilder) -> (reqwest::StatusCode, serde_json::Value) {
+    let _ = app;
+    json_of(rb.send().await.unwrap()).await
+}
+
+async fn only_the_bearer_header_is_accepted(b: Backend) {
+    let app = app(b).await;
+    let (s, _) = app.get("/v1/counts", READ_KEY).await;
+    assert_eq!(s, 200);
+    let url = app.url("/v1/counts");
+    let cases = vec![
+        app.client.get(&url),
+        app.client.get(format!("{url}?api_key={READ_KEY}")),
+        app.client.get(format!("{url}?key={READ_KEY}")),
+        app.client.get(&url).header("X-Api-Key", READ_KEY),
+        app.client.get(&url).header("Authorization", READ_KEY),
+        app.client.get(&url).header("Authorization", format!("Token {READ_KEY}")),
+        app.client.get(&url).header("Authorization", format!("Basic {READ_KEY}")),
+        app.client.get(&url).header("Authorization", "Bearer"),
+        app.client.get(&url).header("Authorization", "Bearer "),
+        app.client.get(&url).bearer_auth("rk_not_a_key"),
+        app.client.get(&url).bearer_auth(format!("{READ_KEY}x")),
+    ];
+    for rb in cases {
+        let (s, body) = status_with(&app, rb).await;
+        assert_error(s, &body, 401, "UNAUTHORIZED");
+    }
+}
+
+async fn revocation_takes_effect_on_the_next_request(b: Backend) {
+    let app = app(b).await;
+    assert_eq!(app.get("/v1/counts", WRITE_KEY).await.0, 200);
+    let (s, body) = app.admin(Method::DELETE, "/admin/v1/keys/key_demo_write", None).await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = app.get("/v1/counts", WRITE_KEY).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+    // The other key is untouched.
+    assert_eq!(app.get("/v1/counts", READ_KEY).await.0, 200);
+    let (s, body) = app.admin(Method::DELETE, "/admin/v1/keys/key_missing", None).await;
+    assert_error(s, &body, 404, "NOT_FOUND");
+}
+
+async fn keys_stop_when_their_creator_loses_access(b: Backend) {
+    let app = app(b).await;
+    let mut snap = example();
+    let owner = snap["users"][0].clone();
+    let mut removed = owner.clone();
+    removed["status"] = json!("removed");
+    let delta = json!({"format": "recruit-snapshot/1", "workspace": snap["workspace"].clone(), "users": [removed]});
+    app.import_ok(&delta).await;
+    let (s, body) = app.get("/v1/counts", READ_KEY).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+    // Access restored: the key works again.
+    snap["users"] = json!([owner]);
+    let delta = json!({"format": "recruit-snapshot/1", "workspace": snap["workspace"].clone(), "users": snap["users"].clone()});
+    app.import_ok(&delta).await;
+    assert_eq!(app.get("/v1/counts", READ_KEY).await.0, 200);
+}
+
+async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
+    let app = app(b).await;
+    let (s, body) = app
+        .admin(
+            Method::POST,
+            "/admin/v1/keys",
+            Some(&json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143",
+                "created_by_email": "RAJ@northwind.example", "scopes": ["notes:write"]})),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let secret = body["data"]["secret"].as_str().unwrap().to_string();
+    assert!(body["data"]["id"].as_str().is_some());
+    assert_eq!(app.get("/v1/users", &secret).await.0, 200);
+    // Invited users cannot create keys; unknown workspaces and scopes are rejected.
+    for bad in [
+        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "ivy@northwind.example", "scopes": []}),
+        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "raj@northwind.example", "scopes": ["admin"]}),
+        json!({"workspace_id": "00000000-0000-4000-8000-000000000000", "created_by_email": "raj@northwind.example", "scopes": []}),
+        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "raj@northwind.example", "extra": 1}),
+    ] {
+        let (s, body) = app.admin(Method::POST, "/admin/v1/keys", Some(&bad)).await;
+        assert_error(s, &body, 400, "BAD_REQUEST");
+    }
+    // Neither this secret nor the imported ones appear anywhere in the data dir's store.
+    if let Backend::Sqlite = app.backend {
+        let db = std::fs::read(app.data_dir.path().join("recruit.db")).unwrap();
+        let wal = std::fs::read(app.data_dir.path().join("recruit.db-wal")).unwrap_or_default();
+        for s in [secret.as_str(), READ_KEY, WRITE_KEY] {
+            let needle = s.as_bytes();
+            assert!(!db.windows(needle.len()).any(|w| w == needle), "secret stored in plain form");
+            assert!(!wal.windows(needle.len()).any(|w| w == needle), "secret stored in plain form");
+        }
+    }
+}
+
+async fn one_key_reaches_one_workspace(b: Backend) {
+    let app = app(b).await;
+    let other = json!({
+        "format": "recruit-snapshot/1",
+        "workspace": {"id": "3e1c0de0-0000-4000-8000-000000000001", "name": "Other", "default_region": "US"},
+        "users": [{"id": "3e1c0de0-0000-4000-8000-0000000000a1", "name": "O", "email": "o@other.example", "role": "owner",
+                   "status": "active", "created_at": "2026-09-01T00:00:00Z", "updated_at": "2026-09-01T00:00:00Z"}],
+        "api_keys": [{"id": "key_other", "secret": "rk_other_secret_0123456789", "scopes": ["read"],
+                      "created_by": "3e1c0de0-0000-4000-8000-0000000000a1"}]
+    });
+    app.import_ok(&other).await;
+    let (_, mine) = app.get("/v1/users", READ_KEY).await;
+    let (_, theirs) = app.get("/v1/users", "rk_other_secret_0123456789").await;
+    assert_eq!(mine["total_count"], 3);
+    assert_eq!(theirs["total_count"], 1);
+    let (s, body) = app.get("/v1/users/c26c9743-a728-5f14-b348-d08024212444", "rk_other_secret_0123456789").await;
+    assert_error(s, &body, 404, "NOT_FOUND");
+    // A key id of one workspace cannot be taken over by another's snapshot.
+    let mut steal = other.clone();
+    steal["api_keys"][0]["id"] = json!("key_demo_read");
+    steal["api_keys"][0]["secret"] = json!("rk_stolen_0123456789");
+    let (s, body) = app.import(&steal).await;
+    assert_error(s, &body, 400, "BAD_REQUEST");
+}
+
+store_test!(
+    only_the_bearer_header_is_accepted,
+    revocation_takes_effect_on_the_next_request,
+    keys_stop_when_their_creator_loses_access,
+    created_keys_work_and_secrets_are_not_stored,
+    one_key_reaches_one_workspace,
+);

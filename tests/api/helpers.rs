@@ -1,0 +1,213 @@
+//! `spawn_app()`: the real application on random ports, with a fresh store per test.
+
+use recruitd::app::{Application, Settings};
+use reqwest::{Client, Method, RequestBuilder, Response, StatusCode};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Once;
+use tempfile::TempDir;
+
+/// Which store a test runs against.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    Sqlite,
+    Postgres(String),
+}
+
+/// Env var naming a PostgreSQL server for the PostgreSQL variants of the store tests.
+pub const PG_ENV: &str = "RECRUITD_TEST_DATABASE_URL";
+
+impl Backend {
+    /// A fresh PostgreSQL schema, or `None` (with a note) when no server is configured.
+    pub async fn postgres() -> Option<Backend> {
+        let base = std::env::var(PG_ENV).ok().filter(|s| !s.is_empty())?;
+        let url = recruitd::store::testing::fresh_postgres_url(&base)
+            .await
+            .expect("creating a fresh PostgreSQL schema");
+        Some(Backend::Postgres(url))
+    }
+}
+
+fn init_logs() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok() {
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(
+                    std::env::var("TEST_LOG").unwrap(),
+                ))
+                .with_test_writer()
+                .init();
+        }
+    });
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub admin_base: String,
+    pub admin_token: String,
+    pub client: Client,
+    pub data_dir: TempDir,
+    pub registry: std::sync::Arc<actors::registry::Registry>,
+    pub backend: Backend,
+    handles: (actix_web::dev::ServerHandle, actix_web::dev::ServerHandle),
+}
+
+pub const READ_KEY: &str = "rk_example_read_0123456789abcdef";
+pub const WRITE_KEY: &str = "rk_example_write_0123456789abcdef";
+
+/// The worked example of `snapshot-format.md`.
+pub fn example() -> Value {
+    serde_json::from_str(include_str!("../fixtures/snapshot-small.json")).unwrap()
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_in(backend, tempfile::tempdir().unwrap()).await
+}
+
+pub async fn spawn_app_in(backend: Backend, data_dir: TempDir) -> TestApp {
+    init_logs();
+    let mut s = Settings::new(PathBuf::from(data_dir.path()));
+    s.listen = "127.0.0.1:0".parse().unwrap();
+    s.admin_listen = "127.0.0.1:0".parse().unwrap();
+    s.workers = Some(1);
+    s.disable_signals = true;
+    s.database_url = match &backend {
+        Backend::Sqlite => None,
+        Backend::Postgres(url) => Some(url.clone()),
+    };
+    let app = Application::build(s).await.expect("application starts");
+    let base = format!("https://localhost:{}", app.api_addr().port());
+    let admin_base = format!("http://{}", app.admin_addr());
+    let cert = reqwest::Certificate::from_pem(&app.tls_cert_pem).expect("our certificate");
+    let client = Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(cert)
+        .build()
+        .unwrap();
+    let handles = app.handles();
+    let admin_token = app.admin_token.clone();
+    let registry = app.registry.clone();
+    actix_web::rt::spawn(app.run_until_stopped());
+    let t = TestApp {
+        base,
+        admin_base,
+        admin_token,
+        client,
+        data_dir,
+        registry,
+        backend,
+        handles,
+    };
+    t.wait_ready().await;
+    t
+}
+
+impl TestApp {
+    pub async fn wait_ready(&self) {
+        for _ in 0..500 {
+            if self.registry.is_ready() {
+                return;
+            }
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("application did not become ready");
+    }
+
+    pub async fn stop(&self) {
+        self.handles.0.stop(true).await;
+        self.handles.1.stop(true).await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn req(&self, method: Method, path: &str, key: Option<&str>) -> RequestBuilder {
+        let r = self.client.request(method, self.url(path));
+        match key {
+            Some(k) => r.bearer_auth(k),
+            None => r,
+        }
+    }
+
+    /// GET with a key; returns status and JSON body.
+    pub async fn get(&self, path: &str, key: &str) -> (StatusCode, Value) {
+        let res = self.req(Method::GET, path, Some(key)).send().await.unwrap();
+        json_of(res).await
+    }
+
+    pub async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
+        let mut r = self
+            .client
+            .request(method, format!("{}{}", self.admin_base, path))
+            .bearer_auth(&self.admin_token);
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        json_of(r.send().await.unwrap()).await
+    }
+
+    pub async fn import(&self, snapshot: &Value) -> (StatusCode, Value) {
+        self.admin(Method::POST, "/admin/v1/import", Some(snapshot)).await
+    }
+
+    /// Imports and insists on success.
+    pub async fn import_ok(&self, snapshot: &Value) -> Value {
+        let (s, body) = self.import(snapshot).await;
+        assert_eq!(s, StatusCode::OK, "import failed: {body}");
+        body
+    }
+
+    /// Follows `next_cursor` to the end; returns every record and the number of pages.
+    pub async fn paginate(&self, entity: &str, query: &str, key: &str) -> (Vec<Value>, usize) {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let mut path = format!("/v1/{entity}?{query}");
+            if let Some(c) = &cursor {
+                path.push_str(&format!("&cursor={c}"));
+            }
+            let (s, body) = self.get(&path, key).await;
+            assert_eq!(s, StatusCode::OK, "{path}: {body}");
+            pages += 1;
+            if cursor.is_some() {
+                assert!(body.get("total_count").is_none(), "total_count only on the first page");
+            }
+            out.extend(body["data"].as_array().unwrap().iter().cloned());
+            match body["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+            assert!(pages < 100_000, "runaway pagination");
+        }
+        (out, pages)
+    }
+}
+
+pub async fn json_of(res: Response) -> (StatusCode, Value) {
+    let status = res.status();
+    let ct = res
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string());
+    let text = res.text().await.unwrap();
+    if text.is_empty() {
+        return (status, Value::Null);
+    }
+    assert_eq!(ct.as_deref(), Some("application/json"), "body: {text}");
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
+}
+
+/// Asserts the exact error envelope and returns the message.
+pub fn assert_error(status: StatusCode, body: &Value, want_status: u16, want_code: &str) -> String {
+    assert_eq!(status.as_u16(), want_status, "body: {body}");
+    let obj = body.as_object().expect("error body is an object");
+    assert_eq!(obj.len(), 2, "envelope has exactly error and request_id: {body}");
+    let err = body["error"].as_object().expect("error object");
+    assert_eq!(err.len(), 2, "error has exactly code and message: {body}");
+    assert_eq!(body["error"]["code"], want_code, "body: {body}");
+    assert!(body["request_id"].as_str().is_some_and(|r| !r.is_empty()));
+    body["error"]["message"].as_str().unwrap().to_string()
+}
