@@ -40,10 +40,17 @@ fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
     }
 }
 
-async fn ready(req: HttpRequest, state: web::Data<AdminState>, rid: RequestId) -> Result<HttpResponse, ApiError> {
+async fn ready(
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
     check_token(&req, &state)?;
     if state.registry.is_ready() && state.api_accepting.load(Ordering::Acquire) {
-        Ok(json_response(data_body(&serde_json::json!({"ready": true}), &rid)?))
+        Ok(json_response(data_body(
+            &serde_json::json!({"ready": true}),
+            &rid,
+        )?))
     } else {
         Err(ApiError::new(
             ErrorKind::Unavailable { retry_after: 1 },
@@ -63,7 +70,10 @@ async fn import(
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let workspace = snap.workspace.clone().expect("parser requires the workspace");
+    let workspace = snap
+        .workspace
+        .clone()
+        .expect("parser requires the workspace");
     let handle = state
         .registry
         .handle_or_create(&workspace)
@@ -99,8 +109,15 @@ async fn create_key(
         .map_err(|e| ApiError::bad_request(format!("invalid key request: {e}")))?;
     let handle = match state.registry.slot(kr.workspace_id) {
         Some(actors::registry::Slot::Ready(h)) => h,
-        Some(actors::registry::Slot::Loading) => return Err(ApiError::unavailable("the workspace is still loading")),
-        None => return Err(ApiError::bad_request(format!("no workspace {}", kr.workspace_id))),
+        Some(actors::registry::Slot::Loading) => {
+            return Err(ApiError::unavailable("the workspace is still loading"))
+        }
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "no workspace {}",
+                kr.workspace_id
+            )))
+        }
     };
     let (key, secret) = build_key(
         &handle.state(),
@@ -124,7 +141,10 @@ async fn create_key(
         .await?;
     let id = key.id.clone();
     state.registry.keys.put(key);
-    Ok(json_response(data_body(&serde_json::json!({"id": id, "secret": secret}), &rid)?))
+    Ok(json_response(data_body(
+        &serde_json::json!({"id": id, "secret": secret}),
+        &rid,
+    )?))
 }
 
 async fn revoke_key(
@@ -138,7 +158,10 @@ async fn revoke_key(
     match state.registry.store.revoke_key(&id).await? {
         Some(k) => {
             state.registry.keys.put(k);
-            Ok(json_response(data_body(&serde_json::json!({"id": id, "revoked": true}), &rid)?))
+            Ok(json_response(data_body(
+                &serde_json::json!({"id": id, "revoked": true}),
+                &rid,
+            )?))
         }
         None => Err(ApiError::not_found(format!("no key with id {id:?}"))),
     }

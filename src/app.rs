@@ -97,19 +97,24 @@ impl Application {
             let registry = registry.clone();
             loader.spawn(async move {
                 if let Err(e) = registry.load_all(list).await {
-                    tracing::error!("loading workspaces failed: {}", crate::http::errors::error_chain(&e));
+                    tracing::error!(
+                        "loading workspaces failed: {}",
+                        crate::http::errors::error_chain(&e)
+                    );
                 }
             });
         }
 
-        let tls_config = tls::server_config(&s.data_dir, s.tls_cert.as_deref(), s.tls_key.as_deref())?;
+        let tls_config =
+            tls::server_config(&s.data_dir, s.tls_cert.as_deref(), s.tls_key.as_deref())?;
         let cert_path = s
             .tls_cert
             .clone()
             .unwrap_or_else(|| tls::self_signed_paths(&s.data_dir).0);
         let tls_cert_pem = std::fs::read(&cert_path).unwrap_or_default();
 
-        let api_listener = TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?;
+        let api_listener =
+            TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?;
         let api_addr = api_listener.local_addr()?;
         let app_state = web::Data::new(AppState {
             registry: registry.clone(),
@@ -126,8 +131,8 @@ impl Application {
             },
         )?;
 
-        let admin_listener =
-            TcpListener::bind(s.admin_listen).with_context(|| format!("binding {}", s.admin_listen))?;
+        let admin_listener = TcpListener::bind(s.admin_listen)
+            .with_context(|| format!("binding {}", s.admin_listen))?;
         let admin_addr = admin_listener.local_addr()?;
         let api_accepting = Arc::new(AtomicBool::new(true));
         let admin_state = web::Data::new(AdminState {

@@ -67,8 +67,14 @@ mod tests {
         let ws = Uuid::from_u128(1);
         assert_eq!(blobs.get(ws, "cv:a b/c").unwrap(), None);
         blobs.put(ws, "cv:a b/c", b"hello").unwrap();
-        assert_eq!(blobs.get(ws, "cv:a b/c").unwrap().as_deref(), Some(&b"hello"[..]));
+        assert_eq!(
+            blobs.get(ws, "cv:a b/c").unwrap().as_deref(),
+            Some(&b"hello"[..])
+        );
         blobs.put(ws, "cv:a b/c", b"again").unwrap();
-        assert_eq!(blobs.get(ws, "cv:a b/c").unwrap().as_deref(), Some(&b"again"[..]));
+        assert_eq!(
+            blobs.get(ws, "cv:a b/c").unwrap().as_deref(),
+            Some(&b"again"[..])
+        );
     }
 }

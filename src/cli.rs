@@ -9,7 +9,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "recruitd", version, about = "Recruiting Data REST API v1 server")]
+#[command(
+    name = "recruitd",
+    version,
+    about = "Recruiting Data REST API v1 server"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub store: StoreArgs,
@@ -24,7 +28,12 @@ pub struct StoreArgs {
     #[arg(long, env = "RECRUITD_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
     /// Holds recruit.db, blobs/, tls/ and admin-token.
-    #[arg(long, env = "RECRUITD_DATA_DIR", default_value = "./data", global = true)]
+    #[arg(
+        long,
+        env = "RECRUITD_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
     pub data_dir: PathBuf,
 }
 
@@ -169,7 +178,10 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     let app = Application::build(settings).await?;
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
-    eprintln!("recruitd: API on {base}, admin interface on http://{}", app.admin_addr());
+    eprintln!(
+        "recruitd: API on {base}, admin interface on http://{}",
+        app.admin_addr()
+    );
     if let Some(secret) = demo_key {
         let cert = crate::tls::self_signed_paths(&store_args.data_dir).0;
         println!(
@@ -186,7 +198,8 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
 /// Loads the demo workspace into an empty store; the new key's secret, or `None` when the
 /// store already holds data (then nothing is changed).
 async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
-    let store = crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+    let store =
+        crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
     if !store.workspaces().await?.is_empty() {
         eprintln!("recruitd: --demo: the store already holds data; serving it unchanged");
         return Ok(None);
@@ -195,8 +208,11 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
         people: DEMO_PEOPLE,
         seed: DEMO_SEED,
     });
-    let snap = actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
-    let ws = snap.workspace_id().context("demo snapshot has a workspace")?;
+    let snap =
+        actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
+    let ws = snap
+        .workspace_id()
+        .context("demo snapshot has a workspace")?;
     let owner = snap
         .users
         .iter()

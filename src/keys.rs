@@ -15,10 +15,12 @@ pub struct NewKey<'a> {
 /// Errors are messages for the operator.
 pub fn build_key(state: &WorkspaceState, req: &NewKey<'_>) -> Result<(ApiKey, String), String> {
     let email = req.created_by_email.trim().to_lowercase();
-    let user_id = *state
-        .users_by_email
-        .get(email.as_str())
-        .ok_or_else(|| format!("no user with e-mail {:?} in the workspace", req.created_by_email))?;
+    let user_id = *state.users_by_email.get(email.as_str()).ok_or_else(|| {
+        format!(
+            "no user with e-mail {:?} in the workspace",
+            req.created_by_email
+        )
+    })?;
     if !state.user_is_active(user_id) {
         return Err(format!(
             "user {:?} is not an active member of the workspace; a key they create would not work",

@@ -25,7 +25,10 @@ pub async fn key_ring(store: &dyn Store) -> anyhow::Result<KeyRing> {
 }
 
 /// Loads one workspace's state, or `None` when the store does not hold it.
-pub async fn load_workspace(store: &dyn Store, id: uuid::Uuid) -> anyhow::Result<Option<WorkspaceState>> {
+pub async fn load_workspace(
+    store: &dyn Store,
+    id: uuid::Uuid,
+) -> anyhow::Result<Option<WorkspaceState>> {
     let Some(w) = store.workspaces().await?.into_iter().find(|w| w.id == id) else {
         return Ok(None);
     };
@@ -58,7 +61,11 @@ pub async fn import_snapshot(
 
 /// `recruitd import FILE...`: applies each file in order; stops at the first rejected one
 /// (files before it stay applied, as each file is a whole import of its own).
-pub async fn import_files(store: Arc<dyn Store>, data_dir: &Path, files: &[std::path::PathBuf]) -> anyhow::Result<()> {
+pub async fn import_files(
+    store: Arc<dyn Store>,
+    data_dir: &Path,
+    files: &[std::path::PathBuf],
+) -> anyhow::Result<()> {
     let blobs = FileBlobs::new(data_dir.join("blobs"));
     let keys = key_ring(&*store).await?;
     for f in files {

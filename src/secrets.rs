@@ -56,7 +56,8 @@ pub fn signing_key(data_dir: &Path) -> anyhow::Result<[u8; 32]> {
     if !path.exists() {
         write_private(&path, random_hex(32).as_bytes())?;
     }
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let text = text.trim();
     if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         anyhow::bail!("{} does not hold 64 hex digits", path.display());
@@ -81,7 +82,10 @@ pub fn new_key_secret() -> String {
     use base64::Engine;
     let mut b = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut b);
-    format!("rk_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
+    format!(
+        "rk_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+    )
 }
 
 /// A fresh key id: `key_` and 16 hex digits.
@@ -104,7 +108,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.path().join("admin-token")).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join("admin-token"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_ne!(derive_key(&k, "a"), derive_key(&k, "b"));

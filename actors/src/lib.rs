@@ -30,13 +30,13 @@
 //!   paths after their store commit.
 //! - No lock is ever held across an `.await`.
 
+pub mod actor;
 pub mod model;
 pub mod phone;
 pub mod query;
+pub mod registry;
+pub mod snapshot;
 pub mod state;
 pub mod store;
 pub mod time;
 pub mod views;
-pub mod snapshot;
-pub mod actor;
-pub mod registry;

@@ -571,7 +571,8 @@ pub fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-/// Any stored record, tagged by kind.
+/// Any stored record, tagged by kind. Candidate rows, the largest and most numerous
+/// records, are boxed so that a bulk import's change set stays compact.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
     User(User),
@@ -579,7 +580,7 @@ pub enum Record {
     Company(Company),
     Contact(Contact),
     Job(Job),
-    Candidate(Candidate),
+    Candidate(Box<Candidate>),
     Note(Note),
     Task(Task),
     Attachment(Attachment),
@@ -639,7 +640,7 @@ impl Record {
             RecordKind::Company => Record::Company(serde_json::from_str(body)?),
             RecordKind::Contact => Record::Contact(serde_json::from_str(body)?),
             RecordKind::Job => Record::Job(serde_json::from_str(body)?),
-            RecordKind::Candidate => Record::Candidate(serde_json::from_str(body)?),
+            RecordKind::Candidate => Record::Candidate(Box::new(serde_json::from_str(body)?)),
             RecordKind::Note => Record::Note(serde_json::from_str(body)?),
             RecordKind::Task => Record::Task(serde_json::from_str(body)?),
             RecordKind::Attachment => Record::Attachment(serde_json::from_str(body)?),

@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn unparseable_numbers_keep_their_digits() {
         assert_eq!(normalise_phone("12-34", None).unwrap(), "1234");
-        assert_eq!(normalise_phone("+44 20 7946 0000", parse_region("GB")).unwrap(), "+442079460000");
+        assert_eq!(
+            normalise_phone("+44 20 7946 0000", parse_region("GB")).unwrap(),
+            "+442079460000"
+        );
         assert_eq!(normalise_phone("n/a", None), None);
     }
 }

@@ -265,7 +265,9 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     fn i64(&mut self) -> Result<i64, String> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(i64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 }
 
@@ -278,9 +280,14 @@ mod tests {
     fn limit_rules() {
         assert_eq!(Limit::parse("250", 500).unwrap().get(), 250);
         assert_eq!(Limit::parse("501", 500).unwrap().get(), 500);
-        assert_eq!(Limit::parse("99999999999999999999999", 500).unwrap().get(), 500);
+        assert_eq!(
+            Limit::parse("99999999999999999999999", 500).unwrap().get(),
+            500
+        );
         assert_eq!(Limit::parse("007", 500).unwrap().get(), 7);
-        for bad in ["0", "-1", "2.5e2", "+250", "250.0", " 250", "250 ", "", "abc", "00"] {
+        for bad in [
+            "0", "-1", "2.5e2", "+250", "250.0", " 250", "250 ", "", "abc", "00",
+        ] {
             assert!(Limit::parse(bad, 500).is_err(), "{bad:?}");
         }
     }
@@ -294,7 +301,10 @@ mod tests {
         assert_eq!(utc("2026-09-01T10:11:12.345Z"), "2026-09-01T10:11:12.345Z");
         assert_eq!(utc("2026-09-01T10:11:12+01:00"), "2026-09-01T09:11:12.000Z");
         assert!(parse_updated_since("2026-09-01T10:11:12.5-02:30").is_err());
-        assert_eq!(utc("2026-09-01T10:11:12.500-02:30"), "2026-09-01T12:41:12.500Z");
+        assert_eq!(
+            utc("2026-09-01T10:11:12.500-02:30"),
+            "2026-09-01T12:41:12.500Z"
+        );
     }
 
     #[test]
@@ -334,10 +344,19 @@ mod tests {
             last_id: CursorId::Uuid(Uuid::from_u128(3)),
         };
         let s = c.encode(&key());
-        assert_eq!(Cursor::decode(&s, &key(), Entity::Jobs, Some(Stamp::from_millis(5))).unwrap(), c);
+        assert_eq!(
+            Cursor::decode(&s, &key(), Entity::Jobs, Some(Stamp::from_millis(5))).unwrap(),
+            c
+        );
         assert!(Cursor::decode(&s, &key(), Entity::Users, Some(Stamp::from_millis(5))).is_err());
         assert!(Cursor::decode(&s, &key(), Entity::Jobs, None).is_err());
-        assert!(Cursor::decode(&s, &CursorKey::new([8; 32]), Entity::Jobs, Some(Stamp::from_millis(5))).is_err());
+        assert!(Cursor::decode(
+            &s,
+            &CursorKey::new([8; 32]),
+            Entity::Jobs,
+            Some(Stamp::from_millis(5))
+        )
+        .is_err());
         assert!(Cursor::decode("not a cursor!", &key(), Entity::Jobs, None).is_err());
     }
 

@@ -97,7 +97,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(store: Arc<dyn Store>, blobs: Arc<dyn BlobStore>, actors: ArbiterHandle) -> Arc<Self> {
+    pub fn new(
+        store: Arc<dyn Store>,
+        blobs: Arc<dyn BlobStore>,
+        actors: ArbiterHandle,
+    ) -> Arc<Self> {
         Arc::new(Registry {
             store,
             blobs,

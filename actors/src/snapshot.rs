@@ -277,7 +277,10 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
             }
         }
         if snap.workspace.is_none() {
-            *self.error = Some(SnapshotError::top("workspace", "missing: the target workspace is required"));
+            *self.error = Some(SnapshotError::top(
+                "workspace",
+                "missing: the target workspace is required",
+            ));
             return Err(de::Error::custom("no workspace"));
         }
         Ok(snap)
@@ -488,7 +491,10 @@ pub fn plan_import(
         .ok_or_else(|| SnapshotError::top("workspace", "missing"))?;
     if let Some(cur) = current {
         if cur.id() != workspace.id {
-            return Err(SnapshotError::top("workspace.id", "does not match the target workspace"));
+            return Err(SnapshotError::top(
+                "workspace.id",
+                "does not match the target workspace",
+            ));
         }
     }
     if let Some(r) = &workspace.default_region {
@@ -528,7 +534,12 @@ pub fn plan_import(
                 Entry::Delete(id) => id.clone(),
             };
             if !seen.insert(id.clone()) {
-                return Err(SnapshotError::at(array, i, "id", format!("duplicate id {id:?}")));
+                return Err(SnapshotError::at(
+                    array,
+                    i,
+                    "id",
+                    format!("duplicate id {id:?}"),
+                ));
             }
             if let Some(k) = kind {
                 match e {
@@ -539,35 +550,104 @@ pub fn plan_import(
         }
         Ok(())
     }
-    collect("users", Some(RecordKind::User), &snap.users, |r| r.id.to_string(), &mut known)?;
-    collect("api_keys", None, &snap.api_keys, |r| r.id.clone(), &mut known)?;
-    collect("pipeline_stages", Some(RecordKind::Stage), &snap.pipeline_stages, |r| r.id.to_string(), &mut known)?;
-    collect("companies", Some(RecordKind::Company), &snap.companies, |r| r.id.to_string(), &mut known)?;
-    collect("contacts", Some(RecordKind::Contact), &snap.contacts, |r| r.id.to_string(), &mut known)?;
-    collect("jobs", Some(RecordKind::Job), &snap.jobs, |r| r.id.to_string(), &mut known)?;
-    collect("candidates", Some(RecordKind::Candidate), &snap.candidates, |r| r.id.to_string(), &mut known)?;
-    collect("notes", Some(RecordKind::Note), &snap.notes, |r| r.id.to_string(), &mut known)?;
-    collect("tasks", Some(RecordKind::Task), &snap.tasks, |r| r.id.to_string(), &mut known)?;
-    collect("attachments", Some(RecordKind::Attachment), &snap.attachments, |r| r.id.clone(), &mut known)?;
+    collect(
+        "users",
+        Some(RecordKind::User),
+        &snap.users,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "api_keys",
+        None,
+        &snap.api_keys,
+        |r| r.id.clone(),
+        &mut known,
+    )?;
+    collect(
+        "pipeline_stages",
+        Some(RecordKind::Stage),
+        &snap.pipeline_stages,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "companies",
+        Some(RecordKind::Company),
+        &snap.companies,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "contacts",
+        Some(RecordKind::Contact),
+        &snap.contacts,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "jobs",
+        Some(RecordKind::Job),
+        &snap.jobs,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "candidates",
+        Some(RecordKind::Candidate),
+        &snap.candidates,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "notes",
+        Some(RecordKind::Note),
+        &snap.notes,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "tasks",
+        Some(RecordKind::Task),
+        &snap.tasks,
+        |r| r.id.to_string(),
+        &mut known,
+    )?;
+    collect(
+        "attachments",
+        Some(RecordKind::Attachment),
+        &snap.attachments,
+        |r| r.id.clone(),
+        &mut known,
+    )?;
 
-    let user_ref = |array: &str, i: usize, field: &str, id: Option<Uuid>| -> Result<(), SnapshotError> {
-        match id {
-            Some(u) if !known.has(RecordKind::User, &u.to_string()) => Err(SnapshotError::at(
-                array,
-                i,
-                field,
-                format!("user {u} does not exist in the workspace or this file"),
-            )),
-            _ => Ok(()),
-        }
-    };
-    let record_ref = |array: &str, i: usize, field: &str, kind: RecordKind, id: Option<Uuid>| -> Result<(), SnapshotError> {
+    let user_ref =
+        |array: &str, i: usize, field: &str, id: Option<Uuid>| -> Result<(), SnapshotError> {
+            match id {
+                Some(u) if !known.has(RecordKind::User, &u.to_string()) => Err(SnapshotError::at(
+                    array,
+                    i,
+                    field,
+                    format!("user {u} does not exist in the workspace or this file"),
+                )),
+                _ => Ok(()),
+            }
+        };
+    let record_ref = |array: &str,
+                      i: usize,
+                      field: &str,
+                      kind: RecordKind,
+                      id: Option<Uuid>|
+     -> Result<(), SnapshotError> {
         match id {
             Some(u) if !known.has(kind, &u.to_string()) => Err(SnapshotError::at(
                 array,
                 i,
                 field,
-                format!("{} {u} does not exist in the workspace or this file", kind.as_str().replace('_', " ")),
+                format!(
+                    "{} {u} does not exist in the workspace or this file",
+                    kind.as_str().replace('_', " ")
+                ),
             )),
             _ => Ok(()),
         }
@@ -612,7 +692,12 @@ pub fn plan_import(
         match e {
             Entry::Upsert(k) => {
                 if k.secret.is_empty() {
-                    return Err(SnapshotError::at("api_keys", i, "secret", "must not be empty"));
+                    return Err(SnapshotError::at(
+                        "api_keys",
+                        i,
+                        "secret",
+                        "must not be empty",
+                    ));
                 }
                 let mut scopes = Scopes::read_only();
                 for s in &k.scopes {
@@ -621,15 +706,33 @@ pub fn plan_import(
                     })?);
                 }
                 user_ref("api_keys", i, "created_by", Some(k.created_by))?;
-                if keys.key(&k.id).is_some_and(|other| other.workspace_id != workspace.id) {
-                    return Err(SnapshotError::at("api_keys", i, "id", "key id is taken by another workspace"));
+                if keys
+                    .key(&k.id)
+                    .is_some_and(|other| other.workspace_id != workspace.id)
+                {
+                    return Err(SnapshotError::at(
+                        "api_keys",
+                        i,
+                        "id",
+                        "key id is taken by another workspace",
+                    ));
                 }
                 let hash = hash_secret(&k.secret);
                 if keys.key_by_hash(&hash).is_some_and(|owner| owner != k.id) {
-                    return Err(SnapshotError::at("api_keys", i, "secret", "secret is already used by another key"));
+                    return Err(SnapshotError::at(
+                        "api_keys",
+                        i,
+                        "secret",
+                        "secret is already used by another key",
+                    ));
                 }
                 if k.rate_limit_per_minute == Some(0) {
-                    return Err(SnapshotError::at("api_keys", i, "rate_limit_per_minute", "must be at least 1"));
+                    return Err(SnapshotError::at(
+                        "api_keys",
+                        i,
+                        "rate_limit_per_minute",
+                        "must be at least 1",
+                    ));
                 }
                 new_keys.push(ApiKey {
                     id: k.id.clone(),
@@ -643,7 +746,12 @@ pub fn plan_import(
             }
             Entry::Delete(id) => match keys.key(id) {
                 Some(k) if k.workspace_id != workspace.id => {
-                    return Err(SnapshotError::at("api_keys", i, "id", "key id is taken by another workspace"));
+                    return Err(SnapshotError::at(
+                        "api_keys",
+                        i,
+                        "id",
+                        "key id is taken by another workspace",
+                    ));
                 }
                 // A key "deleted" by a snapshot is revoked: its row stays, so that the id
                 // stays taken and the revocation is on record.
@@ -660,7 +768,13 @@ pub fn plan_import(
     }
     for (i, e) in snap.contacts.iter().enumerate() {
         if let Entry::Upsert(c) = e {
-            record_ref("contacts", i, "company_id", RecordKind::Company, Some(c.company_id))?;
+            record_ref(
+                "contacts",
+                i,
+                "company_id",
+                RecordKind::Company,
+                Some(c.company_id),
+            )?;
             user_ref("contacts", i, "owner_id", c.owner_id)?;
         }
     }
@@ -677,10 +791,20 @@ pub fn plan_import(
             record_ref("candidates", i, "stage_id", RecordKind::Stage, c.stage_id)?;
             user_ref("candidates", i, "owner_id", c.owner_id)?;
             if c.job_id.is_none() && c.stage_id.is_some() {
-                return Err(SnapshotError::at("candidates", i, "stage_id", "must be null on the primary row (job_id null)"));
+                return Err(SnapshotError::at(
+                    "candidates",
+                    i,
+                    "stage_id",
+                    "must be null on the primary row (job_id null)",
+                ));
             }
             if c.outcome == Some(Outcome::Rejected) && c.rejected_at.is_none() {
-                return Err(SnapshotError::at("candidates", i, "rejected_at", "is required when outcome is rejected"));
+                return Err(SnapshotError::at(
+                    "candidates",
+                    i,
+                    "rejected_at",
+                    "is required when outcome is rejected",
+                ));
             }
         }
     }
@@ -731,13 +855,29 @@ pub fn plan_import(
     for (i, e) in snap.notes.iter().enumerate() {
         if let Entry::Upsert(n) = e {
             let mut n = n.clone();
-            record_ref("notes", i, "parent_id", parent_kind(n.parent_type), Some(n.parent_id))?;
+            record_ref(
+                "notes",
+                i,
+                "parent_id",
+                parent_kind(n.parent_type),
+                Some(n.parent_id),
+            )?;
             user_ref("notes", i, "author_id", n.author_id)?;
             if n.parent_type != ParentType::Candidate && n.job_id.is_some() {
-                return Err(SnapshotError::at("notes", i, "job_id", "only candidate notes carry a job_id"));
+                return Err(SnapshotError::at(
+                    "notes",
+                    i,
+                    "job_id",
+                    "only candidate notes carry a job_id",
+                ));
             }
             if n.parent_type != ParentType::Contact && n.company_id.is_some() {
-                return Err(SnapshotError::at("notes", i, "company_id", "only contact notes carry a company_id"));
+                return Err(SnapshotError::at(
+                    "notes",
+                    i,
+                    "company_id",
+                    "only contact notes carry a company_id",
+                ));
             }
             record_ref("notes", i, "job_id", RecordKind::Job, n.job_id)?;
             record_ref("notes", i, "company_id", RecordKind::Company, n.company_id)?;
@@ -758,11 +898,28 @@ pub fn plan_import(
     for (i, e) in snap.tasks.iter().enumerate() {
         if let Entry::Upsert(t) = e {
             if t.parent_type == ParentType::Job {
-                return Err(SnapshotError::at("tasks", i, "parent_type", "tasks belong to a candidate, contact or company, never a job"));
+                return Err(SnapshotError::at(
+                    "tasks",
+                    i,
+                    "parent_type",
+                    "tasks belong to a candidate, contact or company, never a job",
+                ));
             }
-            record_ref("tasks", i, "parent_id", parent_kind(t.parent_type), Some(t.parent_id))?;
+            record_ref(
+                "tasks",
+                i,
+                "parent_id",
+                parent_kind(t.parent_type),
+                Some(t.parent_id),
+            )?;
             user_ref("tasks", i, "owner_id", t.owner_id)?;
-            record_ref("tasks", i, "placement_row_id", RecordKind::Candidate, t.placement_row_id)?;
+            record_ref(
+                "tasks",
+                i,
+                "placement_row_id",
+                RecordKind::Candidate,
+                t.placement_row_id,
+            )?;
         }
     }
     let mut attachments = Vec::new();
@@ -778,14 +935,32 @@ pub fn plan_import(
                 ));
             }
             if !matches!(a.parent_type, ParentType::Candidate | ParentType::Company) {
-                return Err(SnapshotError::at("attachments", i, "parent_type", "must be candidate or company"));
+                return Err(SnapshotError::at(
+                    "attachments",
+                    i,
+                    "parent_type",
+                    "must be candidate or company",
+                ));
             }
-            record_ref("attachments", i, "parent_id", parent_kind(a.parent_type), Some(a.parent_id))?;
+            record_ref(
+                "attachments",
+                i,
+                "parent_id",
+                parent_kind(a.parent_type),
+                Some(a.parent_id),
+            )?;
             let bytes = match &a.content_base64 {
                 Some(b64) => Some(
                     base64::engine::general_purpose::STANDARD
                         .decode(b64.as_bytes())
-                        .map_err(|e| SnapshotError::at("attachments", i, "content_base64", format!("is not valid base64: {e}")))?,
+                        .map_err(|e| {
+                            SnapshotError::at(
+                                "attachments",
+                                i,
+                                "content_base64",
+                                format!("is not valid base64: {e}"),
+                            )
+                        })?,
                 ),
                 None => None,
             };
@@ -842,7 +1017,22 @@ pub fn plan_import(
     take!(companies, RecordKind::Company, Company);
     take!(contacts, RecordKind::Contact, Contact);
     take!(jobs, RecordKind::Job, Job);
-    take!(candidates, RecordKind::Candidate, Candidate);
+    let mut up = 0;
+    let mut del = 0;
+    for e in snap.candidates {
+        match e {
+            Entry::Upsert(r) => {
+                changes.upserts.push(Record::Candidate(Box::new(r)));
+                up += 1;
+            }
+            Entry::Delete(id) => {
+                changes.deletes.push((RecordKind::Candidate, id));
+                del += 1;
+            }
+        }
+    }
+    upserted.insert("candidates", up);
+    deleted.insert("candidates", del);
     take!(tasks, RecordKind::Task, Task);
     let mut n_up = 0;
     let mut n_del = 0;

@@ -162,11 +162,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         self.order
             .range((lower, Bound::Unbounded))
             .take(limit)
-            .filter_map(|(st, k)| {
-                self.rows
-                    .get(k)
-                    .map(|r| (*st, k.clone(), r.rec.clone()))
-            })
+            .filter_map(|(st, k)| self.rows.get(k).map(|r| (*st, k.clone(), r.rec.clone())))
             .collect()
     }
 
@@ -177,10 +173,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
     {
         match since {
             None => self.order.len(),
-            Some(s) => self
-                .order
-                .range((s, K::min_key())..)
-                .count(),
+            Some(s) => self.order.range((s, K::min_key())..).count(),
         }
     }
 
@@ -360,15 +353,17 @@ impl WorkspaceState {
                 let order = Some(reported_updated_at(j.created_at, j.updated_at));
                 self.jobs.put(j.id, Arc::new(j), order);
             }
-            Record::Candidate(c) => self.put_candidate(c),
+            Record::Candidate(c) => self.put_candidate(*c),
             Record::Note(n) => {
                 self.bump_clock(n.updated_at);
-                let order = (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
+                let order =
+                    (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
                 self.notes.put(n.id, Arc::new(n), order);
             }
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
-                let order = (!t.is_private).then(|| reported_updated_at(t.created_at, t.updated_at));
+                let order =
+                    (!t.is_private).then(|| reported_updated_at(t.created_at, t.updated_at));
                 self.tasks.put(t.id, Arc::new(t), order);
             }
             Record::Attachment(a) => self.put_attachment(a),

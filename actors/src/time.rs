@@ -176,7 +176,13 @@ mod tests {
     #[test]
     fn date_is_strict() {
         assert!(Date::parse("2026-10-05").is_some());
-        for bad in ["2026-1-05", "2026-13-01", "20261005", " 2026-10-05", "2026-02-30"] {
+        for bad in [
+            "2026-1-05",
+            "2026-13-01",
+            "20261005",
+            " 2026-10-05",
+            "2026-02-30",
+        ] {
             assert!(Date::parse(bad).is_none(), "{bad}");
         }
     }

@@ -185,7 +185,9 @@ impl Serialize for ApplicationView<'_> {
             stage: st.and_then(|s| s.name.as_deref()),
             stage_type: st.and_then(|s| s.stage_type.as_deref()),
             status,
-            rejected_at: c.rejected_at.filter(|_| c.outcome == Some(Outcome::Rejected)),
+            rejected_at: c
+                .rejected_at
+                .filter(|_| c.outcome == Some(Outcome::Rejected)),
             created_at: c.created_at,
             updated_at: reported_updated_at(c.created_at, c.updated_at),
         }
@@ -367,11 +369,9 @@ impl Serialize for View<'_, Note> {
             author_id: n.author_id.as_ref(),
             job_id: (n.parent_type == ParentType::Candidate).then_some(n.job_id.as_ref()),
             company_id: (n.parent_type == ParentType::Contact).then(|| {
-                n.company_id.as_ref().or_else(|| {
-                    ws.contacts
-                        .get(&n.parent_id)
-                        .map(|c| &c.raw.company_id)
-                })
+                n.company_id
+                    .as_ref()
+                    .or_else(|| ws.contacts.get(&n.parent_id).map(|c| &c.raw.company_id))
             }),
             created_at: n.created_at,
             updated_at: reported_updated_at(n.created_at, n.updated_at),

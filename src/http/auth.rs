@@ -54,7 +54,8 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
     let value = req.headers().get(header::AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized("missing API key: send the header Authorization: Bearer <API_KEY>")
     })?;
-    let malformed = || ApiError::unauthorized("malformed Authorization header: expected Bearer <API_KEY>");
+    let malformed =
+        || ApiError::unauthorized("malformed Authorization header: expected Bearer <API_KEY>");
     let value = value.to_str().map_err(|_| malformed())?;
     let (scheme, token) = value.split_once(' ').ok_or_else(malformed)?;
     let token = token.trim();

@@ -168,7 +168,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(_) => {
-                let mut err = ApiError::unavailable("the store is temporarily unavailable; retry after the indicated delay");
+                let mut err = ApiError::unavailable(
+                    "the store is temporarily unavailable; retry after the indicated delay",
+                );
                 err.cause = Some(e.into());
                 err
             }

@@ -42,17 +42,21 @@ fn item_methods(_e: Entity) -> &'static str {
 type Refusal = Result<actix_web::HttpResponse, ApiError>;
 
 async fn collection_fallback(req: HttpRequest) -> Refusal {
-    Err(match req.match_info().get("entity").and_then(Entity::parse) {
-        Some(e) => ApiError::method_not_allowed(collection_methods(e)),
-        None => ApiError::not_found("no such path"),
-    })
+    Err(
+        match req.match_info().get("entity").and_then(Entity::parse) {
+            Some(e) => ApiError::method_not_allowed(collection_methods(e)),
+            None => ApiError::not_found("no such path"),
+        },
+    )
 }
 
 async fn item_fallback(req: HttpRequest) -> Refusal {
-    Err(match req.match_info().get("entity").and_then(Entity::parse) {
-        Some(e) => ApiError::method_not_allowed(item_methods(e)),
-        None => ApiError::not_found("no such path"),
-    })
+    Err(
+        match req.match_info().get("entity").and_then(Entity::parse) {
+            Some(e) => ApiError::method_not_allowed(item_methods(e)),
+            None => ApiError::not_found("no such path"),
+        },
+    )
 }
 
 async fn get_only() -> Refusal {

@@ -42,9 +42,7 @@ impl QueryParams {
                 ApiError::bad_request("query string has an invalid percent-escape")
             })?;
             let v = percent_decode_strict(v).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "query parameter {k} has an invalid percent-escape"
-                ))
+                ApiError::bad_request(format!("query parameter {k} has an invalid percent-escape"))
             })?;
             out.push((k, v));
         }
@@ -102,9 +100,13 @@ mod tests {
 
     #[test]
     fn plus_is_literal_and_escapes_decode() {
-        let q = QueryParams::parse("email=a+b%40x.example&updated_since=2026-09-01T10:00:00+01:00").unwrap();
+        let q = QueryParams::parse("email=a+b%40x.example&updated_since=2026-09-01T10:00:00+01:00")
+            .unwrap();
         assert_eq!(q.get("email").unwrap(), Some("a+b@x.example"));
-        assert_eq!(q.get("updated_since").unwrap(), Some("2026-09-01T10:00:00+01:00"));
+        assert_eq!(
+            q.get("updated_since").unwrap(),
+            Some("2026-09-01T10:00:00+01:00")
+        );
         let q = QueryParams::parse("a=%2B%20").unwrap();
         assert_eq!(q.get("a").unwrap(), Some("+ "));
     }

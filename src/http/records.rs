@@ -32,7 +32,9 @@ struct ListParams {
 
 fn list_params(q: &QueryParams, entity: Entity, key: &CursorKey) -> Result<ListParams, ApiError> {
     let limit = match q.get("limit")? {
-        Some(raw) => Limit::parse(raw, LIST_MAX_LIMIT).map_err(ApiError::bad_request)?.get(),
+        Some(raw) => Limit::parse(raw, LIST_MAX_LIMIT)
+            .map_err(ApiError::bad_request)?
+            .get(),
         None => LIST_DEFAULT_LIMIT,
     };
     if let Some(sort) = q.get("sort")? {
@@ -181,16 +183,22 @@ pub async fn list(
     let ws: &WorkspaceState = &caller.state;
     let key = &app.cursor_key;
     let body = match entity {
-        Entity::Candidates => render_page(&ws.candidates, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Candidates => {
+            render_page(&ws.candidates, entity, p, key, &rid, |r| View::new(ws, r))?
+        }
         Entity::Applications => render_page(&ws.applications, entity, p, key, &rid, |r| {
             ApplicationView(View::new(ws, r))
         })?,
         Entity::Contacts => render_page(&ws.contacts, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Companies => render_page(&ws.companies, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Companies => {
+            render_page(&ws.companies, entity, p, key, &rid, |r| View::new(ws, r))?
+        }
         Entity::Jobs => render_page(&ws.jobs, entity, p, key, &rid, |r| View::new(ws, r))?,
         Entity::Notes => render_page(&ws.notes, entity, p, key, &rid, |r| View::new(ws, r))?,
         Entity::Tasks => render_page(&ws.tasks, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Attachments => render_page(&ws.attachments, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Attachments => {
+            render_page(&ws.attachments, entity, p, key, &rid, |r| View::new(ws, r))?
+        }
         Entity::Users => render_page(&ws.users, entity, p, key, &rid, |r| View::new(ws, r))?,
     };
     Ok(json_response(body))
@@ -206,7 +214,10 @@ pub fn parse_record_id(raw: &str) -> Option<Uuid> {
 }
 
 /// Finds a visible attachment by id, with or without its prefix.
-pub fn find_attachment<'a>(ws: &'a WorkspaceState, raw: &str) -> Option<&'a Arc<actors::model::Attachment>> {
+pub fn find_attachment<'a>(
+    ws: &'a WorkspaceState,
+    raw: &str,
+) -> Option<&'a Arc<actors::model::Attachment>> {
     if raw.contains(':') {
         split_attachment_id(raw)?;
         return ws.attachments.get_visible(&Arc::from(raw));
@@ -231,24 +242,52 @@ pub async fn get(
     }
     let id = parse_record_id(&raw_id).ok_or_else(missing)?;
     let body = match entity {
-        Entity::Candidates => data_body(&View::new(ws, &**ws.candidates.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Applications => data_body(
-            &ApplicationView(View::new(ws, &**ws.applications.get_visible(&id).ok_or_else(missing)?)),
+        Entity::Candidates => data_body(
+            &View::new(ws, &**ws.candidates.get_visible(&id).ok_or_else(missing)?),
             &rid,
         )?,
-        Entity::Contacts => data_body(&View::new(ws, &**ws.contacts.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Companies => data_body(&View::new(ws, &**ws.companies.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Jobs => data_body(&View::new(ws, &**ws.jobs.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Notes => data_body(&View::new(ws, &**ws.notes.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Tasks => data_body(&View::new(ws, &**ws.tasks.get_visible(&id).ok_or_else(missing)?), &rid)?,
-        Entity::Users => data_body(&View::new(ws, &**ws.users.get_visible(&id).ok_or_else(missing)?), &rid)?,
+        Entity::Applications => data_body(
+            &ApplicationView(View::new(
+                ws,
+                &**ws.applications.get_visible(&id).ok_or_else(missing)?,
+            )),
+            &rid,
+        )?,
+        Entity::Contacts => data_body(
+            &View::new(ws, &**ws.contacts.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
+        Entity::Companies => data_body(
+            &View::new(ws, &**ws.companies.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
+        Entity::Jobs => data_body(
+            &View::new(ws, &**ws.jobs.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
+        Entity::Notes => data_body(
+            &View::new(ws, &**ws.notes.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
+        Entity::Tasks => data_body(
+            &View::new(ws, &**ws.tasks.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
+        Entity::Users => data_body(
+            &View::new(ws, &**ws.users.get_visible(&id).ok_or_else(missing)?),
+            &rid,
+        )?,
         Entity::Attachments => unreachable!("handled above"),
     };
     Ok(json_response(body))
 }
 
 /// `GET /v1/counts`: exact whole-entity totals of visible records.
-pub async fn counts(caller: Authed<Read>, q: QueryParams, rid: RequestId) -> Result<HttpResponse, ApiError> {
+pub async fn counts(
+    caller: Authed<Read>,
+    q: QueryParams,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
     let wanted: Vec<Entity> = match q.get("entities")? {
         None => Entity::ALL.to_vec(),
         Some(list) => {

@@ -180,7 +180,9 @@ pub mod testing {
             .await?;
         conn.close().await?;
         let sep = if base_url.contains('?') { '&' } else { '?' };
-        Ok(format!("{base_url}{sep}options=-c%20search_path%3D{schema}"))
+        Ok(format!(
+            "{base_url}{sep}options=-c%20search_path%3D{schema}"
+        ))
     }
 
     async fn sweep_leftovers(conn: &mut PgConnection, now: u64) -> anyhow::Result<()> {
@@ -210,7 +212,6 @@ pub mod testing {
         Ok(())
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -429,7 +430,9 @@ mod tests {
 
         // Round trip of every kind, the workspace and keys.
         let records = one_of_each();
-        let writer = Scopes::read_only().with(Scope::NotesWrite).with(Scope::TasksWrite);
+        let writer = Scopes::read_only()
+            .with(Scope::NotesWrite)
+            .with(Scope::TasksWrite);
         let keys = vec![
             key("key_read", Scopes::read_only(), None),
             key("key_write", writer, Some(u32::MAX)),
@@ -479,10 +482,7 @@ mod tests {
         assert_eq!(loaded(&*store, WS2).await, other.upserts, "{name}");
         let mut names: Vec<_> = store.workspaces().await.unwrap();
         names.sort_by_key(|w| w.id);
-        let mut want = vec![
-            workspace(WS, "Northwind Renamed"),
-            workspace(WS2, "Other"),
-        ];
+        let mut want = vec![workspace(WS, "Northwind Renamed"), workspace(WS2, "Other")];
         want.sort_by_key(|w| w.id);
         assert_eq!(names, want, "{name}");
 
@@ -517,7 +517,10 @@ mod tests {
             )
             .await
             .unwrap();
-        println!("{name}: 12,346 upserts + 11,005 deletes in {:?}", t.elapsed());
+        println!(
+            "{name}: 12,346 upserts + 11,005 deletes in {:?}",
+            t.elapsed()
+        );
         expected.remove(6);
         expected.extend(bulk[11_000..].iter().cloned());
         let expected = sorted(expected);
@@ -533,7 +536,10 @@ mod tests {
                 .map(|i| candidate(Uuid::new_v4(), &format!("doomed {i}")))
                 .collect(),
             deletes: vec![(RecordKind::User, USER.into())],
-            keys: vec![key("key_new", Scopes::read_only(), None), key("", Scopes::read_only(), None)],
+            keys: vec![
+                key("key_new", Scopes::read_only(), None),
+                key("", Scopes::read_only(), None),
+            ],
         };
         match store.commit(ws(WS), &fails_last).await {
             Err(StoreError::Other(_)) => {}
@@ -562,7 +568,11 @@ mod tests {
 
         // Keys: replace one, revoke one, revoke an unknown id; and the store still
         // commits after the failed transactions above.
-        let replaced = key("key_read", Scopes::read_only().with(Scope::RecordsWrite), Some(5));
+        let replaced = key(
+            "key_read",
+            Scopes::read_only().with(Scope::RecordsWrite),
+            Some(5),
+        );
         store
             .commit(
                 ws(WS),
@@ -580,8 +590,16 @@ mod tests {
             Some(revoked.clone()),
             "{name}"
         );
-        assert_eq!(store.revoke_key("no_such_key").await.unwrap(), None, "{name}");
-        assert_eq!(store.keys().await.unwrap(), vec![replaced, revoked], "{name}");
+        assert_eq!(
+            store.revoke_key("no_such_key").await.unwrap(),
+            None,
+            "{name}"
+        );
+        assert_eq!(
+            store.keys().await.unwrap(),
+            vec![replaced, revoked],
+            "{name}"
+        );
 
         // A body that no longer parses is reported as corrupt, naming kind and id.
         b.raw(&format!(
@@ -666,7 +684,15 @@ mod tests {
             "load_records",
         );
         assert_unavailable(
-            store.commit(ws(WS), &ChangeSet { upserts: one_of_each(), ..Default::default() }).await,
+            store
+                .commit(
+                    ws(WS),
+                    &ChangeSet {
+                        upserts: one_of_each(),
+                        ..Default::default()
+                    },
+                )
+                .await,
             "commit",
         );
         assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
@@ -690,7 +716,9 @@ mod tests {
 
     #[tokio::test]
     async fn closed_postgres_store_is_unavailable() {
-        let Some(b) = Backend::postgres().await else { return };
+        let Some(b) = Backend::postgres().await else {
+            return;
+        };
         let store = postgres::PostgresStore::open(b.url.as_deref().unwrap())
             .await
             .unwrap();
@@ -702,7 +730,9 @@ mod tests {
 
     #[tokio::test]
     async fn fresh_postgres_url_selects_its_own_empty_schema() {
-        let Some(b) = Backend::postgres().await else { return };
+        let Some(b) = Backend::postgres().await else {
+            return;
+        };
         let url = b.url.clone().unwrap();
         let schema = url.rsplit("search_path%3D").next().unwrap().to_owned();
         assert!(schema.starts_with(testing::SCHEMA_PREFIX));
@@ -729,9 +759,10 @@ mod tests {
             ["_sqlx_migrations", "api_keys", "records", "workspaces"]
         );
         // A second fresh URL is another, empty schema.
-        let other = testing::fresh_postgres_url(&std::env::var("RECRUITD_TEST_DATABASE_URL").unwrap())
-            .await
-            .unwrap();
+        let other =
+            testing::fresh_postgres_url(&std::env::var("RECRUITD_TEST_DATABASE_URL").unwrap())
+                .await
+                .unwrap();
         assert_ne!(other, url);
         let mut c2 = sqlx::PgConnection::connect(&other).await.unwrap();
         let n: i64 = sqlx::query_scalar(
@@ -776,10 +807,16 @@ mod tests {
                 )
             })
             .collect();
-        let bytes: usize = upserts.iter().take(1000).map(|r| r.to_json().len()).sum();
+        println!("built {n} records in {:?}", t.elapsed());
+        // The client's share of a commit: what serialising the records alone costs.
+        let t = Instant::now();
+        let bytes: usize = upserts
+            .iter()
+            .map(|r| r.to_json().len() + r.id_string().len())
+            .sum();
         println!(
-            "built {n} records (~{} bytes of JSON each) in {:?}",
-            bytes / 1000,
+            "serialising them (~{} bytes of JSON each) takes {:?}",
+            bytes / n.max(1),
             t.elapsed()
         );
         let changes = ChangeSet {

@@ -9,7 +9,12 @@ async fn ready_and_token(b: Backend) {
     let (s, body) = app.admin(Method::GET, "/admin/v1/ready", None).await;
     assert_eq!(s, 200);
     assert_eq!(body["data"], json!({"ready": true}));
-    let res = app.client.get(format!("{}/admin/v1/ready", app.admin_base)).send().await.unwrap();
+    let res = app
+        .client
+        .get(format!("{}/admin/v1/ready", app.admin_base))
+        .send()
+        .await
+        .unwrap();
     let (s, body) = json_of(res).await;
     assert_error(s, &body, 401, "UNAUTHORIZED");
     let res = app
@@ -26,7 +31,10 @@ async fn ready_and_token(b: Backend) {
 async fn import_reports_counts(b: Backend) {
     let app = spawn_app(b).await;
     let body = app.import_ok(&example()).await;
-    assert_eq!(body["data"]["workspace_id"], "b2574901-bbf6-5245-9d3f-3dd074396143");
+    assert_eq!(
+        body["data"]["workspace_id"],
+        "b2574901-bbf6-5245-9d3f-3dd074396143"
+    );
     assert_eq!(body["data"]["upserted"]["candidates"], 2);
     assert_eq!(body["data"]["upserted"]["notes"], 2);
     assert_eq!(body["data"]["deleted"]["candidates"], 0);
@@ -47,7 +55,12 @@ async fn rejected_import_changes_nothing(b: Backend) {
     assert!(msg.contains("candidates[1].outcome"), "{msg}");
     let (_, after) = app.get("/v1/counts", READ_KEY).await;
     assert_eq!(before["data"], after["data"]);
-    let (s, _) = app.get("/v1/companies/22222222-2222-4222-8222-222222222222", READ_KEY).await;
+    let (s, _) = app
+        .get(
+            "/v1/companies/22222222-2222-4222-8222-222222222222",
+            READ_KEY,
+        )
+        .await;
     assert_eq!(s, 404);
     // Not JSON at all.
     let res = app
@@ -75,10 +88,21 @@ async fn upserts_replace_whole_and_deletions_remove(b: Backend) {
         "notes": [{"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true}],
     }))
     .await;
-    let (_, c) = app.get("/v1/contacts/c39ca419-8ea8-58e1-a02b-11d9dec22eb3", READ_KEY).await;
+    let (_, c) = app
+        .get(
+            "/v1/contacts/c39ca419-8ea8-58e1-a02b-11d9dec22eb3",
+            READ_KEY,
+        )
+        .await;
     assert_eq!(c["data"]["name"], "Hana H.");
-    assert_eq!(c["data"]["mobile"], Value::Null, "a missing field means null");
-    let (s, _) = app.get("/v1/notes/f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", READ_KEY).await;
+    assert_eq!(
+        c["data"]["mobile"],
+        Value::Null,
+        "a missing field means null"
+    );
+    let (s, _) = app
+        .get("/v1/notes/f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", READ_KEY)
+        .await;
     assert_eq!(s, 404);
     let (_, n) = app.get("/v1/counts?entities=notes", READ_KEY).await;
     assert_eq!(n["data"]["notes"], 0);
@@ -109,10 +133,16 @@ async fn offline_import_is_served(b: Backend) {
         Backend::Sqlite => None,
         Backend::Postgres(u) => Some(u.clone()),
     };
-    let store = recruitd::store::open(url.as_deref(), dir.path()).await.unwrap();
-    recruitd::offline::import_files(store, dir.path(), &[file]).await.unwrap();
+    let store = recruitd::store::open(url.as_deref(), dir.path())
+        .await
+        .unwrap();
+    recruitd::offline::import_files(store, dir.path(), &[file])
+        .await
+        .unwrap();
     let app = spawn_app_in(b, dir).await;
-    let (s, body) = app.get("/v1/counts?entities=candidates,attachments", READ_KEY).await;
+    let (s, body) = app
+        .get("/v1/counts?entities=candidates,attachments", READ_KEY)
+        .await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["data"], json!({"candidates": 2, "attachments": 2}));
 }
@@ -135,8 +165,14 @@ async fn loading_workspace_answers_503() {
     let store = MemoryStore::new();
     let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
     let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys).unwrap();
-    actors::store::Store::commit(&*store, plan.workspace.id, &plan.changes).await.unwrap();
-    let registry = actors::registry::Registry::new(store, Arc::new(MemoryBlobs::default()), actix::Arbiter::current());
+    actors::store::Store::commit(&*store, plan.workspace.id, &plan.changes)
+        .await
+        .unwrap();
+    let registry = actors::registry::Registry::new(
+        store,
+        Arc::new(MemoryBlobs::default()),
+        actix::Arbiter::current(),
+    );
     registry.load_keys().await.unwrap();
     registry.discover().await.unwrap(); // marks it loading; nothing loads it
     let state = actix_web::web::Data::new(recruitd::http::AppState {

@@ -11,7 +11,10 @@ async fn app(b: Backend) -> TestApp {
     app
 }
 
-async fn status_with(app: &TestApp, rb: reqwest::RequestBuilder) -> (reqwest::StatusCode, serde_json::Value) {
+async fn status_with(
+    app: &TestApp,
+    rb: reqwest::RequestBuilder,
+) -> (reqwest::StatusCode, serde_json::Value) {
     let _ = app;
     json_of(rb.send().await.unwrap()).await
 }
@@ -27,8 +30,12 @@ async fn only_the_bearer_header_is_accepted(b: Backend) {
         app.client.get(format!("{url}?key={READ_KEY}")),
         app.client.get(&url).header("X-Api-Key", READ_KEY),
         app.client.get(&url).header("Authorization", READ_KEY),
-        app.client.get(&url).header("Authorization", format!("Token {READ_KEY}")),
-        app.client.get(&url).header("Authorization", format!("Basic {READ_KEY}")),
+        app.client
+            .get(&url)
+            .header("Authorization", format!("Token {READ_KEY}")),
+        app.client
+            .get(&url)
+            .header("Authorization", format!("Basic {READ_KEY}")),
         app.client.get(&url).header("Authorization", "Bearer"),
         app.client.get(&url).header("Authorization", "Bearer "),
         app.client.get(&url).bearer_auth("rk_not_a_key"),
@@ -43,13 +50,17 @@ async fn only_the_bearer_header_is_accepted(b: Backend) {
 async fn revocation_takes_effect_on_the_next_request(b: Backend) {
     let app = app(b).await;
     assert_eq!(app.get("/v1/counts", WRITE_KEY).await.0, 200);
-    let (s, body) = app.admin(Method::DELETE, "/admin/v1/keys/key_demo_write", None).await;
+    let (s, body) = app
+        .admin(Method::DELETE, "/admin/v1/keys/key_demo_write", None)
+        .await;
     assert_eq!(s, 200, "{body}");
     let (s, body) = app.get("/v1/counts", WRITE_KEY).await;
     assert_error(s, &body, 401, "UNAUTHORIZED");
     // The other key is untouched.
     assert_eq!(app.get("/v1/counts", READ_KEY).await.0, 200);
-    let (s, body) = app.admin(Method::DELETE, "/admin/v1/keys/key_missing", None).await;
+    let (s, body) = app
+        .admin(Method::DELETE, "/admin/v1/keys/key_missing", None)
+        .await;
     assert_error(s, &body, 404, "NOT_FOUND");
 }
 
@@ -76,8 +87,10 @@ async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
         .admin(
             Method::POST,
             "/admin/v1/keys",
-            Some(&json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143",
-                "created_by_email": "RAJ@northwind.example", "scopes": ["notes:write"]})),
+            Some(
+                &json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143",
+                "created_by_email": "RAJ@northwind.example", "scopes": ["notes:write"]}),
+            ),
         )
         .await;
     assert_eq!(s, 200, "{body}");
@@ -100,8 +113,14 @@ async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
         let wal = std::fs::read(app.data_dir.path().join("recruit.db-wal")).unwrap_or_default();
         for s in [secret.as_str(), READ_KEY, WRITE_KEY] {
             let needle = s.as_bytes();
-            assert!(!db.windows(needle.len()).any(|w| w == needle), "secret stored in plain form");
-            assert!(!wal.windows(needle.len()).any(|w| w == needle), "secret stored in plain form");
+            assert!(
+                !db.windows(needle.len()).any(|w| w == needle),
+                "secret stored in plain form"
+            );
+            assert!(
+                !wal.windows(needle.len()).any(|w| w == needle),
+                "secret stored in plain form"
+            );
         }
     }
 }
@@ -121,7 +140,12 @@ async fn one_key_reaches_one_workspace(b: Backend) {
     let (_, theirs) = app.get("/v1/users", "rk_other_secret_0123456789").await;
     assert_eq!(mine["total_count"], 3);
     assert_eq!(theirs["total_count"], 1);
-    let (s, body) = app.get("/v1/users/c26c9743-a728-5f14-b348-d08024212444", "rk_other_secret_0123456789").await;
+    let (s, body) = app
+        .get(
+            "/v1/users/c26c9743-a728-5f14-b348-d08024212444",
+            "rk_other_secret_0123456789",
+        )
+        .await;
     assert_error(s, &body, 404, "NOT_FOUND");
     // A key id of one workspace cannot be taken over by another's snapshot.
     let mut steal = other.clone();

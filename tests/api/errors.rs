@@ -44,17 +44,33 @@ async fn wrong_method_is_405_with_allow(b: Backend) {
     for (method, path) in [
         (Method::POST, "/v1/candidates"),
         (Method::DELETE, "/v1/jobs"),
-        (Method::PUT, "/v1/users/0986a580-8fc6-5461-afb0-b69c0a512919"),
+        (
+            Method::PUT,
+            "/v1/users/0986a580-8fc6-5461-afb0-b69c0a512919",
+        ),
         (Method::POST, "/v1/counts"),
     ] {
-        let res = app.req(method.clone(), path, Some(READ_KEY)).send().await.unwrap();
-        let allow = res.headers().get("allow").map(|v| v.to_str().unwrap().to_string());
+        let res = app
+            .req(method.clone(), path, Some(READ_KEY))
+            .send()
+            .await
+            .unwrap();
+        let allow = res
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_string());
         let (s, body) = json_of(res).await;
         assert_error(s, &body, 405, "METHOD_NOT_ALLOWED");
         assert_eq!(allow.as_deref(), Some("GET"), "{method} {path}");
     }
     // An unknown entity is not an existing path: 404, whatever the method.
-    let (s, body) = json_of(app.req(Method::POST, "/v1/people", Some(READ_KEY)).send().await.unwrap()).await;
+    let (s, body) = json_of(
+        app.req(Method::POST, "/v1/people", Some(READ_KEY))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_error(s, &body, 404, "NOT_FOUND");
 }
 
@@ -62,10 +78,25 @@ async fn request_ids_are_unique_and_on_every_body(b: Backend) {
     let app = spawn_app(b).await;
     app.import_ok(&example()).await;
     let mut seen = HashSet::new();
-    for path in ["/v1/counts", "/v1/candidates", "/v1/nope", "/v1/candidates?limit=0"] {
+    for path in [
+        "/v1/counts",
+        "/v1/candidates",
+        "/v1/nope",
+        "/v1/candidates?limit=0",
+    ] {
         for _ in 0..5 {
-            let res = app.req(Method::GET, path, Some(READ_KEY)).send().await.unwrap();
-            let header = res.headers().get("x-request-id").unwrap().to_str().unwrap().to_string();
+            let res = app
+                .req(Method::GET, path, Some(READ_KEY))
+                .send()
+                .await
+                .unwrap();
+            let header = res
+                .headers()
+                .get("x-request-id")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
             let (_, body) = json_of(res).await;
             let rid = body["request_id"].as_str().unwrap().to_string();
             assert_eq!(rid, header);
@@ -74,14 +105,20 @@ async fn request_ids_are_unique_and_on_every_body(b: Backend) {
     }
 }
 
-store_test!(not_found_cases, wrong_method_is_405_with_allow, request_ids_are_unique_and_on_every_body);
+store_test!(
+    not_found_cases,
+    wrong_method_is_405_with_allow,
+    request_ids_are_unique_and_on_every_body
+);
 
 #[actix_web::test]
 async fn plain_http_is_refused_with_a_message() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let app = spawn_app(Backend::Sqlite).await;
     let port = app.base.rsplit(':').next().unwrap().to_string();
-    let mut s = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}")).await.unwrap();
+    let mut s = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+        .await
+        .unwrap();
     s.write_all(format!("GET /v1/counts HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {READ_KEY}\r\n\r\n").as_bytes())
         .await
         .unwrap();

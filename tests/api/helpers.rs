@@ -137,7 +137,12 @@ impl TestApp {
         json_of(res).await
     }
 
-    pub async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
+    pub async fn admin(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (StatusCode, Value) {
         let mut r = self
             .client
             .request(method, format!("{}{}", self.admin_base, path))
@@ -149,7 +154,8 @@ impl TestApp {
     }
 
     pub async fn import(&self, snapshot: &Value) -> (StatusCode, Value) {
-        self.admin(Method::POST, "/admin/v1/import", Some(snapshot)).await
+        self.admin(Method::POST, "/admin/v1/import", Some(snapshot))
+            .await
     }
 
     /// Imports and insists on success.
@@ -173,7 +179,10 @@ impl TestApp {
             assert_eq!(s, StatusCode::OK, "{path}: {body}");
             pages += 1;
             if cursor.is_some() {
-                assert!(body.get("total_count").is_none(), "total_count only on the first page");
+                assert!(
+                    body.get("total_count").is_none(),
+                    "total_count only on the first page"
+                );
             }
             out.extend(body["data"].as_array().unwrap().iter().cloned());
             match body["next_cursor"].as_str() {
@@ -197,14 +206,21 @@ pub async fn json_of(res: Response) -> (StatusCode, Value) {
         return (status, Value::Null);
     }
     assert_eq!(ct.as_deref(), Some("application/json"), "body: {text}");
-    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
 }
 
 /// Asserts the exact error envelope and returns the message.
 pub fn assert_error(status: StatusCode, body: &Value, want_status: u16, want_code: &str) -> String {
     assert_eq!(status.as_u16(), want_status, "body: {body}");
     let obj = body.as_object().expect("error body is an object");
-    assert_eq!(obj.len(), 2, "envelope has exactly error and request_id: {body}");
+    assert_eq!(
+        obj.len(),
+        2,
+        "envelope has exactly error and request_id: {body}"
+    );
     let err = body["error"].as_object().expect("error object");
     assert_eq!(err.len(), 2, "error has exactly code and message: {body}");
     assert_eq!(body["error"]["code"], want_code, "body: {body}");

@@ -19,7 +19,11 @@ async fn app_with(b: Backend, snapshot: &Value) -> TestApp {
 async fn data(app: &TestApp, path: &str) -> Value {
     let (s, body) = app.get(path, READ_KEY).await;
     assert_eq!(s, 200, "{path}: {body}");
-    assert_eq!(body.as_object().unwrap().len(), 2, "data and request_id only: {body}");
+    assert_eq!(
+        body.as_object().unwrap().len(),
+        2,
+        "data and request_id only: {body}"
+    );
     body["data"].clone()
 }
 
@@ -46,7 +50,10 @@ async fn every_entity_has_exact_fields(b: Backend) {
     assert_eq!(row["stage_type"], "interview");
     assert_eq!(row["status"], "interview");
     assert_eq!(row["job_id"], JOB);
-    assert_eq!(row["owning_recruiter_id"], RAJ, "falls back to the job's active recruiter");
+    assert_eq!(
+        row["owning_recruiter_id"], RAJ,
+        "falls back to the job's active recruiter"
+    );
     assert_eq!(row["updated_at"], "2026-10-02T08:05:12.345Z");
     assert_eq!(
         data(&app, &format!("/v1/applications/{LEO_JOB_ROW}")).await,
@@ -132,15 +139,24 @@ async fn owning_recruiter_follows_the_rules(b: Backend) {
     // An explicit owner who never accepted is passed over for the job's recruiter.
     snap["candidates"][1]["owner_id"] = json!(IVY);
     let app = app_with(b, &snap).await;
-    assert_eq!(data(&app, &format!("/v1/candidates/{LEO_PRIMARY}")).await["owning_recruiter_id"], RAJ);
-    assert_eq!(data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await["owning_recruiter_id"], RAJ);
+    assert_eq!(
+        data(&app, &format!("/v1/candidates/{LEO_PRIMARY}")).await["owning_recruiter_id"],
+        RAJ
+    );
+    assert_eq!(
+        data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await["owning_recruiter_id"],
+        RAJ
+    );
     // The job's recruiter inactive too: null, never the importer or the job creator.
     let mut delta = json!({"format": "recruit-snapshot/1", "workspace": snap["workspace"].clone()});
     let mut job = snap["jobs"][0].clone();
     job["assigned_recruiter_id"] = json!(IVY);
     delta["jobs"] = json!([job]);
     app.import_ok(&delta).await;
-    assert_eq!(data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await["owning_recruiter_id"], Value::Null);
+    assert_eq!(
+        data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await["owning_recruiter_id"],
+        Value::Null
+    );
     // Jobs fall back to their creator when no recruiter is assigned.
     let mut job = snap["jobs"][0].clone();
     job["assigned_recruiter_id"] = Value::Null;
@@ -168,7 +184,14 @@ async fn derived_states(b: Backend) {
     assert_eq!(appl["status"], "rejected");
     assert_eq!(appl["rejected_at"], "2026-10-03T10:00:00.000Z");
     let job = data(&app, &format!("/v1/jobs/{JOB}")).await;
-    assert_eq!((job["live"].clone(), job["published"].clone(), job["is_archived"].clone()), (json!(false), json!(false), json!(true)));
+    assert_eq!(
+        (
+            job["live"].clone(),
+            job["published"].clone(),
+            job["is_archived"].clone()
+        ),
+        (json!(false), json!(false), json!(true))
+    );
     let cv = data(&app, &format!("/v1/attachments/{CV}")).await;
     assert_eq!(cv["created_at"], "2026-09-15T14:30:00.000Z");
     assert_eq!(cv["updated_at"], "2026-10-02T08:05:12.345Z");
@@ -182,8 +205,14 @@ async fn derived_states(b: Backend) {
     delta["companies"] = json!([co]);
     app.import_ok(&delta).await;
     let appl = data(&app, &format!("/v1/applications/{LEO_JOB_ROW}")).await;
-    assert_eq!((appl["status"].clone(), appl["rejected_at"].clone()), (json!("placed"), Value::Null));
-    assert_eq!(data(&app, "/v1/companies/71ff7925-38fa-57bd-b38e-c2e5e183f050").await["is_archived"], true);
+    assert_eq!(
+        (appl["status"].clone(), appl["rejected_at"].clone()),
+        (json!("placed"), Value::Null)
+    );
+    assert_eq!(
+        data(&app, "/v1/companies/71ff7925-38fa-57bd-b38e-c2e5e183f050").await["is_archived"],
+        true
+    );
 }
 
 async fn edits_before_tracking_report_created_at(b: Backend) {
@@ -206,10 +235,19 @@ async fn notes_fields_present_only_for_their_parent_kind(b: Backend) {
     }));
     let app = app_with(b, &snap).await;
     let contact_note = data(&app, "/v1/notes/05ace384-620b-5866-bfb7-3cdd82c2fe5e").await;
-    assert_eq!(contact_note["company_id"], "71ff7925-38fa-57bd-b38e-c2e5e183f050");
-    assert!(contact_note.get("job_id").is_none(), "job_id absent, not null: {contact_note}");
+    assert_eq!(
+        contact_note["company_id"],
+        "71ff7925-38fa-57bd-b38e-c2e5e183f050"
+    );
+    assert!(
+        contact_note.get("job_id").is_none(),
+        "job_id absent, not null: {contact_note}"
+    );
     let job_note = data(&app, "/v1/notes/11111111-1111-4111-8111-111111111111").await;
-    assert!(job_note.get("job_id").is_none() && job_note.get("company_id").is_none(), "{job_note}");
+    assert!(
+        job_note.get("job_id").is_none() && job_note.get("company_id").is_none(),
+        "{job_note}"
+    );
     let cand_note = data(&app, "/v1/notes/f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7").await;
     assert!(cand_note.get("job_id").is_some() && cand_note.get("company_id").is_none());
 }
@@ -229,7 +267,11 @@ async fn private_and_removed_records_are_invisible(b: Backend) {
     }
     let (_, notes) = app.get("/v1/notes", READ_KEY).await;
     assert_eq!(notes["total_count"], 1);
-    assert!(notes["data"].as_array().unwrap().iter().all(|n| n["is_private"] == false));
+    assert!(notes["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["is_private"] == false));
     let (_, tasks) = app.get("/v1/tasks", READ_KEY).await;
     assert_eq!(tasks["total_count"], 0);
     let (_, users) = app.get("/v1/users", READ_KEY).await;
@@ -244,10 +286,22 @@ async fn private_and_removed_records_are_invisible(b: Backend) {
 
 async fn attachment_ids_with_or_without_prefix(b: Backend) {
     let app = app_with(b, &example()).await;
-    for id in [CV, "91b2d50e-a6b0-5581-b491-530642265a44", "cv%3A91b2d50e-a6b0-5581-b491-530642265a44"] {
-        assert_eq!(data(&app, &format!("/v1/attachments/{id}")).await["id"], CV, "{id}");
+    for id in [
+        CV,
+        "91b2d50e-a6b0-5581-b491-530642265a44",
+        "cv%3A91b2d50e-a6b0-5581-b491-530642265a44",
+    ] {
+        assert_eq!(
+            data(&app, &format!("/v1/attachments/{id}")).await["id"],
+            CV,
+            "{id}"
+        );
     }
-    for id in ["file:91b2d50e-a6b0-5581-b491-530642265a44", "resume:91b2d50e-a6b0-5581-b491-530642265a44", "nope"] {
+    for id in [
+        "file:91b2d50e-a6b0-5581-b491-530642265a44",
+        "resume:91b2d50e-a6b0-5581-b491-530642265a44",
+        "nope",
+    ] {
         let (s, body) = app.get(&format!("/v1/attachments/{id}"), READ_KEY).await;
         assert_error(s, &body, 404, "NOT_FOUND");
     }
@@ -255,15 +309,24 @@ async fn attachment_ids_with_or_without_prefix(b: Backend) {
 
 async fn counts_parameter(b: Backend) {
     let app = app_with(b, &example()).await;
-    assert_eq!(data(&app, "/v1/counts?entities=jobs,users,jobs").await, json!({"jobs": 1, "users": 3}));
-    for bad in ["/v1/counts?entities=jobs,people", "/v1/counts?entities=", "/v1/counts?entities=Jobs"] {
+    assert_eq!(
+        data(&app, "/v1/counts?entities=jobs,users,jobs").await,
+        json!({"jobs": 1, "users": 3})
+    );
+    for bad in [
+        "/v1/counts?entities=jobs,people",
+        "/v1/counts?entities=",
+        "/v1/counts?entities=Jobs",
+    ] {
         let (s, body) = app.get(bad, READ_KEY).await;
         assert_error(s, &body, 400, "BAD_REQUEST");
     }
     // Counts equal the unfiltered total_count of each list.
     let counts = data(&app, "/v1/counts").await;
     for (entity, n) in counts.as_object().unwrap() {
-        let (_, list) = app.get(&format!("/v1/{entity}?updated_since=2000-01-01"), READ_KEY).await;
+        let (_, list) = app
+            .get(&format!("/v1/{entity}?updated_since=2000-01-01"), READ_KEY)
+            .await;
         assert_eq!(&list["total_count"], n, "{entity}");
     }
 }

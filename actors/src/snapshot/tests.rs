@@ -31,7 +31,11 @@ fn example_imports_whole() {
     assert_eq!(p.next.notes.visible_len(), 1);
     // Only the cv attachment carried bytes; its size is their length.
     assert_eq!(p.blobs.len(), 1);
-    let cv = p.next.attachments.get(&Arc::from("cv:91b2d50e-a6b0-5581-b491-530642265a44")).unwrap();
+    let cv = p
+        .next
+        .attachments
+        .get(&Arc::from("cv:91b2d50e-a6b0-5581-b491-530642265a44"))
+        .unwrap();
     assert!(cv.has_content);
     assert_eq!(cv.size, Some(p.blobs[0].1.len() as u64));
 }
@@ -44,7 +48,10 @@ fn contact_note_company_is_filled_from_the_contact() {
         .notes
         .get(&Uuid::parse_str("05ace384-620b-5866-bfb7-3cdd82c2fe5e").unwrap())
         .unwrap();
-    assert_eq!(note.company_id, Some(Uuid::parse_str("71ff7925-38fa-57bd-b38e-c2e5e183f050").unwrap()));
+    assert_eq!(
+        note.company_id,
+        Some(Uuid::parse_str("71ff7925-38fa-57bd-b38e-c2e5e183f050").unwrap())
+    );
 }
 
 #[test]
@@ -72,7 +79,10 @@ fn wrong_type_is_named_with_its_path() {
 #[test]
 fn missing_required_field_is_named() {
     let mut v = example();
-    v["contacts"][0].as_object_mut().unwrap().remove("company_id");
+    v["contacts"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("company_id");
     assert_eq!(err(&v).location(), "contacts[0].company_id");
 }
 
@@ -190,5 +200,9 @@ fn undoing_a_placement_cancels_its_open_tasks() {
     assert_eq!(t.status, TaskStatus::Cancelled);
     assert_eq!(t.completed_at, None);
     assert!(t.updated_at > before);
-    assert!(q.changes.upserts.iter().any(|r| matches!(r, Record::Task(t) if t.id == task_id)));
+    assert!(q
+        .changes
+        .upserts
+        .iter()
+        .any(|r| matches!(r, Record::Task(t) if t.id == task_id)));
 }
