@@ -14,9 +14,10 @@ fn state(people: usize) -> actors::state::WorkspaceState {
         seed: 3,
     });
     let snap = parse_slice(&bytes).expect("generated snapshot parses");
-    plan_import(None, snap, &NoKeys)
+    plan_import(None, snap, &NoKeys, true)
         .expect("generated snapshot is valid")
         .next
+        .expect("asked for the next state")
 }
 
 fn page_render(c: &mut Criterion) {

@@ -3306,7 +3306,7 @@ mod tests {
         use actors::snapshot::{parse_slice, plan_import, NoKeys};
         let bytes = bytes(300, 12);
         let snap = parse_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
-        let plan = plan_import(None, snap, &NoKeys).unwrap_or_else(|e| panic!("{e}"));
+        let plan = plan_import(None, snap, &NoKeys, true).unwrap_or_else(|e| panic!("{e}"));
         let d: Value = serde_json::from_slice(&bytes).unwrap();
         for key in [
             "users",

@@ -44,7 +44,8 @@ pub async fn import_snapshot(
 ) -> anyhow::Result<ImportReport> {
     let ws_id = snap.workspace_id().context("snapshot has no workspace")?;
     let current = load_workspace(store, ws_id).await?;
-    let plan = plan_import(current.as_ref(), snap, keys).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan =
+        plan_import(current.as_ref(), snap, keys, false).map_err(|e| anyhow::anyhow!("{e}"))?;
     for (id, bytes) in &plan.blobs {
         blobs.put(ws_id, id, bytes)?;
     }

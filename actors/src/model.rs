@@ -601,6 +601,21 @@ impl Record {
         }
     }
 
+    /// The record's own `updated_at` (pipeline stages carry none).
+    pub fn updated_at(&self) -> Option<Stamp> {
+        Some(match self {
+            Record::User(r) => r.updated_at,
+            Record::Stage(_) => return None,
+            Record::Company(r) => r.updated_at,
+            Record::Contact(r) => r.updated_at,
+            Record::Job(r) => r.updated_at,
+            Record::Candidate(r) => r.updated_at,
+            Record::Note(r) => r.updated_at,
+            Record::Task(r) => r.updated_at,
+            Record::Attachment(r) => r.updated_at,
+        })
+    }
+
     /// The record's id as the store keys it.
     pub fn id_string(&self) -> String {
         match self {

@@ -13,7 +13,6 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
 use uuid::Uuid;
 
 pub const FORMAT: &str = "recruit-snapshot/1";
@@ -425,8 +424,8 @@ pub struct ImportPlan {
     pub changes: ChangeSet,
     /// Attachment bytes to put in the blob store before the commit.
     pub blobs: Vec<(String, Vec<u8>)>,
-    /// The workspace state as it will be once the change set is committed.
-    pub next: WorkspaceState,
+    /// The workspace state as it will be once the change set is committed (when asked for).
+    pub next: Option<WorkspaceState>,
     pub upserted: Counts,
     pub deleted: Counts,
 }
@@ -477,12 +476,13 @@ fn parent_kind(p: ParentType) -> RecordKind {
 }
 
 /// Validates `snap` against `current` (the target workspace as it stands, `None` if new)
-/// and computes everything the import will change. `clock` stamps service-side changes
-/// (tasks cancelled because a placement was undone).
+/// and computes everything the import will change: the change set, the blobs and, when
+/// `build_next`, the workspace state after the commit.
 pub fn plan_import(
     current: Option<&WorkspaceState>,
     snap: Snapshot,
     keys: &dyn KeyDirectory,
+    build_next: bool,
 ) -> Result<ImportPlan, SnapshotError> {
     use base64::Engine;
     let workspace = snap
@@ -1070,9 +1070,8 @@ pub fn plan_import(
     deleted.insert("api_keys", k_del);
     changes.keys = new_keys;
 
-    // The next state, and the service's own consequences (placements undone).
-    let mut next = state.clone();
-    next.set_workspace(workspace.clone());
+    // The service's own consequences: tasks reminding of a placement that this import
+    // undoes are cancelled (stamped after everything else in the workspace).
     let mut unplaced: HashSet<Uuid> = HashSet::new();
     for r in &changes.upserts {
         if let Record::Candidate(c) = r {
@@ -1085,31 +1084,74 @@ pub fn plan_import(
             }
         }
     }
-    for r in changes.upserts.iter().cloned() {
-        next.put(r);
-    }
-    for (k, id) in &changes.deletes {
-        next.delete(*k, id);
-    }
     if !unplaced.is_empty() {
-        let cancel: Vec<Arc<Task>> = next
-            .tasks
+        let reminds = |t: &Task| {
+            t.status == TaskStatus::Open
+                && t.placement_row_id.is_some_and(|p| unplaced.contains(&p))
+        };
+        let in_file: HashSet<Uuid> = changes
+            .upserts
             .iter()
-            .filter(|(_, t)| {
-                t.status == TaskStatus::Open
-                    && t.placement_row_id.is_some_and(|p| unplaced.contains(&p))
+            .filter_map(|r| match r {
+                Record::Task(t) => Some(t.id),
+                _ => None,
             })
-            .map(|(_, t)| t.clone())
             .collect();
-        for t in cancel {
-            let mut t = (*t).clone();
+        let deleted_tasks: HashSet<&str> = changes
+            .deletes
+            .iter()
+            .filter(|(k, _)| *k == RecordKind::Task)
+            .map(|(_, id)| id.as_str())
+            .collect();
+        let mut cancel: Vec<Task> = changes
+            .upserts
+            .iter()
+            .filter_map(|r| match r {
+                Record::Task(t) if reminds(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        cancel.extend(
+            state
+                .tasks
+                .iter()
+                .filter(|(id, t)| {
+                    !in_file.contains(id)
+                        && !deleted_tasks.contains(id.to_string().as_str())
+                        && reminds(t)
+                })
+                .map(|(_, t)| (**t).clone()),
+        );
+        let cancelled_ids: HashSet<Uuid> = cancel.iter().map(|t| t.id).collect();
+        changes
+            .upserts
+            .retain(|r| !matches!(r, Record::Task(t) if cancelled_ids.contains(&t.id)));
+        let mut clock = changes
+            .upserts
+            .iter()
+            .filter_map(Record::updated_at)
+            .fold(state.last_stamp, Stamp::max);
+        for mut t in cancel {
+            clock = Stamp::now().max(clock.next());
             t.status = TaskStatus::Cancelled;
             t.completed_at = None;
-            t.updated_at = next.next_stamp();
-            changes.upserts.push(Record::Task(t.clone()));
-            next.put(Record::Task(t));
+            t.updated_at = clock;
+            changes.upserts.push(Record::Task(t));
         }
     }
+
+    // The next state, unless the caller only needs the change set (offline imports).
+    let next = build_next.then(|| {
+        let mut next = state.clone();
+        next.set_workspace(workspace.clone());
+        for r in changes.upserts.iter().cloned() {
+            next.put(r);
+        }
+        for (k, id) in &changes.deletes {
+            next.delete(*k, id);
+        }
+        next
+    });
 
     Ok(ImportPlan {
         workspace,

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 /// Rows per upsert statement: large enough that round trips do not matter, small enough
 /// that one statement's arrays (a few MB of JSON) stay modest in memory on both sides.
-const UPSERT_CHUNK: usize = 5000;
+const UPSERT_CHUNK: usize = 1000;
 
 /// Ids per delete statement.
 const DELETE_CHUNK: usize = 5000;

@@ -164,7 +164,7 @@ async fn loading_workspace_answers_503() {
     use std::sync::Arc;
     let store = MemoryStore::new();
     let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
-    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys).unwrap();
+    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
     actors::store::Store::commit(&*store, plan.workspace.id, &plan.changes)
         .await
         .unwrap();

@@ -10,7 +10,7 @@ impl Handler<Import> for WorkspaceActor {
 
     fn handle(&mut self, msg: Import, _: &mut Self::Context) -> Self::Result {
         let current = self.view.load_full();
-        let plan = plan_import(Some(&current), msg.0, &self.registry.keys);
+        let plan = plan_import(Some(&current), msg.0, &self.registry.keys, true);
         let registry = self.registry.clone();
         let id = self.id;
         let commit = async move {
@@ -27,7 +27,8 @@ impl Handler<Import> for WorkspaceActor {
                 for k in &plan.changes.keys {
                     act.registry.keys.put(k.clone());
                 }
-                act.view.store(Arc::new(plan.next));
+                act.view
+                    .store(Arc::new(plan.next.expect("planned with the next state")));
                 Ok(ImportReport {
                     workspace_id: act.id,
                     upserted: plan.upserted,

@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 fn example() -> Value {
     serde_json::from_str(include_str!("../../../tests/fixtures/snapshot-small.json")).unwrap()
@@ -7,7 +8,7 @@ fn example() -> Value {
 
 fn plan(v: &Value) -> Result<ImportPlan, SnapshotError> {
     let snap = parse_slice(&serde_json::to_vec(v).unwrap())?;
-    plan_import(None, snap, &NoKeys)
+    plan_import(None, snap, &NoKeys, true)
 }
 
 fn err(v: &Value) -> SnapshotError {
@@ -24,15 +25,17 @@ fn example_imports_whole() {
     assert_eq!(p.upserted["users"], 3);
     assert_eq!(p.upserted["api_keys"], 2);
     assert_eq!(p.changes.keys.len(), 2);
-    assert_eq!(p.next.candidates.visible_len(), 2);
-    assert_eq!(p.next.applications.visible_len(), 1);
+    assert_eq!(p.next.as_ref().unwrap().candidates.visible_len(), 2);
+    assert_eq!(p.next.as_ref().unwrap().applications.visible_len(), 1);
     // The private contact note is stored but not visible.
-    assert_eq!(p.next.notes.len(), 2);
-    assert_eq!(p.next.notes.visible_len(), 1);
+    assert_eq!(p.next.as_ref().unwrap().notes.len(), 2);
+    assert_eq!(p.next.as_ref().unwrap().notes.visible_len(), 1);
     // Only the cv attachment carried bytes; its size is their length.
     assert_eq!(p.blobs.len(), 1);
     let cv = p
         .next
+        .as_ref()
+        .unwrap()
         .attachments
         .get(&Arc::from("cv:91b2d50e-a6b0-5581-b491-530642265a44"))
         .unwrap();
@@ -45,6 +48,8 @@ fn contact_note_company_is_filled_from_the_contact() {
     let p = plan(&example()).unwrap();
     let note = p
         .next
+        .as_ref()
+        .unwrap()
         .notes
         .get(&Uuid::parse_str("05ace384-620b-5866-bfb7-3cdd82c2fe5e").unwrap())
         .unwrap();
@@ -176,10 +181,10 @@ fn deletions_remove_records() {
         "attachments": [{"id": "cv:91b2d50e-a6b0-5581-b491-530642265a44", "deleted": true}]
     });
     let snap = parse_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
-    let q = plan_import(Some(&p.next), snap, &NoKeys).unwrap();
+    let q = plan_import(p.next.as_ref(), snap, &NoKeys, true).unwrap();
     assert_eq!(q.deleted["notes"], 1);
-    assert_eq!(q.next.notes.len(), 1);
-    assert_eq!(q.next.attachments.len(), 1);
+    assert_eq!(q.next.as_ref().unwrap().notes.len(), 1);
+    assert_eq!(q.next.as_ref().unwrap().attachments.len(), 1);
 }
 
 #[test]
@@ -189,14 +194,21 @@ fn undoing_a_placement_cancels_its_open_tasks() {
     v["tasks"][0]["placement_row_id"] = v["candidates"][1]["id"].clone();
     let p = plan(&v).unwrap();
     let task_id = Uuid::parse_str("9b9318fa-d687-5079-970e-cb43c3d145bb").unwrap();
-    let before = p.next.tasks.get(&task_id).unwrap().updated_at;
+    let before = p
+        .next
+        .as_ref()
+        .unwrap()
+        .tasks
+        .get(&task_id)
+        .unwrap()
+        .updated_at;
     let mut w = json!({"format": FORMAT, "workspace": v["workspace"].clone()});
     let mut row = v["candidates"][1].clone();
     row["outcome"] = Value::Null;
     w["candidates"] = json!([row]);
     let snap = parse_slice(&serde_json::to_vec(&w).unwrap()).unwrap();
-    let q = plan_import(Some(&p.next), snap, &NoKeys).unwrap();
-    let t = q.next.tasks.get(&task_id).unwrap();
+    let q = plan_import(p.next.as_ref(), snap, &NoKeys, true).unwrap();
+    let t = q.next.as_ref().unwrap().tasks.get(&task_id).unwrap();
     assert_eq!(t.status, TaskStatus::Cancelled);
     assert_eq!(t.completed_at, None);
     assert!(t.updated_at > before);
