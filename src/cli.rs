@@ -63,6 +63,10 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum KeyCommand {
     /// Print a new key's secret once, on its own line, and its id.
+    ///
+    /// When a server runs on this data dir (its admin interface answers at
+    /// --admin-listen with the data dir's admin token), the key is created through it and
+    /// works at once; otherwise it is written to the store directly.
     Create {
         /// Workspace id (or exact name).
         #[arg(long)]
@@ -75,9 +79,63 @@ pub enum KeyCommand {
         scopes: Vec<String>,
         #[arg(long)]
         rate_limit_per_minute: Option<u32>,
+        #[command(flatten)]
+        admin: AdminArgs,
     },
-    /// Revoke a key.
-    Revoke { key_id: String },
+    /// Revoke a key (through a running server when there is one, see `create`).
+    Revoke {
+        key_id: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+/// Where a running server's admin interface would be.
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    #[arg(long, default_value = "127.0.0.1:8444")]
+    pub admin_listen: SocketAddr,
+    #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
+impl AdminArgs {
+    /// The token of a server on this data dir, if one has ever run here (or was given).
+    fn token(&self, data_dir: &std::path::Path) -> Option<String> {
+        self.admin_token.clone().or_else(|| {
+            std::fs::read_to_string(data_dir.join("admin-token"))
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+        })
+    }
+}
+
+/// Calls the admin interface of a server running on this data dir: `None` when there is
+/// none (or it belongs to another data dir), so the caller works on the store directly.
+fn via_server(
+    admin: &AdminArgs,
+    data_dir: &std::path::Path,
+    method: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> anyhow::Result<Option<(u16, serde_json::Value)>> {
+    let Some(token) = admin.token(data_dir) else {
+        return Ok(None);
+    };
+    match crate::admin_client::call(admin.admin_listen, &token, method, path, body)? {
+        crate::admin_client::AdminReply::NoServer => Ok(None),
+        // Our token is refused: that server is not this data dir's.
+        crate::admin_client::AdminReply::Answer(401, _) => Ok(None),
+        crate::admin_client::AdminReply::Answer(status, json) => Ok(Some((status, json))),
+    }
+}
+
+fn admin_error(json: &serde_json::Value) -> String {
+    json["error"]["message"]
+        .as_str()
+        .unwrap_or("unexpected answer")
+        .to_string()
 }
 
 #[derive(Args, Debug)]
@@ -115,7 +173,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => actix_web::rt::System::new().block_on(serve(cli.store, args)),
         Command::Import { files } => actix_web::rt::System::new().block_on(async move {
-            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            let store =
+                crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
             crate::offline::import_files(store, &cli.store.data_dir, &files).await
         }),
         Command::Key(KeyCommand::Create {
@@ -123,8 +182,39 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             created_by,
             scopes,
             rate_limit_per_minute,
+            admin,
         }) => actix_web::rt::System::new().block_on(async move {
-            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            let store =
+                crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
+            let ws_id = store
+                .workspaces()
+                .await?
+                .into_iter()
+                .find(|w| {
+                    w.id.to_string() == workspace || w.name.as_deref() == Some(workspace.as_str())
+                })
+                .map(|w| w.id)
+                .with_context(|| format!("no workspace {workspace:?} in the store"))?;
+            let request = serde_json::json!({
+                "workspace_id": ws_id,
+                "created_by_email": created_by,
+                "scopes": scopes,
+                "rate_limit_per_minute": rate_limit_per_minute,
+            });
+            if let Some((status, json)) = via_server(
+                &admin,
+                &cli.store.data_dir,
+                "POST",
+                "/admin/v1/keys",
+                Some(&request),
+            )? {
+                if status != 200 {
+                    anyhow::bail!("{}", admin_error(&json));
+                }
+                println!("{}", json["data"]["secret"].as_str().unwrap_or_default());
+                println!("id: {}", json["data"]["id"].as_str().unwrap_or_default());
+                return Ok(());
+            }
             let (key, secret) = crate::offline::create_key(
                 store,
                 &workspace,
@@ -137,19 +227,31 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             .await?;
             println!("{secret}");
             println!("id: {}", key.id);
-            eprintln!("The secret is shown once; only its hash is kept. A running server sees the key after a restart or through POST /admin/v1/keys.");
             Ok(())
         }),
-        Command::Key(KeyCommand::Revoke { key_id }) => actix_web::rt::System::new().block_on(async move {
-            let store = crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
-            match store.revoke_key(&key_id).await? {
-                Some(_) => {
+        Command::Key(KeyCommand::Revoke { key_id, admin }) => actix_web::rt::System::new()
+            .block_on(async move {
+                let path = format!("/admin/v1/keys/{key_id}");
+                if let Some((status, json)) =
+                    via_server(&admin, &cli.store.data_dir, "DELETE", &path, None)?
+                {
+                    if status != 200 {
+                        anyhow::bail!("{}", admin_error(&json));
+                    }
                     println!("revoked {key_id}");
-                    Ok(())
+                    return Ok(());
                 }
-                None => anyhow::bail!("no key with id {key_id:?}"),
-            }
-        }),
+                let store =
+                    crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir)
+                        .await?;
+                match store.revoke_key(&key_id).await? {
+                    Some(_) => {
+                        println!("revoked {key_id}");
+                        Ok(())
+                    }
+                    None => anyhow::bail!("no key with id {key_id:?}"),
+                }
+            }),
         Command::Generate { people, seed, out } => {
             crate::generate::run_cli(&GenerateOptions { people, seed }, out.as_deref())
         }

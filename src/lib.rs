@@ -4,6 +4,7 @@
 //! auth, errors), TLS, the sqlx store adapters, the admin interface and the CLI.
 
 pub mod admin;
+pub mod admin_client;
 pub mod app;
 pub mod blobs;
 pub mod cli;

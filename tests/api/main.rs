@@ -27,6 +27,7 @@ mod helpers;
 
 mod admin;
 mod auth;
+mod cli;
 mod errors;
 mod lists;
 mod pagination;
