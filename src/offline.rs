@@ -43,13 +43,24 @@ pub async fn import_snapshot(
     snap: Snapshot,
 ) -> anyhow::Result<ImportReport> {
     let ws_id = snap.workspace_id().context("snapshot has no workspace")?;
+    let t = std::time::Instant::now();
     let current = load_workspace(store, ws_id).await?;
+    let t_load = t.elapsed();
     let plan =
         plan_import(current.as_ref(), snap, keys, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (id, bytes) in &plan.blobs {
-        blobs.put(ws_id, id, bytes)?;
-    }
+    let t_plan = t.elapsed();
+    blobs.put_many(ws_id, &plan.blobs)?;
+    let t_blobs = t.elapsed();
     store.commit(ws_id, &plan.changes).await?;
+    tracing::info!(
+        load_ms = t_load.as_millis() as u64,
+        plan_ms = (t_plan - t_load).as_millis() as u64,
+        blobs_ms = (t_blobs - t_plan).as_millis() as u64,
+        commit_ms = (t.elapsed() - t_blobs).as_millis() as u64,
+        blobs = plan.blobs.len(),
+        records = plan.changes.upserts.len(),
+        "import applied"
+    );
     for k in &plan.changes.keys {
         keys.put(k.clone());
     }

@@ -153,8 +153,17 @@ impl Store for MemoryStore {
 /// Where attachment bytes live. Bytes are written before the commit that records them,
 /// so a record never claims bytes the blob store lacks.
 pub trait BlobStore: Send + Sync + 'static {
-    /// Stores (or replaces) the bytes of one attachment.
+    /// Stores (or replaces) the bytes of one attachment, durably.
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Stores many attachments, durably once it returns. Stores override this when a
+    /// batch can be made durable more cheaply than item by item.
+    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+        for (id, bytes) in items {
+            self.put(workspace, id, bytes)?;
+        }
+        Ok(())
+    }
 }
 
 /// Blobs in memory, for tests.

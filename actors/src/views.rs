@@ -119,7 +119,7 @@ impl Serialize for View<'_, CandidateRec> {
             person_id: &c.person_id,
             is_primary_record: c.is_primary(),
             name: c.name.as_deref(),
-            emails: Emails(c.email.as_deref()),
+            emails: Emails(c.email.as_deref().filter(|e| !e.is_empty())),
             phone: r.phone.as_deref(),
             phone_as_entered: c.phone.as_deref(),
             mobile: r.mobile.as_deref(),
@@ -221,7 +221,7 @@ impl Serialize for View<'_, ContactRec> {
         ContactOut {
             id: &c.id,
             name: c.name.as_deref(),
-            emails: Emails(c.email.as_deref()),
+            emails: Emails(c.email.as_deref().filter(|e| !e.is_empty())),
             phone: r.phone.as_deref(),
             phone_as_entered: c.phone.as_deref(),
             mobile: r.mobile.as_deref(),

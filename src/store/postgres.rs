@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 /// Rows per upsert statement: large enough that round trips do not matter, small enough
 /// that one statement's arrays (a few MB of JSON) stay modest in memory on both sides.
-const UPSERT_CHUNK: usize = 1000;
+const UPSERT_CHUNK: usize = 5000;
 
 /// Ids per delete statement.
 const DELETE_CHUNK: usize = 5000;
@@ -44,7 +44,8 @@ const KEY_COLUMNS: &str =
 
 const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
      SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
-     ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = EXCLUDED.body";
+     ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = EXCLUDED.body \
+     WHERE records.body <> EXCLUDED.body";
 
 const DELETE_RECORDS: &str = "DELETE FROM records r \
      USING UNNEST($2::text[], $3::text[]) AS d(k, i) \

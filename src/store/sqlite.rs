@@ -137,7 +137,10 @@ fn upsert_sql(rows: usize) -> String {
         }
         sql.push_str("(?,?,?,?)");
     }
-    sql.push_str(" ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = excluded.body");
+    sql.push_str(
+        " ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = excluded.body \
+         WHERE records.body <> excluded.body",
+    );
     sql
 }
 

@@ -15,9 +15,7 @@ impl Handler<Import> for WorkspaceActor {
         let id = self.id;
         let commit = async move {
             let plan = plan.map_err(ImportError::Invalid)?;
-            for (attachment_id, bytes) in &plan.blobs {
-                registry.blobs.put(id, attachment_id, bytes)?;
-            }
+            registry.blobs.put_many(id, &plan.blobs)?;
             registry.store.commit(id, &plan.changes).await?;
             Ok(plan)
         };
