@@ -322,8 +322,8 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ArraySeed<'_, T> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
         let mut index = 0usize;
-        while let Some(v) = seq.next_element::<serde_json::Value>()? {
-            match entry_from_value::<T>(v) {
+        while let Some(raw) = seq.next_element::<Box<serde_json::value::RawValue>>()? {
+            match entry_from_raw::<T>(&raw) {
                 Ok(e) => out.push(e),
                 Err((field, message)) => {
                     *self.error = Some(SnapshotError::at(self.name, index, &field, message));
@@ -360,6 +360,23 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ArraySeed<'_, T> {
 
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
         self.visit_bool(false)
+    }
+}
+
+/// One array element, parsed straight into its record type; only an element that does
+/// not parse as a record (a removal, `"deleted": false`, or an error to report) is looked
+/// at as a JSON tree.
+fn entry_from_raw<T: DeserializeOwned>(
+    raw: &serde_json::value::RawValue,
+) -> Result<Entry<T>, (String, String)> {
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    match T::deserialize(&mut de) {
+        Ok(r) => Ok(Entry::Upsert(r)),
+        Err(_) => {
+            let v: serde_json::Value =
+                serde_json::from_str(raw.get()).map_err(|e| (String::new(), e.to_string()))?;
+            entry_from_value(v)
+        }
     }
 }
 
@@ -453,16 +470,38 @@ impl KeyDirectory for NoKeys {
 /// Ids known after the import: (in the state or upserted by the file) and not deleted.
 struct Known<'a> {
     state: &'a WorkspaceState,
-    added: HashMap<RecordKind, HashSet<String>>,
-    removed: HashMap<RecordKind, HashSet<String>>,
+    added: HashMap<RecordKind, HashSet<Uuid>>,
+    removed: HashMap<RecordKind, HashSet<Uuid>>,
 }
 
 impl Known<'_> {
-    fn has(&self, kind: RecordKind, id: &str) -> bool {
-        if self.removed.get(&kind).is_some_and(|s| s.contains(id)) {
+    fn has(&self, kind: RecordKind, id: Uuid) -> bool {
+        if self.removed.get(&kind).is_some_and(|s| s.contains(&id)) {
             return false;
         }
-        self.added.get(&kind).is_some_and(|s| s.contains(id)) || self.state.contains(kind, id)
+        self.added.get(&kind).is_some_and(|s| s.contains(&id)) || self.state.contains_uuid(kind, id)
+    }
+}
+
+/// An id as written in a snapshot array: a UUID, or any string (keys, attachments).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Id {
+    Uuid(Uuid),
+    Text(String),
+}
+
+impl Id {
+    fn parse(s: &str) -> Id {
+        Uuid::try_parse(s).map_or_else(|_| Id::Text(s.to_string()), Id::Uuid)
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Uuid(u) => write!(f, "{u}"),
+            Id::Text(t) => f.write_str(t),
+        }
     }
 }
 
@@ -524,28 +563,32 @@ pub fn plan_import(
         array: &str,
         kind: Option<RecordKind>,
         entries: &[Entry<T>],
-        id_of: impl Fn(&T) -> String,
+        id_of: impl Fn(&T) -> Id,
         known: &mut Known<'_>,
     ) -> Result<(), SnapshotError> {
         let mut seen = HashSet::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let id = match e {
                 Entry::Upsert(r) => id_of(r),
-                Entry::Delete(id) => id.clone(),
+                Entry::Delete(id) => Id::parse(id),
             };
-            if !seen.insert(id.clone()) {
+            if let (Some(k), Id::Uuid(u)) = (kind, &id) {
+                match e {
+                    Entry::Upsert(_) => known.added.entry(k).or_default().insert(*u),
+                    Entry::Delete(_) => known.removed.entry(k).or_default().insert(*u),
+                };
+            }
+            if !seen.insert(id) {
+                let id = match e {
+                    Entry::Upsert(r) => id_of(r).to_string(),
+                    Entry::Delete(id) => id.clone(),
+                };
                 return Err(SnapshotError::at(
                     array,
                     i,
                     "id",
                     format!("duplicate id {id:?}"),
                 ));
-            }
-            if let Some(k) = kind {
-                match e {
-                    Entry::Upsert(_) => known.added.entry(k).or_default().insert(id),
-                    Entry::Delete(_) => known.removed.entry(k).or_default().insert(id),
-                };
             }
         }
         Ok(())
@@ -554,77 +597,77 @@ pub fn plan_import(
         "users",
         Some(RecordKind::User),
         &snap.users,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "api_keys",
         None,
         &snap.api_keys,
-        |r| r.id.clone(),
+        |r| Id::Text(r.id.clone()),
         &mut known,
     )?;
     collect(
         "pipeline_stages",
         Some(RecordKind::Stage),
         &snap.pipeline_stages,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "companies",
         Some(RecordKind::Company),
         &snap.companies,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "contacts",
         Some(RecordKind::Contact),
         &snap.contacts,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "jobs",
         Some(RecordKind::Job),
         &snap.jobs,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "candidates",
         Some(RecordKind::Candidate),
         &snap.candidates,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "notes",
         Some(RecordKind::Note),
         &snap.notes,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "tasks",
         Some(RecordKind::Task),
         &snap.tasks,
-        |r| r.id.to_string(),
+        |r| Id::Uuid(r.id),
         &mut known,
     )?;
     collect(
         "attachments",
         Some(RecordKind::Attachment),
         &snap.attachments,
-        |r| r.id.clone(),
+        |r| Id::Text(r.id.clone()),
         &mut known,
     )?;
 
     let user_ref =
         |array: &str, i: usize, field: &str, id: Option<Uuid>| -> Result<(), SnapshotError> {
             match id {
-                Some(u) if !known.has(RecordKind::User, &u.to_string()) => Err(SnapshotError::at(
+                Some(u) if !known.has(RecordKind::User, u) => Err(SnapshotError::at(
                     array,
                     i,
                     field,
@@ -640,7 +683,7 @@ pub fn plan_import(
                       id: Option<Uuid>|
      -> Result<(), SnapshotError> {
         match id {
-            Some(u) if !known.has(kind, &u.to_string()) => Err(SnapshotError::at(
+            Some(u) if !known.has(kind, u) => Err(SnapshotError::at(
                 array,
                 i,
                 field,

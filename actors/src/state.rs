@@ -530,6 +530,21 @@ impl WorkspaceState {
         }
     }
 
+    /// Whether a record of a UUID-keyed kind exists (hidden ones included).
+    pub fn contains_uuid(&self, kind: RecordKind, id: Uuid) -> bool {
+        match kind {
+            RecordKind::User => self.users.contains(&id),
+            RecordKind::Stage => self.stages.contains_key(&id),
+            RecordKind::Company => self.companies.contains(&id),
+            RecordKind::Contact => self.contacts.contains(&id),
+            RecordKind::Job => self.jobs.contains(&id),
+            RecordKind::Candidate => self.candidates.contains(&id),
+            RecordKind::Note => self.notes.contains(&id),
+            RecordKind::Task => self.tasks.contains(&id),
+            RecordKind::Attachment => false,
+        }
+    }
+
     /// A user counts as an active member.
     pub fn user_is_active(&self, id: Uuid) -> bool {
         self.users.get(&id).is_some_and(|u| u.is_active())

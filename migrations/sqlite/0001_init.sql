@@ -10,7 +10,11 @@ CREATE TABLE workspaces (
 
 -- Every raw record of every workspace: `kind` is `RecordKind::as_str()`, `body` is
 -- `Record::to_json()`. Reads are whole-workspace loads and writes are keyed upserts, so
--- the primary key is the only index needed.
+-- the primary key is the only index needed. A rowid table rather than WITHOUT ROWID:
+-- with bodies of ~500 bytes a WITHOUT ROWID b-tree imported 1,000,000 records in 46 s
+-- against 18 s (it moves whole rows on every page split). Because bulk imports insert
+-- in key order (`in_key_order`), a workspace's rows still lie in rowid order along its
+-- index range, so loading one reads the table almost sequentially.
 CREATE TABLE records (
     workspace_id TEXT NOT NULL,
     kind         TEXT NOT NULL,
@@ -18,7 +22,6 @@ CREATE TABLE records (
     body         TEXT NOT NULL,
     PRIMARY KEY (workspace_id, kind, id)
 );
-CREATE INDEX records_by_workspace ON records (workspace_id);
 
 -- API keys of every workspace. Only the SHA-256 of the secret is kept, never the secret.
 CREATE TABLE api_keys (

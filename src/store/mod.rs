@@ -93,6 +93,43 @@ pub(crate) fn decode_record(kind: &str, id: &str, body: &str) -> Result<Record, 
     Ok(record)
 }
 
+/// A record's id, borrowed: a UUID, or the string id of an attachment.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum IdKey<'a> {
+    Uuid(&'a Uuid),
+    Str(&'a str),
+}
+
+fn id_key(r: &Record) -> IdKey<'_> {
+    match r {
+        Record::User(x) => IdKey::Uuid(&x.id),
+        Record::Stage(x) => IdKey::Uuid(&x.id),
+        Record::Company(x) => IdKey::Uuid(&x.id),
+        Record::Contact(x) => IdKey::Uuid(&x.id),
+        Record::Job(x) => IdKey::Uuid(&x.id),
+        Record::Candidate(x) => IdKey::Uuid(&x.id),
+        Record::Note(x) => IdKey::Uuid(&x.id),
+        Record::Task(x) => IdKey::Uuid(&x.id),
+        Record::Attachment(x) => IdKey::Str(&x.id),
+    }
+}
+
+/// The records of a change set in primary-key order (`kind` text, then id), which is
+/// the order both schemas' `records` index keeps them in.
+///
+/// Bulk imports write in this order because inserting in key order touches each index
+/// page once, while the arbitrary order of a snapshot (random UUIDs) touches a random
+/// leaf per row: with 8 million records that meant gigabytes of pages read, dirtied,
+/// evicted and rewritten (SQLite wrote 28 GB for a 6 GB database). A UUID compares as
+/// its lower-case text does (hex digits keep byte order, hyphens sit at fixed places),
+/// so no id is formatted to sort. The sort is stable: a record repeated in one change
+/// set still ends with its last version.
+pub(crate) fn in_key_order(upserts: &[Record]) -> Vec<&Record> {
+    let mut sorted: Vec<&Record> = upserts.iter().collect();
+    sorted.sort_by(|a, b| (a.kind().as_str(), id_key(a)).cmp(&(b.kind().as_str(), id_key(b))));
+    sorted
+}
+
 /// Rebuilds a workspace description from its columns.
 pub(crate) fn decode_workspace(
     id: &str,

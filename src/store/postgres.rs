@@ -15,8 +15,10 @@
 //! A handful of pooled connections, each acquisition bounded by `ACQUIRE_TIMEOUT`, so a
 //! dead server is reported as `Unavailable` within seconds.
 
-use super::{decode_key, decode_record, decode_workspace, map_error, ACQUIRE_TIMEOUT};
-use actors::model::{ApiKey, RecordKind, Workspace};
+use super::{
+    decode_key, decode_record, decode_workspace, in_key_order, map_error, ACQUIRE_TIMEOUT,
+};
+use actors::model::{ApiKey, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
@@ -167,7 +169,7 @@ impl Store for PostgresStore {
 
         // Upserts before deletes, as in `MemoryStore`: a record both upserted and
         // deleted in one change set ends up deleted.
-        for chunk in changes.upserts.chunks(UPSERT_CHUNK) {
+        for chunk in in_key_order(&changes.upserts).chunks(UPSERT_CHUNK) {
             // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement, so a
             // key repeated within the chunk keeps only its last version (walk backwards,
             // keep first seen). Repeats across chunks need nothing: statements run in
@@ -194,9 +196,16 @@ impl Store for PostgresStore {
                 .map_err(&fail)?;
         }
 
-        for chunk in changes.deletes.chunks(DELETE_CHUNK) {
-            let kinds: Vec<&str> = chunk.iter().map(|(k, _)| RecordKind::as_str(*k)).collect();
-            let ids: Vec<&str> = chunk.iter().map(|(_, id)| id.as_str()).collect();
+        // In key order, for the same reason as upserts (see `in_key_order`).
+        let mut deletes: Vec<(&str, &str)> = changes
+            .deletes
+            .iter()
+            .map(|(k, id)| (k.as_str(), id.as_str()))
+            .collect();
+        deletes.sort_unstable();
+        for chunk in deletes.chunks(DELETE_CHUNK) {
+            let kinds: Vec<&str> = chunk.iter().map(|(k, _)| *k).collect();
+            let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
             sqlx::query(DELETE_RECORDS)
                 .bind(&ws)
                 .bind(kinds)

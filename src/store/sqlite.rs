@@ -15,7 +15,9 @@
 //! few commits (never corrupting the file). `FULL` would fsync on every commit and cost a
 //! disk flush per API write for a guarantee we do not promise.
 
-use super::{decode_key, decode_record, decode_workspace, map_error, ACQUIRE_TIMEOUT};
+use super::{
+    decode_key, decode_record, decode_workspace, in_key_order, map_error, ACQUIRE_TIMEOUT,
+};
 use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
@@ -187,7 +189,7 @@ impl Store for SqliteStore {
 
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
         let ws = workspace.to_string();
-        let mut rows = sqlx::query("SELECT kind, id, body FROM records INDEXED BY records_by_workspace WHERE workspace_id = ?1")
+        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
             .bind(&ws)
             .fetch(&self.readers);
         let load = err("loading records");
@@ -232,7 +234,7 @@ impl Store for SqliteStore {
         // Upserts before deletes, as in `MemoryStore`: a record both upserted and
         // deleted in one change set ends up deleted. Within a statement SQLite applies
         // rows in order, so a repeated id simply ends with its last version.
-        for chunk in changes.upserts.chunks(UPSERT_CHUNK) {
+        for chunk in in_key_order(&changes.upserts).chunks(UPSERT_CHUNK) {
             let partial_sql;
             let sql = if chunk.len() == UPSERT_CHUNK {
                 &FULL_UPSERT_SQL
@@ -254,12 +256,14 @@ impl Store for SqliteStore {
         // Deletes are grouped by kind so that each statement is a plain primary-key
         // `IN` lookup.
         for kind in RecordKind::ALL {
-            let ids: Vec<&str> = changes
+            let mut ids: Vec<&str> = changes
                 .deletes
                 .iter()
                 .filter(|(k, _)| *k == kind)
                 .map(|(_, id)| id.as_str())
                 .collect();
+            // In key order, for the same reason as upserts (see `in_key_order`).
+            ids.sort_unstable();
             for chunk in ids.chunks(DELETE_CHUNK) {
                 let sql = delete_sql(chunk.len());
                 let mut q = sqlx::query(&sql).bind(&ws).bind(kind.as_str());
