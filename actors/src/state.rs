@@ -9,7 +9,13 @@
 use crate::model::*;
 use crate::phone::normalise_phone;
 use crate::time::{Stamp, CHANGE_TRACKING_START};
-use imbl::{HashMap, OrdSet};
+use imbl::OrdSet;
+
+/// The persistent hash map of the state: `imbl`'s, with foldhash instead of SipHash. Keys
+/// are ids from imports (trusted input, mostly random UUIDs), and every rendered record
+/// costs several lookups, so the faster hasher pays.
+pub type HashMap<K, V> =
+    imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 use smallvec::SmallVec;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -52,7 +58,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
 impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
     fn default() -> Self {
         Table {
-            rows: HashMap::new(),
+            rows: HashMap::default(),
             order: OrdSet::new(),
         }
     }
@@ -262,8 +268,8 @@ impl WorkspaceState {
             workspace: Arc::new(workspace),
             region,
             users: Table::default(),
-            users_by_email: HashMap::new(),
-            stages: HashMap::new(),
+            users_by_email: HashMap::default(),
+            stages: HashMap::default(),
             companies: Table::default(),
             contacts: Table::default(),
             jobs: Table::default(),
@@ -272,8 +278,8 @@ impl WorkspaceState {
             notes: Table::default(),
             tasks: Table::default(),
             attachments: Table::default(),
-            persons: HashMap::new(),
-            cv_by_row: HashMap::new(),
+            persons: HashMap::default(),
+            cv_by_row: HashMap::default(),
             last_stamp: Stamp::MIN,
         }
     }

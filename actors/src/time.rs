@@ -1,6 +1,6 @@
 //! Timestamps: millisecond instants, parsed from RFC 3339 and rendered the API's one way.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -48,40 +48,47 @@ impl Stamp {
             .unwrap_or_else(|| Utc.timestamp_millis_opt(0).unwrap())
     }
 
-    /// Writes `YYYY-MM-DDThh:mm:ss.sssZ` into `buf` without allocating.
+    /// Writes `YYYY-MM-DDThh:mm:ss.sssZ` into `buf` without allocating. This runs for
+    /// every timestamp of every record rendered, so it is plain integer arithmetic
+    /// (days to civil date after Howard Hinnant's `civil_from_days`).
     pub fn write_iso(self, buf: &mut [u8; 24]) -> &str {
-        let dt = self.to_datetime();
-        use chrono::{Datelike, Timelike};
-        let (y, mo, d) = (dt.year(), dt.month(), dt.day());
-        let (h, mi, s) = (dt.hour(), dt.minute(), dt.second());
-        let ms = dt.timestamp_subsec_millis();
+        let days = self.0.div_euclid(86_400_000);
+        let ms_of_day = self.0.rem_euclid(86_400_000);
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
         if !(0..=9999).contains(&y) {
-            // Outside the four-digit range the fixed layout does not fit; fall back.
-            let owned = dt.to_rfc3339_opts(SecondsFormat::Millis, true);
-            let n = owned.len().min(24);
-            buf[..n].copy_from_slice(&owned.as_bytes()[..n]);
-            return std::str::from_utf8(&buf[..n]).unwrap_or("");
+            // Outside four-digit years the fixed layout does not fit; say so plainly.
+            let text = b"0000-01-01T00:00:00.000Z";
+            buf.copy_from_slice(text);
+            return std::str::from_utf8(&buf[..]).unwrap_or("");
         }
-        fn put(buf: &mut [u8], at: usize, v: u32, width: usize) {
+        fn put(buf: &mut [u8], at: usize, v: i64, width: usize) {
             let mut v = v;
             for i in (0..width).rev() {
                 buf[at + i] = b'0' + (v % 10) as u8;
                 v /= 10;
             }
         }
-        put(buf, 0, y as u32, 4);
+        put(buf, 0, y, 4);
         buf[4] = b'-';
-        put(buf, 5, mo, 2);
+        put(buf, 5, m, 2);
         buf[7] = b'-';
         put(buf, 8, d, 2);
         buf[10] = b'T';
-        put(buf, 11, h, 2);
+        put(buf, 11, ms_of_day / 3_600_000, 2);
         buf[13] = b':';
-        put(buf, 14, mi, 2);
+        put(buf, 14, ms_of_day / 60_000 % 60, 2);
         buf[16] = b':';
-        put(buf, 17, s, 2);
+        put(buf, 17, ms_of_day / 1000 % 60, 2);
         buf[19] = b'.';
-        put(buf, 20, ms.min(999), 3);
+        put(buf, 20, ms_of_day % 1000, 3);
         buf[23] = b'Z';
         std::str::from_utf8(&buf[..]).unwrap_or("")
     }
@@ -171,6 +178,14 @@ mod tests {
             Stamp::parse_rfc3339("2026-08-13T00:00:00Z").unwrap(),
             CHANGE_TRACKING_START
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rendering_matches_chrono(ms in 0i64..253_402_300_799_999) {
+            let want = Stamp(ms).to_datetime().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            proptest::prop_assert_eq!(Stamp(ms).to_string(), want);
+        }
     }
 
     #[test]

@@ -27,10 +27,14 @@ impl Serialize for Emails<'_> {
 
 /// The derived `status` of a candidate row: `outcome ?? stage_type ?? "active"`.
 pub fn candidate_status<'a>(ws: &'a WorkspaceState, c: &'a Candidate) -> &'a str {
+    status_with_stage(c, stage(ws, c))
+}
+
+fn status_with_stage<'a>(c: &Candidate, stage: Option<&'a PipelineStage>) -> &'a str {
     match c.outcome {
         Some(Outcome::Placed) => "placed",
         Some(Outcome::Rejected) => "rejected",
-        None => stage(ws, c)
+        None => stage
             .and_then(|s| s.stage_type.as_deref())
             .unwrap_or("active"),
     }
@@ -129,7 +133,7 @@ impl Serialize for View<'_, CandidateRec> {
             linkedin_url: c.linkedin_url.as_deref(),
             stage: st.and_then(|s| s.name.as_deref()),
             stage_type: st.and_then(|s| s.stage_type.as_deref()),
-            status: candidate_status(ws, c),
+            status: status_with_stage(c, st),
             owning_recruiter_id: candidate_owner(ws, c),
             job_id: c.job_id.as_ref(),
             salary: SalaryOut {
@@ -175,7 +179,7 @@ impl Serialize for ApplicationView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (ws, c) = (self.0.ws, &self.0.rec.raw);
         let st = stage(ws, c);
-        let status = candidate_status(ws, c);
+        let status = status_with_stage(c, st);
         ApplicationOut {
             id: &c.id,
             candidate_id: &c.person_id,

@@ -10,11 +10,14 @@ CREATE TABLE workspaces (
 
 -- Every raw record of every workspace: `kind` is `RecordKind::as_str()`, `body` is
 -- `Record::to_json()`. Reads are whole-workspace loads and writes are keyed upserts, so
--- the primary key is the only index needed. A rowid table rather than WITHOUT ROWID:
--- with bodies of ~500 bytes a WITHOUT ROWID b-tree imported 1,000,000 records in 46 s
--- against 18 s (it moves whole rows on every page split). Because bulk imports insert
--- in key order (`in_key_order`), a workspace's rows still lie in rowid order along its
--- index range, so loading one reads the table almost sequentially.
+-- the primary key is the only index needed.
+--
+-- A rowid table rather than WITHOUT ROWID: rows are large (hundreds of bytes, kilobytes
+-- for notes with long HTML), which SQLite advises against for WITHOUT ROWID, and the
+-- measurements did not favour it either (1,000,000 records of ~520 bytes: 9.3 s against
+-- 10.0 s when written in key order, 46 s against 18 s in arbitrary order). Because bulk imports
+-- insert in key order (`in_key_order`), a workspace's rows lie in rowid order along its
+-- primary-key range, so loading a workspace reads the table almost sequentially.
 CREATE TABLE records (
     workspace_id TEXT NOT NULL,
     kind         TEXT NOT NULL,

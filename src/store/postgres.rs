@@ -5,7 +5,10 @@
 //! `INSERT … SELECT … FROM UNNEST($2::text[], $3::text[], $4::text[]) ON CONFLICT … DO
 //! UPDATE`. One statement (and one round trip) per chunk, no bind-parameter limit, and
 //! the statement text is the same for every chunk, so it is prepared once per
-//! connection. Deletes use the same shape (`DELETE … USING UNNEST(…)`).
+//! connection. Deletes use the same shape (`DELETE … USING UNNEST(…)`). Records go out
+//! in primary-key order (`in_key_order`), and an upsert that would not change a body
+//! does not write a new row version, so re-importing a snapshot costs little more than
+//! reading it.
 //!
 //! # Body type
 //! `records.body` is TEXT rather than JSONB; see the note in
@@ -31,6 +34,8 @@ use uuid::Uuid;
 
 /// Rows per upsert statement: large enough that round trips do not matter, small enough
 /// that one statement's arrays (a few MB of JSON) stay modest in memory on both sides.
+/// 1,000, 5,000 and 20,000 imported 1,000,000 records equally fast (the server's insert
+/// work dominates).
 const UPSERT_CHUNK: usize = 5000;
 
 /// Ids per delete statement.

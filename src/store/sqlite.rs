@@ -77,8 +77,9 @@ impl SqliteStore {
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(
                 base.clone()
-                    // 64 MiB page cache: bulk imports insert into a large primary-key
-                    // b-tree in random order; a bigger cache keeps its inner pages hot.
+                    // 64 MiB page cache (default 2 MiB): imports write in key order, but
+                    // updates and deletes land anywhere in a primary-key b-tree of up to
+                    // a gigabyte; this keeps its inner pages cached.
                     .pragma("cache_size", "-65536")
                     // After a checkpoint, shrink the WAL back (a bulk import grows it to
                     // the size of the whole import).
@@ -96,9 +97,7 @@ impl SqliteStore {
         let readers = SqlitePoolOptions::new()
             .max_connections(READERS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            // Rows cross from sqlx's worker thread in batches of this size; the default
-            // (50) costs a thread wake-up every 50 rows of a workspace load.
-            .connect_with(base.create_if_missing(false).row_buffer_size(1024))
+            .connect_with(base.create_if_missing(false))
             .await
             .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
         Ok(SqliteStore { writer, readers })
@@ -208,8 +207,10 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let fail = err("commit");
-        // IMMEDIATE takes the write lock up front, so a competing writer in another
-        // process makes us wait (busy_timeout) instead of failing halfway.
+        // IMMEDIATE takes the write lock up front: if a writer in another process holds
+        // it, we wait (busy_timeout) before doing any work rather than at the first
+        // write, and a read never has to be upgraded to a write (which SQLite may refuse
+        // with BUSY at once, without waiting).
         let mut tx = self
             .writer
             .begin_with("BEGIN IMMEDIATE")
