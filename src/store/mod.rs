@@ -510,7 +510,8 @@ mod tests {
         let store = b.open().await;
         assert_eq!(loaded(&*store, WS).await, records, "{name}");
 
-        // Upserts replace (also a key repeated within one commit keeps its last version),
+        // Upserts replace (a key repeated within one commit, not side by side, keeps its
+        // last version; an unchanged record stays as it is),
         // the workspace description is replaced, and other workspaces stay apart.
         let cand = records[5].id_string();
         let cand_id = ws(&cand);
@@ -520,6 +521,7 @@ mod tests {
             workspace: Some(workspace(WS, "Northwind Renamed")),
             upserts: vec![
                 candidate(cand_id, "first of two"),
+                records[0].clone(),
                 candidate(cand_id, "Leo Renamed"),
             ],
             ..Default::default()

@@ -27,7 +27,6 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
-use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 use uuid::Uuid;
@@ -175,21 +174,23 @@ impl Store for PostgresStore {
         // Upserts before deletes, as in `MemoryStore`: a record both upserted and
         // deleted in one change set ends up deleted.
         for chunk in in_key_order(&changes.upserts).chunks(UPSERT_CHUNK) {
-            // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement, so a
-            // key repeated within the chunk keeps only its last version (walk backwards,
-            // keep first seen). Repeats across chunks need nothing: statements run in
-            // order and the later one wins.
-            let mut seen = HashSet::with_capacity(chunk.len());
-            let mut kinds = Vec::with_capacity(chunk.len());
-            let mut ids = Vec::with_capacity(chunk.len());
+            // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement. The
+            // stable sort put repeats of a key side by side in change-set order, so the
+            // last of each run is kept. Repeats split across chunks need nothing:
+            // statements run in order and the later one wins.
+            let mut kinds: Vec<&str> = Vec::with_capacity(chunk.len());
+            let mut ids: Vec<String> = Vec::with_capacity(chunk.len());
             let mut bodies = Vec::with_capacity(chunk.len());
-            for r in chunk.iter().rev() {
-                let id = r.id_string();
-                if seen.insert((r.kind(), id.clone())) {
-                    kinds.push(r.kind().as_str());
-                    ids.push(id);
-                    bodies.push(r.to_json());
+            for r in chunk {
+                let (kind, id) = (r.kind().as_str(), r.id_string());
+                if kinds.last() == Some(&kind) && ids.last() == Some(&id) {
+                    kinds.pop();
+                    ids.pop();
+                    bodies.pop();
                 }
+                kinds.push(kind);
+                ids.push(id);
+                bodies.push(r.to_json());
             }
             sqlx::query(UPSERT_RECORDS)
                 .bind(&ws)
