@@ -146,32 +146,6 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
             .filter_map(|(st, k)| self.rows.get(k).map(|r| (*st, k, &r.rec)))
     }
 
-    /// Visible records oldest first: from `since` (inclusive), and strictly after the
-    /// position `after` when given (a cursor).
-    pub fn page(
-        &self,
-        since: Option<Stamp>,
-        after: Option<(Stamp, K)>,
-        limit: usize,
-    ) -> Vec<(Stamp, K, Arc<V>)>
-    where
-        K: MinKey,
-    {
-        use std::ops::Bound;
-        let since_bound = since.map(|s| (s, K::min_key()));
-        let lower = match (since_bound, after) {
-            (Some(s), Some(a)) if s > a => Bound::Included(s),
-            (_, Some(a)) => Bound::Excluded(a),
-            (Some(s), None) => Bound::Included(s),
-            (None, None) => Bound::Unbounded,
-        };
-        self.order
-            .range((lower, Bound::Unbounded))
-            .take(limit)
-            .filter_map(|(st, k)| self.rows.get(k).map(|r| (*st, k.clone(), r.rec.clone())))
-            .collect()
-    }
-
     /// Number of visible records with stamp >= `since` (all visible records without it).
     pub fn count_since(&self, since: Option<Stamp>) -> usize
     where
