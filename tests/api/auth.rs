@@ -162,3 +162,77 @@ store_test!(
     created_keys_work_and_secrets_are_not_stored,
     one_key_reaches_one_workspace,
 );
+
+/// Scopes are deny-by-default: each extractor admits exactly the keys holding its scope.
+#[actix_web::test]
+async fn scopes_are_deny_by_default() {
+    use actix_web::{test, web, HttpResponse};
+    use actors::store::{MemoryBlobs, MemoryStore, Store};
+    use recruitd::http::auth::{Authed, NotesWrite, Read, RecordsWrite, TasksWrite};
+    use std::sync::Arc;
+    let store = MemoryStore::new();
+    let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
+    store
+        .commit(plan.workspace.id, &plan.changes)
+        .await
+        .unwrap();
+    let registry = actors::registry::Registry::new(
+        store,
+        Arc::new(MemoryBlobs::default()),
+        actix::Arbiter::current(),
+    );
+    registry.load_keys().await.unwrap();
+    let list = registry.discover().await.unwrap();
+    registry.load_all(list).await.unwrap();
+    let state = web::Data::new(recruitd::http::AppState {
+        registry,
+        cursor_key: actors::query::CursorKey::new([1; 32]),
+    });
+    async fn read(_: Authed<Read>) -> HttpResponse {
+        HttpResponse::Ok().finish()
+    }
+    async fn notes(_: Authed<NotesWrite>) -> HttpResponse {
+        HttpResponse::Ok().finish()
+    }
+    async fn tasks(_: Authed<TasksWrite>) -> HttpResponse {
+        HttpResponse::Ok().finish()
+    }
+    async fn records(_: Authed<RecordsWrite>) -> HttpResponse {
+        HttpResponse::Ok().finish()
+    }
+    let svc = test::init_service(
+        actix_web::App::new()
+            .app_data(state)
+            .route("/read", web::get().to(read))
+            .route("/notes", web::get().to(notes))
+            .route("/tasks", web::get().to(tasks))
+            .route("/records", web::get().to(records))
+            .wrap(actix_web::middleware::from_fn(
+                recruitd::http::context::request_context,
+            )),
+    )
+    .await;
+    // key_demo_read: read only; key_demo_write: read, notes:write, tasks:write.
+    for (key, path, want) in [
+        (READ_KEY, "/read", 200),
+        (READ_KEY, "/notes", 403),
+        (READ_KEY, "/tasks", 403),
+        (READ_KEY, "/records", 403),
+        (WRITE_KEY, "/read", 200),
+        (WRITE_KEY, "/notes", 200),
+        (WRITE_KEY, "/tasks", 200),
+        (WRITE_KEY, "/records", 403),
+    ] {
+        let req = test::TestRequest::get()
+            .uri(path)
+            .insert_header(("Authorization", format!("Bearer {key}")))
+            .to_request();
+        let res = test::call_service(&svc, req).await;
+        assert_eq!(res.status().as_u16(), want, "{key} {path}");
+        if want == 403 {
+            let body: serde_json::Value = test::read_body_json(res).await;
+            assert_eq!(body["error"]["code"], "FORBIDDEN_SCOPE");
+        }
+    }
+}

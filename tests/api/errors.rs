@@ -128,3 +128,33 @@ async fn plain_http_is_refused_with_a_message() {
     assert!(out.contains("HTTPS is required"), "{out}");
     assert!(!out.contains("\"data\""), "{out}");
 }
+
+/// A 500 answers the generic envelope; its cause stays in the log.
+#[actix_web::test]
+async fn internal_errors_are_opaque() {
+    use actix_web::{test, web, HttpResponse};
+    use recruitd::http::errors::ApiError;
+    async fn fails() -> Result<HttpResponse, ApiError> {
+        Err(ApiError::internal(anyhow::anyhow!(
+            "connection to db-7.internal:5432 refused (password=hunter2)"
+        )))
+    }
+    let svc = test::init_service(
+        actix_web::App::new()
+            .route("/boom", web::get().to(fails))
+            .wrap(actix_web::middleware::from_fn(
+                recruitd::http::context::request_context,
+            )),
+    )
+    .await;
+    let res = test::call_service(&svc, test::TestRequest::get().uri("/boom").to_request()).await;
+    assert_eq!(res.status(), 500);
+    let body: serde_json::Value = test::read_body_json(res).await;
+    assert_eq!(body["error"]["code"], "INTERNAL_ERROR");
+    let text = body.to_string();
+    assert!(
+        !text.contains("hunter2") && !text.contains("db-7"),
+        "{text}"
+    );
+    assert!(body["request_id"].as_str().is_some());
+}
