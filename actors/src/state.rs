@@ -94,6 +94,13 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         self.rows.insert(id, Row { rec, order });
     }
 
+    /// Replaces a record in place, keeping its position.
+    pub fn replace(&mut self, id: &K, rec: Arc<V>) {
+        if let Some(row) = self.rows.get_mut(id) {
+            row.rec = rec;
+        }
+    }
+
     /// Moves a record to a new position (or hides it) without replacing it.
     pub fn reorder(&mut self, id: &K, order: Option<Stamp>) {
         if let Some(row) = self.rows.get(id).cloned() {
@@ -262,13 +269,41 @@ impl WorkspaceState {
         self.workspace.id
     }
 
-    /// Replaces the workspace's own description (name, default region).
+    /// Replaces the workspace's own description (name, default region). A new default
+    /// region changes how national numbers normalise, so every number is normalised again.
     pub fn set_workspace(&mut self, ws: Workspace) {
-        self.region = ws
+        let region = ws
             .default_region
             .as_deref()
             .and_then(crate::phone::parse_region);
         self.workspace = Arc::new(ws);
+        if region != self.region {
+            self.region = region;
+            self.renormalise_all();
+        }
+    }
+
+    fn renormalise_all(&mut self) {
+        let candidates: Vec<Arc<CandidateRec>> =
+            self.candidates.iter().map(|(_, r)| r.clone()).collect();
+        for r in candidates {
+            let rec = Arc::new(CandidateRec {
+                phone: self.normalise(r.raw.phone.as_deref()),
+                mobile: self.normalise(r.raw.mobile.as_deref()),
+                raw: r.raw.clone(),
+            });
+            self.applications.replace(&r.raw.id, rec.clone());
+            self.candidates.replace(&r.raw.id, rec);
+        }
+        let contacts: Vec<Arc<ContactRec>> = self.contacts.iter().map(|(_, r)| r.clone()).collect();
+        for r in contacts {
+            let rec = Arc::new(ContactRec {
+                phone: self.normalise(r.raw.phone.as_deref()),
+                mobile: self.normalise(r.raw.mobile.as_deref()),
+                raw: r.raw.clone(),
+            });
+            self.contacts.replace(&r.raw.id, rec);
+        }
     }
 
     fn bump_clock(&mut self, s: Stamp) {
@@ -360,8 +395,8 @@ impl WorkspaceState {
         }
         let order = Some(reported_updated_at(c.created_at, c.updated_at));
         let rec = Arc::new(CandidateRec {
-            phone: self.normalise(c.phone.as_deref()),
-            mobile: self.normalise(c.mobile.as_deref()),
+            phone: self.normalise_for_person(c.person_id, c.phone.as_deref()),
+            mobile: self.normalise_for_person(c.person_id, c.mobile.as_deref()),
             raw: c,
         });
         let rows = self.persons.entry(rec.raw.person_id).or_default();
@@ -375,6 +410,29 @@ impl WorkspaceState {
         }
         self.candidates.put(id, rec, order);
         self.reorder_cvs(id);
+    }
+
+    /// Normalises a candidate's number, reusing the form already computed for another row
+    /// of the same person when the number as entered is the same (rows of a person carry
+    /// the same personal attributes, and parsing is the costly part of loading).
+    fn normalise_for_person(&self, person: Uuid, raw: Option<&str>) -> Option<Box<str>> {
+        let raw = raw?;
+        let known = self
+            .persons
+            .get(&person)
+            .into_iter()
+            .flatten()
+            .filter_map(|row| self.candidates.get(row))
+            .find_map(|r| {
+                if r.raw.phone.as_deref() == Some(raw) {
+                    Some(r.phone.clone())
+                } else if r.raw.mobile.as_deref() == Some(raw) {
+                    Some(r.mobile.clone())
+                } else {
+                    None
+                }
+            });
+        known.unwrap_or_else(|| self.normalise(Some(raw)))
     }
 
     fn unlink_person(&mut self, person: Uuid, row: Uuid) {

@@ -218,3 +218,31 @@ fn undoing_a_placement_cancels_its_open_tasks() {
         .iter()
         .any(|r| matches!(r, Record::Task(t) if t.id == task_id)));
 }
+
+#[test]
+fn a_new_default_region_renormalises_numbers() {
+    let p = plan(&example()).unwrap();
+    let leo = Uuid::parse_str("a214ca67-7691-5c62-8910-a410373e10c9").unwrap();
+    let next = p.next.as_ref().unwrap();
+    assert_eq!(
+        next.candidates.get(&leo).unwrap().phone.as_deref(),
+        Some("+447700900123")
+    );
+    let mut ws = example()["workspace"].clone();
+    ws["default_region"] = json!("US");
+    let snap =
+        parse_slice(&serde_json::to_vec(&json!({"format": FORMAT, "workspace": ws})).unwrap())
+            .unwrap();
+    let q = plan_import(p.next.as_ref(), snap, &NoKeys, true).unwrap();
+    let next = q.next.as_ref().unwrap();
+    // "07700 900123" is no longer a national UK number under the US region.
+    assert_ne!(
+        next.candidates.get(&leo).unwrap().phone.as_deref(),
+        Some("+447700900123")
+    );
+    let hana = Uuid::parse_str("c39ca419-8ea8-58e1-a02b-11d9dec22eb3").unwrap();
+    assert_ne!(
+        next.contacts.get(&hana).unwrap().phone.as_deref(),
+        Some("+442079460011")
+    );
+}
