@@ -191,6 +191,8 @@ impl Application {
             r
         };
         let (ra, rb) = futures_util::future::join(a, b).await;
+        // Every request has finished: close the store cleanly.
+        self.registry.store.close().await;
         ra.and(rb)
     }
 }

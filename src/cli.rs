@@ -332,7 +332,7 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
     crate::offline::import_snapshot(&*store, &blobs, &keys, snap).await?;
     let scopes = ["notes:write", "tasks:write", "records:write"].map(String::from);
     let (_, secret) = crate::offline::create_key(
-        store,
+        store.clone(),
         &ws.to_string(),
         &NewKey {
             created_by_email: &owner,
@@ -341,5 +341,6 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
         },
     )
     .await?;
+    store.close().await;
     Ok(Some(secret))
 }

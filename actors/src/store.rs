@@ -63,6 +63,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Marks a key revoked; the key as it now stands, or `None` for an unknown id.
     async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError>;
+
+    /// Closes the store cleanly (e.g. folds SQLite's write-ahead log into the database so
+    /// the next open is quick). Later calls fail as `Unavailable`.
+    async fn close(&self) {}
 }
 
 /// A store in memory, for the domain's own tests.

@@ -120,6 +120,10 @@ fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
 
 #[async_trait]
 impl Store for PostgresStore {
+    async fn close(&self) {
+        PostgresStore::close(self).await
+    }
+
     async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
         let rows: Vec<(String, Option<String>, Option<String>)> =
             sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")

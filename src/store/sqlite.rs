@@ -72,6 +72,21 @@ impl SqliteStore {
             .busy_timeout(ACQUIRE_TIMEOUT)
             // The domain validates references; the schema declares none anyway.
             .foreign_keys(false);
+        // Recover and fold in a write-ahead log left by a process that did not close the
+        // store (a crash, or an interrupted import): that can take far longer than a
+        // pooled connection may wait, so it happens once here, without a deadline.
+        {
+            use sqlx::{ConnectOptions, Connection};
+            let mut conn =
+                base.clone().connect().await.map_err(|e| {
+                    anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display())
+                })?;
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&mut conn)
+                .await
+                .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
+            conn.close().await.ok();
+        }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -103,10 +118,16 @@ impl SqliteStore {
         Ok(SqliteStore { writer, readers })
     }
 
-    /// Closes every connection (checkpointing the WAL); later calls fail as
-    /// `Unavailable`.
+    /// Closes every connection, folding the WAL into the database first; later calls
+    /// fail as `Unavailable`.
     pub async fn close(&self) {
         self.readers.close().await;
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.writer)
+            .await
+        {
+            tracing::warn!("checkpoint on close failed: {e}");
+        }
         self.writer.close().await;
     }
 }
@@ -175,6 +196,10 @@ fn key_from_row(row: &SqliteRow) -> Result<ApiKey, StoreError> {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn close(&self) {
+        SqliteStore::close(self).await
+    }
+
     async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
         let rows: Vec<(String, Option<String>, Option<String>)> =
             sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
