@@ -6,6 +6,7 @@
 use crate::http::context::{request_context, RequestId};
 use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::records::{data_body, json_response};
+use crate::http::{no_such_path, refuse_methods_but};
 use crate::keys::{build_key, NewKey};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::actor::Import;
@@ -27,15 +28,10 @@ pub struct AdminState {
 }
 
 fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
-    let presented = req
-        .headers()
-        .get(actix_web::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim());
-    match presented {
-        Some(t) if bool::from(t.as_bytes().ct_eq(state.token.as_bytes())) => Ok(()),
+    // The same header rules as API keys; only the comparison differs (constant time
+    // against the one token, where API keys are looked up by hash).
+    match crate::http::auth::bearer(req) {
+        Ok(t) if bool::from(t.as_bytes().ct_eq(state.token.as_bytes())) => Ok(()),
         _ => Err(ApiError::unauthorized("missing or wrong admin token")),
     }
 }
@@ -167,19 +163,6 @@ async fn revoke_key(
     }
 }
 
-async fn method_not_allowed_get() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::method_not_allowed("GET"))
-}
-async fn method_not_allowed_post() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::method_not_allowed("POST"))
-}
-async fn method_not_allowed_delete() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::method_not_allowed("DELETE"))
-}
-async fn no_such_path() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::not_found("no such path"))
-}
-
 pub fn app(
     state: web::Data<AdminState>,
 ) -> actix_web::App<
@@ -197,22 +180,22 @@ pub fn app(
         .service(
             web::resource("/admin/v1/ready")
                 .route(web::get().to(ready))
-                .default_service(web::to(method_not_allowed_get)),
+                .default_service(refuse_methods_but("GET")),
         )
         .service(
             web::resource("/admin/v1/import")
                 .route(web::post().to(import))
-                .default_service(web::to(method_not_allowed_post)),
+                .default_service(refuse_methods_but("POST")),
         )
         .service(
             web::resource("/admin/v1/keys")
                 .route(web::post().to(create_key))
-                .default_service(web::to(method_not_allowed_post)),
+                .default_service(refuse_methods_but("POST")),
         )
         .service(
             web::resource("/admin/v1/keys/{id}")
                 .route(web::delete().to(revoke_key))
-                .default_service(web::to(method_not_allowed_delete)),
+                .default_service(refuse_methods_but("DELETE")),
         )
         .default_service(web::to(no_such_path))
         .wrap(middleware::from_fn(request_context))

@@ -65,14 +65,6 @@ impl KeyRing {
     pub fn by_id(&self, id: &str) -> Option<Arc<ApiKey>> {
         self.by_id.get(id).map(|k| k.value().clone())
     }
-
-    pub fn len(&self) -> usize {
-        self.by_id.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_id.is_empty()
-    }
 }
 
 impl KeyDirectory for KeyRing {
@@ -126,10 +118,6 @@ impl Registry {
     /// True once every workspace present at start-up is loaded.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
-    }
-
-    pub fn workspace_ids(&self) -> Vec<Uuid> {
-        self.workspaces.iter().map(|e| *e.key()).collect()
     }
 
     /// Reads every key from the store into the key ring.

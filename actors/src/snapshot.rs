@@ -514,6 +514,31 @@ fn parent_kind(p: ParentType) -> RecordKind {
     }
 }
 
+/// Moves one array's entries into the change set, counting them.
+fn take<T>(
+    array: &'static str,
+    kind: RecordKind,
+    entries: Vec<Entry<T>>,
+    mut upsert: impl FnMut(T) -> Record,
+    (changes, upserted, deleted): &mut (&mut ChangeSet, &mut Counts, &mut Counts),
+) {
+    let (mut up, mut del) = (0, 0);
+    for e in entries {
+        match e {
+            Entry::Upsert(r) => {
+                changes.upserts.push(upsert(r));
+                up += 1;
+            }
+            Entry::Delete(id) => {
+                changes.deletes.push((kind, id));
+                del += 1;
+            }
+        }
+    }
+    upserted.insert(array, up);
+    deleted.insert(array, del);
+}
+
 /// Validates `snap` against `current` (the target workspace as it stands, `None` if new)
 /// and computes everything the import will change: the change set, the blobs and, when
 /// `build_next`, the workspace state after the commit.
@@ -1035,75 +1060,68 @@ pub fn plan_import(
     };
     let mut upserted = Counts::new();
     let mut deleted = Counts::new();
-    macro_rules! take {
-        ($array:ident, $kind:expr, $variant:ident) => {{
-            let mut up = 0;
-            let mut del = 0;
-            for e in snap.$array {
-                match e {
-                    Entry::Upsert(r) => {
-                        changes.upserts.push(Record::$variant(r));
-                        up += 1;
-                    }
-                    Entry::Delete(id) => {
-                        changes.deletes.push(($kind, id));
-                        del += 1;
-                    }
-                }
-            }
-            upserted.insert(stringify!($array), up);
-            deleted.insert(stringify!($array), del);
-        }};
-    }
-    take!(users, RecordKind::User, User);
-    take!(pipeline_stages, RecordKind::Stage, Stage);
-    take!(companies, RecordKind::Company, Company);
-    take!(contacts, RecordKind::Contact, Contact);
-    take!(jobs, RecordKind::Job, Job);
-    let mut up = 0;
-    let mut del = 0;
-    for e in snap.candidates {
-        match e {
-            Entry::Upsert(r) => {
-                changes.upserts.push(Record::Candidate(Box::new(r)));
-                up += 1;
-            }
-            Entry::Delete(id) => {
-                changes.deletes.push((RecordKind::Candidate, id));
-                del += 1;
-            }
-        }
-    }
-    upserted.insert("candidates", up);
-    deleted.insert("candidates", del);
-    take!(tasks, RecordKind::Task, Task);
-    let mut n_up = 0;
-    let mut n_del = 0;
-    for n in notes {
-        changes.upserts.push(Record::Note(n));
-        n_up += 1;
-    }
-    for e in snap.notes {
-        if let Entry::Delete(id) = e {
-            changes.deletes.push((RecordKind::Note, id));
-            n_del += 1;
-        }
-    }
-    upserted.insert("notes", n_up);
-    deleted.insert("notes", n_del);
-    let (mut a_up, mut a_del) = (0, 0);
-    for a in attachments {
-        changes.upserts.push(Record::Attachment(a));
-        a_up += 1;
-    }
-    for e in snap.attachments {
-        if let Entry::Delete(id) = e {
-            changes.deletes.push((RecordKind::Attachment, id));
-            a_del += 1;
-        }
-    }
-    upserted.insert("attachments", a_up);
-    deleted.insert("attachments", a_del);
+    // Upserts in dependency order; notes and attachments as completed by validation
+    // (one completed record per upsert entry, in file order).
+    let mut out = (&mut changes, &mut upserted, &mut deleted);
+    take(
+        "users",
+        RecordKind::User,
+        snap.users,
+        Record::User,
+        &mut out,
+    );
+    take(
+        "pipeline_stages",
+        RecordKind::Stage,
+        snap.pipeline_stages,
+        Record::Stage,
+        &mut out,
+    );
+    take(
+        "companies",
+        RecordKind::Company,
+        snap.companies,
+        Record::Company,
+        &mut out,
+    );
+    take(
+        "contacts",
+        RecordKind::Contact,
+        snap.contacts,
+        Record::Contact,
+        &mut out,
+    );
+    take("jobs", RecordKind::Job, snap.jobs, Record::Job, &mut out);
+    take(
+        "candidates",
+        RecordKind::Candidate,
+        snap.candidates,
+        |c| Record::Candidate(Box::new(c)),
+        &mut out,
+    );
+    take(
+        "tasks",
+        RecordKind::Task,
+        snap.tasks,
+        Record::Task,
+        &mut out,
+    );
+    let mut notes = notes.into_iter();
+    take(
+        "notes",
+        RecordKind::Note,
+        snap.notes,
+        |_| Record::Note(notes.next().expect("one per upsert")),
+        &mut out,
+    );
+    let mut attachments = attachments.into_iter();
+    take(
+        "attachments",
+        RecordKind::Attachment,
+        snap.attachments,
+        |_| Record::Attachment(attachments.next().expect("one per upsert")),
+        &mut out,
+    );
     let k_del = snap
         .api_keys
         .iter()

@@ -547,27 +547,6 @@ impl WorkspaceState {
         }
     }
 
-    /// Whether a record of `kind` with this id exists (hidden ones included).
-    pub fn contains(&self, kind: RecordKind, id: &str) -> bool {
-        if kind == RecordKind::Attachment {
-            return self.attachments.contains(&Arc::from(id));
-        }
-        let Ok(uuid) = Uuid::parse_str(id) else {
-            return false;
-        };
-        match kind {
-            RecordKind::User => self.users.contains(&uuid),
-            RecordKind::Stage => self.stages.contains_key(&uuid),
-            RecordKind::Company => self.companies.contains(&uuid),
-            RecordKind::Contact => self.contacts.contains(&uuid),
-            RecordKind::Job => self.jobs.contains(&uuid),
-            RecordKind::Candidate => self.candidates.contains(&uuid),
-            RecordKind::Note => self.notes.contains(&uuid),
-            RecordKind::Task => self.tasks.contains(&uuid),
-            RecordKind::Attachment => unreachable!("handled above"),
-        }
-    }
-
     /// Whether a record of a UUID-keyed kind exists (hidden ones included).
     pub fn contains_uuid(&self, kind: RecordKind, id: Uuid) -> bool {
         match kind {

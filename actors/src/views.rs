@@ -25,11 +25,8 @@ impl Serialize for Emails<'_> {
     }
 }
 
-/// The derived `status` of a candidate row: `outcome ?? stage_type ?? "active"`.
-pub fn candidate_status<'a>(ws: &'a WorkspaceState, c: &'a Candidate) -> &'a str {
-    status_with_stage(c, stage(ws, c))
-}
-
+/// The derived `status` of a candidate row (`outcome ?? stage_type ?? "active"`), given
+/// the row's stage, which its view has already looked up.
 fn status_with_stage<'a>(c: &Candidate, stage: Option<&'a PipelineStage>) -> &'a str {
     match c.outcome {
         Some(Outcome::Placed) => "placed",

@@ -50,7 +50,7 @@ pub struct Authed<S: RequiredScope> {
 }
 
 /// The bearer token of a request: `Authorization: Bearer <key>`, nothing else.
-fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
+pub(crate) fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
     let value = req.headers().get(header::AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized("missing API key: send the header Authorization: Bearer <API_KEY>")
     })?;

@@ -41,6 +41,13 @@ fn item_methods(_e: Entity) -> &'static str {
 
 type Refusal = Result<actix_web::HttpResponse, ApiError>;
 
+/// The default service of a resource: any method but `allow` is refused with 405.
+pub fn refuse_methods_but(allow: &'static str) -> actix_web::Route {
+    web::to(move || async move {
+        Err::<actix_web::HttpResponse, _>(ApiError::method_not_allowed(allow))
+    })
+}
+
 async fn collection_fallback(req: HttpRequest) -> Refusal {
     Err(
         match req.match_info().get("entity").and_then(Entity::parse) {
@@ -59,11 +66,8 @@ async fn item_fallback(req: HttpRequest) -> Refusal {
     )
 }
 
-async fn get_only() -> Refusal {
-    Err(ApiError::method_not_allowed("GET"))
-}
-
-async fn no_such_path() -> Refusal {
+/// The default service of an application: 404 for any path it does not know.
+pub async fn no_such_path() -> Refusal {
     Err(ApiError::not_found("no such path"))
 }
 
@@ -72,7 +76,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/v1/counts")
             .route(web::get().to(records::counts))
-            .default_service(web::to(get_only)),
+            .default_service(refuse_methods_but("GET")),
     )
     .service(
         web::resource("/v1/{entity}")

@@ -11,14 +11,6 @@ async fn app(b: Backend) -> TestApp {
     app
 }
 
-async fn status_with(
-    app: &TestApp,
-    rb: reqwest::RequestBuilder,
-) -> (reqwest::StatusCode, serde_json::Value) {
-    let _ = app;
-    json_of(rb.send().await.unwrap()).await
-}
-
 async fn only_the_bearer_header_is_accepted(b: Backend) {
     let app = app(b).await;
     let (s, _) = app.get("/v1/counts", READ_KEY).await;
@@ -42,7 +34,7 @@ async fn only_the_bearer_header_is_accepted(b: Backend) {
         app.client.get(&url).bearer_auth(format!("{READ_KEY}x")),
     ];
     for rb in cases {
-        let (s, body) = status_with(&app, rb).await;
+        let (s, body) = json_of(rb.send().await.unwrap()).await;
         assert_error(s, &body, 401, "UNAUTHORIZED");
     }
 }
