@@ -35,6 +35,7 @@ pub mod model;
 pub mod phone;
 pub mod query;
 pub mod registry;
+pub mod search;
 pub mod snapshot;
 pub mod state;
 pub mod store;

@@ -161,7 +161,10 @@ impl Registry {
     pub async fn load_state(store: &dyn Store, w: Workspace) -> Result<WorkspaceState, StoreError> {
         let mut state = WorkspaceState::new(w);
         let id = state.id();
+        // The indexes are built once at the end: a base from every record, no delta.
+        state.defer_search();
         store.load_records(id, &mut |r| state.put(r)).await?;
+        state.rebuild_search();
         Ok(state)
     }
 

@@ -539,6 +539,10 @@ fn take<T>(
     deleted.insert(array, del);
 }
 
+/// From this many changed records, when they are also a quarter or more of what the
+/// workspace holds, an import rebuilds the search indexes whole instead of updating them.
+const BULK_IMPORT_RECORDS: usize = 10_000;
+
 /// Validates `snap` against `current` (the target workspace as it stands, `None` if new)
 /// and computes everything the import will change: the change set, the blobs and, when
 /// `build_next`, the workspace state after the commit.
@@ -1204,12 +1208,22 @@ pub fn plan_import(
     // The next state, unless the caller only needs the change set (offline imports).
     let next = build_next.then(|| {
         let mut next = state.clone();
+        // A bulk import rebuilds the search indexes once rather than key by key.
+        let changed = changes.upserts.len() + changes.deletes.len();
+        let held = state.candidates.len() + state.contacts.len() + state.companies.len();
+        let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
+        if bulk {
+            next.defer_search();
+        }
         next.set_workspace(workspace.clone());
         for r in changes.upserts.iter().cloned() {
             next.put(r);
         }
         for (k, id) in &changes.deletes {
             next.delete(*k, id);
+        }
+        if bulk {
+            next.rebuild_search();
         }
         next
     });

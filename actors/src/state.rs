@@ -8,6 +8,7 @@
 
 use crate::model::*;
 use crate::phone::normalise_phone;
+use crate::search::{KeySet, Owner, SearchIndexes};
 use crate::time::{Stamp, CHANGE_TRACKING_START};
 use imbl::OrdSet;
 
@@ -202,6 +203,15 @@ pub struct ContactRec {
     pub mobile: Option<Box<str>>,
 }
 
+/// Every number and address of a contact.
+fn contact_keys(c: &ContactRec) -> KeySet {
+    let mut keys = KeySet::default();
+    keys.add_phone(c.phone.as_deref());
+    keys.add_phone(c.mobile.as_deref());
+    keys.add_email(c.raw.email.as_deref());
+    keys
+}
+
 /// The `updated_at` a record reports: change tracking starts on 2026-08-13, so an edit
 /// stamped before then reports `created_at` (spec, "Shared conventions").
 pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
@@ -237,6 +247,8 @@ pub struct WorkspaceState {
     cv_by_row: HashMap<Uuid, SmallVec<[Arc<str>; 1]>>,
     /// The newest stamp of any record: the workspace clock never issues one behind it.
     pub last_stamp: Stamp,
+    /// Phone and e-mail indexes of candidate persons, contacts and companies.
+    pub search: SearchIndexes,
 }
 
 impl WorkspaceState {
@@ -262,6 +274,7 @@ impl WorkspaceState {
             persons: HashMap::default(),
             cv_by_row: HashMap::default(),
             last_stamp: Stamp::MIN,
+            search: SearchIndexes::default(),
         }
     }
 
@@ -303,6 +316,69 @@ impl WorkspaceState {
                 raw: r.raw.clone(),
             });
             self.contacts.replace(&r.raw.id, rec);
+        }
+        if !self.search.is_deferred() {
+            self.rebuild_search();
+        }
+    }
+
+    /// Stops index maintenance for a bulk load; [`Self::rebuild_search`] ends it.
+    pub fn defer_search(&mut self) {
+        self.search.defer();
+    }
+
+    /// Builds both search indexes afresh from the records (everything in the base).
+    pub fn rebuild_search(&mut self) {
+        let persons = self
+            .persons
+            .keys()
+            .map(|p| (Owner::Person(*p), self.person_keys(*p)));
+        let contacts = self
+            .contacts
+            .iter()
+            .map(|(id, c)| (Owner::Contact(*id), contact_keys(c)));
+        let companies = self
+            .companies
+            .iter()
+            .map(|(id, c)| (Owner::Company(*id), self.company_keys(c)));
+        self.search = SearchIndexes::build(persons.chain(contacts).chain(companies));
+    }
+
+    /// Every number and address of a person, across all of the person's rows.
+    fn person_keys(&self, person: Uuid) -> KeySet {
+        let mut keys = KeySet::default();
+        for row in self.persons.get(&person).into_iter().flatten() {
+            if let Some(r) = self.candidates.get(row) {
+                keys.add_phone(r.phone.as_deref());
+                keys.add_phone(r.mobile.as_deref());
+                keys.add_email(r.raw.email.as_deref());
+            }
+        }
+        keys
+    }
+
+    fn company_keys(&self, c: &Company) -> KeySet {
+        let mut keys = KeySet::default();
+        keys.add_phone(self.normalise(c.phone.as_deref()).as_deref());
+        keys
+    }
+
+    /// The keys of the given persons, before a change (nothing while deferred).
+    fn persons_keys(&self, persons: &[Uuid]) -> SmallVec<[KeySet; 2]> {
+        if self.search.is_deferred() {
+            return SmallVec::new();
+        }
+        persons.iter().map(|p| self.person_keys(*p)).collect()
+    }
+
+    /// Brings the index in line with the given persons' rows after a change.
+    fn reindex_persons(&mut self, persons: &[Uuid], before: SmallVec<[KeySet; 2]>) {
+        if self.search.is_deferred() {
+            return;
+        }
+        for (p, before) in persons.iter().zip(before) {
+            let after = self.person_keys(*p);
+            self.search.update(Owner::Person(*p), &before, &after);
         }
     }
 
@@ -351,6 +427,12 @@ impl WorkspaceState {
             Record::Company(c) => {
                 self.bump_clock(c.updated_at);
                 let order = Some(reported_updated_at(c.created_at, c.updated_at));
+                if !self.search.is_deferred() {
+                    let before = self.companies.get(&c.id).map(|o| self.company_keys(o));
+                    let after = self.company_keys(&c);
+                    self.search
+                        .update(Owner::Company(c.id), &before.unwrap_or_default(), &after);
+                }
                 self.companies.put(c.id, Arc::new(c), order);
             }
             Record::Contact(c) => {
@@ -361,6 +443,15 @@ impl WorkspaceState {
                     mobile: self.normalise(c.mobile.as_deref()),
                     raw: c,
                 };
+                if !self.search.is_deferred() {
+                    let before = self.contacts.get(&rec.raw.id).map(|o| contact_keys(o));
+                    let after = contact_keys(&rec);
+                    self.search.update(
+                        Owner::Contact(rec.raw.id),
+                        &before.unwrap_or_default(),
+                        &after,
+                    );
+                }
                 self.contacts.put(rec.raw.id, Arc::new(rec), order);
             }
             Record::Job(j) => {
@@ -388,7 +479,16 @@ impl WorkspaceState {
     fn put_candidate(&mut self, c: Candidate) {
         self.bump_clock(c.updated_at);
         let id = c.id;
-        if let Some(old) = self.candidates.get(&id).cloned() {
+        let mut affected: SmallVec<[Uuid; 2]> = SmallVec::new();
+        affected.push(c.person_id);
+        let old = self.candidates.get(&id).cloned();
+        if let Some(old) = &old {
+            if old.raw.person_id != c.person_id {
+                affected.push(old.raw.person_id);
+            }
+        }
+        let before = self.persons_keys(&affected);
+        if let Some(old) = old {
             if old.raw.person_id != c.person_id {
                 self.unlink_person(old.raw.person_id, id);
             }
@@ -410,6 +510,7 @@ impl WorkspaceState {
         }
         self.candidates.put(id, rec, order);
         self.reorder_cvs(id);
+        self.reindex_persons(&affected, before);
     }
 
     /// Normalises a candidate's number, reusing the form already computed for another row
@@ -529,18 +630,41 @@ impl WorkspaceState {
                 None => false,
             },
             RecordKind::Stage => self.stages.remove(&uuid).is_some(),
-            RecordKind::Company => self.companies.remove(&uuid).is_some(),
-            RecordKind::Contact => self.contacts.remove(&uuid).is_some(),
-            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
-            RecordKind::Candidate => match self.candidates.remove(&uuid) {
+            RecordKind::Company => match self.companies.remove(&uuid) {
                 Some(old) => {
-                    self.applications.remove(&uuid);
-                    self.unlink_person(old.raw.person_id, uuid);
-                    self.reorder_cvs(uuid);
+                    if !self.search.is_deferred() {
+                        let before = self.company_keys(&old);
+                        self.search
+                            .update(Owner::Company(uuid), &before, &KeySet::default());
+                    }
                     true
                 }
                 None => false,
             },
+            RecordKind::Contact => match self.contacts.remove(&uuid) {
+                Some(old) => {
+                    self.search.update(
+                        Owner::Contact(uuid),
+                        &contact_keys(&old),
+                        &KeySet::default(),
+                    );
+                    true
+                }
+                None => false,
+            },
+            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
+            RecordKind::Candidate => {
+                let Some(person) = self.candidates.get(&uuid).map(|c| c.raw.person_id) else {
+                    return false;
+                };
+                let before = self.persons_keys(&[person]);
+                self.candidates.remove(&uuid);
+                self.applications.remove(&uuid);
+                self.unlink_person(person, uuid);
+                self.reorder_cvs(uuid);
+                self.reindex_persons(&[person], before);
+                true
+            }
             RecordKind::Note => self.notes.remove(&uuid).is_some(),
             RecordKind::Task => self.tasks.remove(&uuid).is_some(),
             RecordKind::Attachment => unreachable!("handled above"),
@@ -569,12 +693,17 @@ impl WorkspaceState {
 
     /// The candidate row ids of one person, the primary row first.
     pub fn person_rows(&self, person: Uuid) -> SmallVec<[Arc<CandidateRec>; 4]> {
-        let mut rows: SmallVec<[Arc<CandidateRec>; 4]> = self
+        self.person_rows_ref(person).into_iter().cloned().collect()
+    }
+
+    /// [`Self::person_rows`], borrowed from this state.
+    pub fn person_rows_ref(&self, person: Uuid) -> SmallVec<[&Arc<CandidateRec>; 4]> {
+        let mut rows: SmallVec<[&Arc<CandidateRec>; 4]> = self
             .persons
             .get(&person)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.candidates.get(id).cloned())
+            .filter_map(|id| self.candidates.get(id))
             .collect();
         rows.sort_by_key(|r| (r.raw.job_id.is_some(), r.raw.created_at, r.raw.id));
         rows

@@ -37,7 +37,8 @@ fn status_with_stage<'a>(c: &Candidate, stage: Option<&'a PipelineStage>) -> &'a
     }
 }
 
-fn stage<'a>(ws: &'a WorkspaceState, c: &Candidate) -> Option<&'a PipelineStage> {
+/// The pipeline stage a candidate row is at, if any.
+pub fn stage<'a>(ws: &'a WorkspaceState, c: &Candidate) -> Option<&'a PipelineStage> {
     c.stage_id.and_then(|id| ws.stages.get(&id)).map(|s| &**s)
 }
 

@@ -6,6 +6,7 @@
 //! - [`auth`]: bearer keys and scopes as typed extractors.
 //! - [`query`]: strict query-string decoding.
 //! - [`records`]: lists, single records, counts.
+//! - [`search`]: phone and e-mail lookups from the in-memory indexes.
 //!
 //! Every handler is an adapter: parse input, read the workspace state (or ask its actor),
 //! render the response view.
@@ -15,6 +16,7 @@ pub mod context;
 pub mod errors;
 pub mod query;
 pub mod records;
+pub mod search;
 
 use actix_web::{middleware, web, HttpRequest};
 use actors::model::Entity;
@@ -76,6 +78,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/v1/counts")
             .route(web::get().to(records::counts))
+            .default_service(refuse_methods_but("GET")),
+    )
+    // Before `/v1/{entity}/{id}`, which would otherwise take these paths.
+    .service(
+        web::resource("/v1/search/phone")
+            .route(web::get().to(search::phone))
+            .default_service(refuse_methods_but("GET")),
+    )
+    .service(
+        web::resource("/v1/search/email")
+            .route(web::get().to(search::email))
             .default_service(refuse_methods_but("GET")),
     )
     .service(

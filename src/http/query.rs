@@ -5,20 +5,26 @@
 use super::errors::ApiError;
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest};
+use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::future::{ready, Ready};
 
-/// Decodes `%XX` escapes; `None` on a malformed escape or invalid UTF-8.
-pub fn percent_decode_strict(s: &str) -> Option<String> {
+/// Decodes `%XX` escapes; `None` on a malformed escape or invalid UTF-8. Borrows when
+/// there is nothing to decode.
+pub fn percent_decode_strict(s: &str) -> Option<Cow<'_, str>> {
+    if !s.contains('%') {
+        return Some(Cow::Borrowed(s));
+    }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
             let hex = b.get(i + 1..i + 3)?;
-            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
             if !hex.iter().all(u8::is_ascii_hexdigit) {
                 return None;
             }
+            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
             out.push(v);
             i += 3;
         } else {
@@ -26,16 +32,17 @@ pub fn percent_decode_strict(s: &str) -> Option<String> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    String::from_utf8(out).ok().map(Cow::Owned)
 }
 
-/// The decoded parameters of a request, in order.
+/// The decoded parameters of a query string, in order, borrowed from it where no escape
+/// had to be decoded (the search hot path allocates nothing here).
 #[derive(Debug, Default)]
-pub struct QueryParams(Vec<(String, String)>);
+pub struct Query<'a>(SmallVec<[(Cow<'a, str>, Cow<'a, str>); 4]>);
 
-impl QueryParams {
-    pub fn parse(raw: &str) -> Result<QueryParams, ApiError> {
-        let mut out = Vec::new();
+impl<'a> Query<'a> {
+    pub fn parse(raw: &'a str) -> Result<Query<'a>, ApiError> {
+        let mut out = SmallVec::new();
         for part in raw.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
             let k = percent_decode_strict(k).ok_or_else(|| {
@@ -46,7 +53,7 @@ impl QueryParams {
             })?;
             out.push((k, v));
         }
-        Ok(QueryParams(out))
+        Ok(Query(out))
     }
 
     /// The single value of a parameter; 400 when it is given more than once.
@@ -59,13 +66,13 @@ impl QueryParams {
                         "query parameter {name} is given more than once"
                     )));
                 }
-                found = Some(v.as_str());
+                found = Some(&**v);
             }
         }
         Ok(found)
     }
 
-    /// The first of several alias names present; 400 when two aliases disagree.
+    /// The value given under any of several alias names; 400 when two aliases disagree.
     pub fn get_any(&self, names: &[&str]) -> Result<Option<&str>, ApiError> {
         let mut found: Option<&str> = None;
         for n in names {
@@ -82,6 +89,32 @@ impl QueryParams {
             }
         }
         Ok(found)
+    }
+
+    fn into_owned(self) -> Query<'static> {
+        Query(
+            self.0
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
+                .collect(),
+        )
+    }
+}
+
+/// The decoded parameters of a request, as an extractor.
+#[derive(Debug, Default)]
+pub struct QueryParams(Query<'static>);
+
+impl std::ops::Deref for QueryParams {
+    type Target = Query<'static>;
+    fn deref(&self) -> &Query<'static> {
+        &self.0
+    }
+}
+
+impl QueryParams {
+    pub fn parse(raw: &str) -> Result<QueryParams, ApiError> {
+        Ok(QueryParams(Query::parse(raw)?.into_owned()))
     }
 }
 

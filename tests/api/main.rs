@@ -32,3 +32,4 @@ mod errors;
 mod lists;
 mod pagination;
 mod records;
+mod search;

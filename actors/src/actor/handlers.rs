@@ -1,8 +1,8 @@
 //! How the workspace actor handles each message.
 
-use super::{Import, ImportError, ImportReport, WorkspaceActor};
+use super::{Import, ImportError, ImportReport, IndexRebuilt, WorkspaceActor};
 use crate::snapshot::plan_import;
-use actix::{ActorFutureExt, AtomicResponse, Handler, WrapFuture};
+use actix::{ActorFutureExt, AtomicResponse, Context, Handler, WrapFuture};
 use std::sync::Arc;
 
 impl Handler<Import> for WorkspaceActor {
@@ -20,13 +20,12 @@ impl Handler<Import> for WorkspaceActor {
             Ok(plan)
         };
         AtomicResponse::new(Box::pin(commit.into_actor(self).map(
-            |res: Result<_, ImportError>, act, _| {
+            |res: Result<_, ImportError>, act, ctx| {
                 let plan = res?;
                 for k in &plan.changes.keys {
                     act.registry.keys.put(k.clone());
                 }
-                act.view
-                    .store(Arc::new(plan.next.expect("planned with the next state")));
+                act.publish(plan.next.expect("planned with the next state"), ctx);
                 Ok(ImportReport {
                     workspace_id: act.id,
                     upserted: plan.upserted,
@@ -34,5 +33,20 @@ impl Handler<Import> for WorkspaceActor {
                 })
             },
         )))
+    }
+}
+
+impl Handler<IndexRebuilt> for WorkspaceActor {
+    type Result = ();
+
+    /// Swaps the new bases in. Writes are atomic responses, so this never runs between a
+    /// write's plan and its publish; delta entries written since the snapshot are kept.
+    fn handle(&mut self, msg: IndexRebuilt, ctx: &mut Context<Self>) {
+        self.rebuilding = false;
+        let mut next = (*self.view.load_full()).clone();
+        if next.search.install(msg.0) {
+            self.view.store(Arc::new(next));
+        }
+        self.maybe_rebuild(ctx);
     }
 }

@@ -1,5 +1,6 @@
 //! Messages the workspace actor accepts.
 
+use crate::search::SearchRebuilt;
 use crate::snapshot::{Counts, Snapshot, SnapshotError};
 use crate::store::StoreError;
 use actix::Message;
@@ -26,3 +27,8 @@ pub enum ImportError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// New search index bases, merged off-thread from a snapshot of the deltas.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct IndexRebuilt(pub SearchRebuilt);

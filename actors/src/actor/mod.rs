@@ -12,7 +12,7 @@ pub use messages::*;
 
 use crate::registry::Registry;
 use crate::state::WorkspaceState;
-use actix::{Actor, Context};
+use actix::{Actor, AsyncContext, Context};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -22,11 +22,52 @@ pub struct WorkspaceActor {
     /// The published state: readers load it, only this actor stores into it.
     view: Arc<ArcSwap<WorkspaceState>>,
     registry: Arc<Registry>,
+    /// A search index rebuild is running on its own thread.
+    rebuilding: bool,
 }
 
 impl WorkspaceActor {
     pub fn new(id: Uuid, view: Arc<ArcSwap<WorkspaceState>>, registry: Arc<Registry>) -> Self {
-        WorkspaceActor { id, view, registry }
+        WorkspaceActor {
+            id,
+            view,
+            registry,
+            rebuilding: false,
+        }
+    }
+
+    /// Publishes a committed state to readers, then starts a search index rebuild if the
+    /// new state's deltas have grown enough.
+    fn publish(&mut self, next: WorkspaceState, ctx: &mut Context<Self>) {
+        self.view.store(Arc::new(next));
+        self.maybe_rebuild(ctx);
+    }
+
+    /// Merges the search deltas into new bases on a thread of its own, so neither this
+    /// actor nor any reader waits; the result comes back as [`IndexRebuilt`].
+    fn maybe_rebuild(&mut self, ctx: &mut Context<Self>) {
+        if self.rebuilding {
+            return;
+        }
+        let Some(job) = self.view.load().search.rebuild_job() else {
+            return;
+        };
+        self.rebuilding = true;
+        let addr = ctx.address();
+        let workspace = self.id;
+        let spawned = std::thread::Builder::new()
+            .name("index-rebuild".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let done = job.run();
+                tracing::debug!(%workspace, elapsed_ms = started.elapsed().as_millis() as u64, "search index rebuilt");
+                addr.do_send(IndexRebuilt(done));
+            });
+        if let Err(e) = spawned {
+            // The deltas keep answering correctly; the next write tries again.
+            tracing::warn!(workspace = %self.id, error = %e, "could not start a search index rebuild");
+            self.rebuilding = false;
+        }
     }
 }
 
