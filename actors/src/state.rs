@@ -8,7 +8,8 @@
 
 use crate::model::*;
 use crate::phone::normalise_phone;
-use crate::search::{KeySet, Owner, SearchIndexes};
+use crate::search::keys::{email_key, phone_key};
+use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
 use crate::time::{Stamp, CHANGE_TRACKING_START};
 use imbl::OrdSet;
 
@@ -328,20 +329,66 @@ impl WorkspaceState {
     }
 
     /// Builds both search indexes afresh from the records (everything in the base).
+    ///
+    /// One pass over the rows rather than person by person (a person's duplicate keys
+    /// collapse when the pairs are sorted), and the two indexes on two threads: reading
+    /// the numbers and addresses out of scattered records is bound by memory latency.
     pub fn rebuild_search(&mut self) {
-        let persons = self
-            .persons
-            .keys()
-            .map(|p| (Owner::Person(*p), self.person_keys(*p)));
-        let contacts = self
-            .contacts
-            .iter()
-            .map(|(id, c)| (Owner::Contact(*id), contact_keys(c)));
-        let companies = self
-            .companies
-            .iter()
-            .map(|(id, c)| (Owner::Company(*id), self.company_keys(c)));
-        self.search = SearchIndexes::build(persons.chain(contacts).chain(companies));
+        let this = &*self;
+        let (phone, email) = std::thread::scope(|s| {
+            let email = s.spawn(|| KeyIndex::build(this.email_pairs()));
+            let phone = KeyIndex::build(this.phone_pairs());
+            (phone, email.join().expect("index build does not panic"))
+        });
+        self.search = SearchIndexes::from_parts(phone, email);
+    }
+
+    fn phone_pairs(&self) -> Vec<(PhoneKey, Owner)> {
+        let mut out = Vec::with_capacity(self.candidates.len() + self.contacts.len());
+        let mut add = |owner: Owner, number: Option<&str>| {
+            out.extend(number.and_then(phone_key).map(|k| (k, owner)));
+        };
+        for (_, c) in self.candidates.iter() {
+            let owner = Owner::Person(c.raw.person_id);
+            add(owner, c.phone.as_deref());
+            add(owner, c.mobile.as_deref());
+        }
+        for (id, c) in self.contacts.iter() {
+            add(Owner::Contact(*id), c.phone.as_deref());
+            add(Owner::Contact(*id), c.mobile.as_deref());
+        }
+        for (id, c) in self.companies.iter() {
+            add(
+                Owner::Company(*id),
+                self.normalise(c.phone.as_deref()).as_deref(),
+            );
+        }
+        out
+    }
+
+    fn email_pairs(&self) -> Vec<(EmailKey, Owner)> {
+        let mut out = Vec::with_capacity(self.candidates.len() + self.contacts.len());
+        for (_, c) in self.candidates.iter() {
+            let owner = Owner::Person(c.raw.person_id);
+            out.extend(
+                c.raw
+                    .email
+                    .as_deref()
+                    .and_then(email_key)
+                    .map(|k| (k, owner)),
+            );
+        }
+        for (id, c) in self.contacts.iter() {
+            let owner = Owner::Contact(*id);
+            out.extend(
+                c.raw
+                    .email
+                    .as_deref()
+                    .and_then(email_key)
+                    .map(|k| (k, owner)),
+            );
+        }
+        out
     }
 
     /// Every number and address of a person, across all of the person's rows.

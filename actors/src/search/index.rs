@@ -84,7 +84,10 @@ impl Base {
             owners.extend_from_slice(list);
             offsets.push(u32::try_from(owners.len()).expect("fewer than 2^32 postings"));
         }
-        let bytes = builder.into_inner().expect("writing to memory cannot fail");
+        let mut bytes = builder.into_inner().expect("writing to memory cannot fail");
+        bytes.shrink_to_fit();
+        offsets.shrink_to_fit();
+        owners.shrink_to_fit();
         Base {
             map: Map::new(bytes).expect("the builder wrote a valid fst"),
             offsets,
@@ -118,11 +121,17 @@ impl Base {
         self.fst().as_bytes().len()
     }
 
+    pub fn offsets_bytes(&self) -> usize {
+        self.offsets.capacity() * std::mem::size_of::<u32>()
+    }
+
+    pub fn postings_bytes(&self) -> usize {
+        self.owners.capacity() * std::mem::size_of::<Owner>()
+    }
+
     /// Bytes of the fst, the offsets and the owner arena.
     pub fn heap_bytes(&self) -> usize {
-        self.fst_bytes()
-            + self.offsets.capacity() * std::mem::size_of::<u32>()
-            + self.owners.capacity() * std::mem::size_of::<Owner>()
+        self.fst_bytes() + self.offsets_bytes() + self.postings_bytes()
     }
 
     pub fn postings_len(&self) -> usize {

@@ -61,17 +61,11 @@ pub struct SearchIndexes {
 }
 
 impl SearchIndexes {
-    /// Builds both indexes from every owner's keys.
-    pub fn build(owners: impl Iterator<Item = (Owner, KeySet)>) -> Self {
-        let mut phones = Vec::new();
-        let mut emails = Vec::new();
-        for (owner, keys) in owners {
-            phones.extend(keys.phones.into_iter().map(|k| (k, owner)));
-            emails.extend(keys.emails.into_iter().map(|k| (k, owner)));
-        }
+    /// Both indexes, built elsewhere (everything in their bases), maintained from now on.
+    pub fn from_parts(phone: KeyIndex<PhoneKey>, email: KeyIndex<EmailKey>) -> Self {
         SearchIndexes {
-            phone: KeyIndex::build(phones),
-            email: KeyIndex::build(emails),
+            phone,
+            email,
             deferred: false,
         }
     }
