@@ -20,8 +20,16 @@ pub struct RequestId(Rc<str>);
 
 impl RequestId {
     pub fn generate() -> Self {
+        // Written into a stack buffer: one allocation per request (the `Rc`), not two.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let v: u128 = rand::random();
-        RequestId(Rc::from(format!("req_{v:032x}")))
+        let mut buf = *b"req_00000000000000000000000000000000";
+        for (i, b) in buf[4..].iter_mut().enumerate() {
+            *b = HEX[((v >> (124 - 4 * i)) & 0xf) as usize];
+        }
+        RequestId(Rc::from(
+            std::str::from_utf8(&buf).expect("ASCII hex digits"),
+        ))
     }
 
     pub fn as_str(&self) -> &str {
@@ -74,8 +82,6 @@ pub async fn request_context(
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let rid = RequestId::generate();
     req.extensions_mut().insert(rid.clone());
-    let method = req.method().clone();
-    let path = req.path().to_owned();
     // Handler and extractor errors arrive as responses carrying their error; an `Err`
     // here would come from a middleware, of which there is none inside this one. (The
     // request cannot be kept for that case: routing needs it uniquely owned.)
@@ -85,18 +91,15 @@ pub async fn request_context(
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
     );
     if res.status().is_client_error() || res.status().is_server_error() {
-        return Ok(finish_error(res, &rid, &method, &path));
+        return Ok(finish_error(res, &rid));
     }
     Ok(res)
 }
 
-fn finish_error(
-    res: ServiceResponse<BoxBody>,
-    rid: &RequestId,
-    method: &actix_web::http::Method,
-    path: &str,
-) -> ServiceResponse<BoxBody> {
+fn finish_error(res: ServiceResponse<BoxBody>, rid: &RequestId) -> ServiceResponse<BoxBody> {
     let status = res.status();
+    let method = res.request().method().clone();
+    let path = res.request().path().to_owned();
     let (kind, message, internal) = match res.response().error() {
         Some(e) => match e.as_error::<ApiError>() {
             Some(api) => {
@@ -144,4 +147,21 @@ fn finish_error(
     );
     let http = http.set_body(BoxBody::new(body));
     ServiceResponse::new(req, http)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestId;
+
+    #[test]
+    fn request_ids_are_prefixed_random_hex() {
+        let a = RequestId::generate();
+        let b = RequestId::generate();
+        assert_ne!(a.as_str(), b.as_str());
+        for id in [a.as_str(), b.as_str()] {
+            assert_eq!(id.len(), 36);
+            assert!(id.starts_with("req_"));
+            assert!(id[4..].bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        }
+    }
 }
