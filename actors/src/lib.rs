@@ -19,6 +19,9 @@
 //! - [`store`]: the Store trait, change sets, an in-memory store for tests.
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: workspace id → actor and published read view; the API key ring.
+//! - [`search`]: phone and e-mail indexes (fst base + delta) and the matching rules.
+//! - [`writes`]: API writes (notes, tasks, record edits) checked and planned against a
+//!   workspace state.
 //!
 //! ## Concurrency model
 //! - Each workspace has one [`actor::WorkspaceActor`]. It alone builds new states; it
@@ -41,3 +44,4 @@ pub mod state;
 pub mod store;
 pub mod time;
 pub mod views;
+pub mod writes;

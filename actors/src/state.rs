@@ -204,6 +204,23 @@ pub struct ContactRec {
     pub mobile: Option<Box<str>>,
 }
 
+/// Moves record `id` from its old idempotency key to its new one.
+fn relink_reference(
+    refs: &mut HashMap<Box<str>, Uuid>,
+    id: Uuid,
+    old: Option<String>,
+    new: Option<&str>,
+) {
+    if let Some(old) = old {
+        if refs.get(old.as_str()) == Some(&id) {
+            refs.remove(old.as_str());
+        }
+    }
+    if let Some(new) = new {
+        refs.insert(Box::from(new), id);
+    }
+}
+
 /// Every number and address of a contact.
 fn contact_keys(c: &ContactRec) -> KeySet {
     let mut keys = KeySet::default();
@@ -250,6 +267,9 @@ pub struct WorkspaceState {
     pub last_stamp: Stamp,
     /// Phone and e-mail indexes of candidate persons, contacts and companies.
     pub search: SearchIndexes,
+    /// Idempotency keys of API-created notes and tasks: `reference` → id.
+    note_refs: HashMap<Box<str>, Uuid>,
+    task_refs: HashMap<Box<str>, Uuid>,
 }
 
 impl WorkspaceState {
@@ -276,6 +296,8 @@ impl WorkspaceState {
             cv_by_row: HashMap::default(),
             last_stamp: Stamp::MIN,
             search: SearchIndexes::default(),
+            note_refs: HashMap::default(),
+            task_refs: HashMap::default(),
         }
     }
 
@@ -437,9 +459,25 @@ impl WorkspaceState {
 
     /// The next write stamp: now, but never at or behind the newest stamp issued.
     pub fn next_stamp(&mut self) -> Stamp {
-        let s = Stamp::now().max(self.last_stamp.next());
+        let s = self.stamp_after_last();
         self.last_stamp = s;
         s
+    }
+
+    /// The stamp the next write would get, without issuing it (records written with it
+    /// advance the clock when they are put).
+    pub fn stamp_after_last(&self) -> Stamp {
+        Stamp::now().max(self.last_stamp.next())
+    }
+
+    /// The note created with this idempotency key, if it still exists.
+    pub fn note_by_reference(&self, reference: &str) -> Option<Uuid> {
+        self.note_refs.get(reference).copied()
+    }
+
+    /// The task created with this idempotency key, if it still exists.
+    pub fn task_by_reference(&self, reference: &str) -> Option<Uuid> {
+        self.task_refs.get(reference).copied()
     }
 
     fn normalise(&self, raw: Option<&str>) -> Option<Box<str>> {
@@ -509,12 +547,16 @@ impl WorkspaceState {
             Record::Candidate(c) => self.put_candidate(*c),
             Record::Note(n) => {
                 self.bump_clock(n.updated_at);
+                let old = self.notes.get(&n.id).and_then(|o| o.reference.clone());
+                relink_reference(&mut self.note_refs, n.id, old, n.reference.as_deref());
                 let order =
                     (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
                 self.notes.put(n.id, Arc::new(n), order);
             }
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
+                let old = self.tasks.get(&t.id).and_then(|o| o.reference.clone());
+                relink_reference(&mut self.task_refs, t.id, old, t.reference.as_deref());
                 let order =
                     (!t.is_private).then(|| reported_updated_at(t.created_at, t.updated_at));
                 self.tasks.put(t.id, Arc::new(t), order);
@@ -712,8 +754,20 @@ impl WorkspaceState {
                 self.reindex_persons(&[person], before);
                 true
             }
-            RecordKind::Note => self.notes.remove(&uuid).is_some(),
-            RecordKind::Task => self.tasks.remove(&uuid).is_some(),
+            RecordKind::Note => match self.notes.remove(&uuid) {
+                Some(old) => {
+                    relink_reference(&mut self.note_refs, uuid, old.reference.clone(), None);
+                    true
+                }
+                None => false,
+            },
+            RecordKind::Task => match self.tasks.remove(&uuid) {
+                Some(old) => {
+                    relink_reference(&mut self.task_refs, uuid, old.reference.clone(), None);
+                    true
+                }
+                None => false,
+            },
             RecordKind::Attachment => unreachable!("handled above"),
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// Why the store failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be reached or did not answer in time: retry later.
     #[error("store unavailable: {0}")]

@@ -161,7 +161,9 @@ mod tests {
         for id in [a.as_str(), b.as_str()] {
             assert_eq!(id.len(), 36);
             assert!(id.starts_with("req_"));
-            assert!(id[4..].bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert!(id[4..]
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         }
     }
 }

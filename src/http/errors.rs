@@ -10,6 +10,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use actors::actor::ImportError;
 use actors::store::StoreError;
+use actors::writes::WriteError;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -184,6 +185,18 @@ impl From<ImportError> for ApiError {
         match e {
             ImportError::Invalid(s) => ApiError::bad_request(s.to_string()),
             ImportError::Store(s) => s.into(),
+            ImportError::Stopped => ApiError::unavailable("the workspace is not accepting writes"),
+        }
+    }
+}
+
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Invalid { .. } => ApiError::bad_request(e.to_string()),
+            WriteError::NotFound(m) => ApiError::not_found(m),
+            WriteError::Store(s) => s.into(),
+            WriteError::Stopped => ApiError::unavailable("the workspace is not accepting writes"),
         }
     }
 }

@@ -7,16 +7,20 @@
 //! - [`query`]: strict query-string decoding.
 //! - [`records`]: lists, single records, counts.
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
+//! - [`body`]: write bodies: size cap, JSON object of known fields, exact field types.
+//! - [`writes`]: notes, tasks and record edits, through the workspace actor.
 //!
 //! Every handler is an adapter: parse input, read the workspace state (or ask its actor),
 //! render the response view.
 
 pub mod auth;
+pub mod body;
 pub mod context;
 pub mod errors;
 pub mod query;
 pub mod records;
 pub mod search;
+pub mod writes;
 
 use actix_web::{middleware, web, HttpRequest};
 use actors::model::Entity;
@@ -32,13 +36,20 @@ pub struct AppState {
 }
 
 /// Methods served on `/v1/{entity}`.
-fn collection_methods(_e: Entity) -> &'static str {
-    "GET"
+pub(crate) fn collection_methods(e: Entity) -> &'static str {
+    match e {
+        Entity::Notes | Entity::Tasks => "GET, POST",
+        _ => "GET",
+    }
 }
 
 /// Methods served on `/v1/{entity}/{id}`.
-fn item_methods(_e: Entity) -> &'static str {
-    "GET"
+pub(crate) fn item_methods(e: Entity) -> &'static str {
+    match e {
+        Entity::Notes | Entity::Tasks => "GET, PATCH, DELETE",
+        Entity::Candidates | Entity::Contacts | Entity::Companies | Entity::Jobs => "GET, PATCH",
+        Entity::Applications | Entity::Attachments | Entity::Users => "GET",
+    }
 }
 
 type Refusal = Result<actix_web::HttpResponse, ApiError>;
@@ -94,11 +105,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/v1/{entity}")
             .route(web::get().to(records::list))
+            .route(web::post().to(writes::create))
             .default_service(web::to(collection_fallback)),
     )
     .service(
         web::resource("/v1/{entity}/{id}")
             .route(web::get().to(records::get))
+            .route(web::patch().to(writes::patch))
+            .route(web::delete().to(writes::delete))
             .default_service(web::to(item_fallback)),
     );
 }

@@ -2,8 +2,11 @@
 
 use crate::search::SearchRebuilt;
 use crate::snapshot::{Counts, Snapshot, SnapshotError};
+use crate::state::WorkspaceState;
 use crate::store::StoreError;
+use crate::writes::{WriteError, WriteOp, Written};
 use actix::Message;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Apply a snapshot (upsert) to the workspace: memory, indexes and store move together.
@@ -26,6 +29,22 @@ pub enum ImportError {
     /// The store failed; nothing was published.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The workspace's actor stopped before answering.
+    #[error("the workspace is not accepting writes")]
+    Stopped,
+}
+
+/// One API write. Answered once the batch holding it has been committed and published.
+#[derive(Message)]
+#[rtype(result = "Result<WriteDone, WriteError>")]
+pub struct Write(pub WriteOp);
+
+/// A committed write.
+#[derive(Clone)]
+pub struct WriteDone {
+    pub written: Written,
+    /// The state published by the commit that included the write.
+    pub state: Arc<WorkspaceState>,
 }
 
 /// New search index bases, merged off-thread from a snapshot of the deltas.

@@ -1,29 +1,56 @@
 //! The workspace actor: the only writer of one workspace's state.
 //!
-//! It handles one message at a time, and a write's whole path — validate, plan the next
-//! state, write blobs, commit to the store — runs as an atomic response, so no other write
-//! of the workspace interleaves with it. Only after the store has committed does the actor
-//! publish the next state; a failed commit leaves memory untouched.
+//! Writes (API writes and admin imports) enter a queue. The actor commits one batch at a
+//! time: every API write queued behind an in-flight commit goes into the next batch
+//! (group commit), planned one after another against one working copy of the state and
+//! written to the store in one transaction. Only after the store has committed does the
+//! actor publish the new state and answer each write of the batch; a failed commit
+//! answers every write of the batch with the store's error and leaves memory untouched.
+//! An import is always a batch of its own.
 
 mod handlers;
 mod messages;
+#[cfg(test)]
+mod tests;
 
 pub use messages::*;
 
 use crate::registry::Registry;
+use crate::search::SearchRebuilt;
 use crate::state::WorkspaceState;
+use crate::writes::{WriteError, WriteOp};
 use actix::{Actor, AsyncContext, Context};
 use arc_swap::ArcSwap;
+use std::collections::VecDeque;
 use std::sync::Arc;
+use tokio::sync::oneshot;
 use uuid::Uuid;
+
+/// Most API writes committed in one transaction.
+pub const MAX_BATCH: usize = 256;
+
+/// A queued piece of work and where its answer goes.
+enum Job {
+    Write(WriteOp, oneshot::Sender<Result<WriteDone, WriteError>>),
+    Import(
+        crate::snapshot::Snapshot,
+        oneshot::Sender<Result<ImportReport, ImportError>>,
+    ),
+}
 
 pub struct WorkspaceActor {
     id: Uuid,
     /// The published state: readers load it, only this actor stores into it.
     view: Arc<ArcSwap<WorkspaceState>>,
     registry: Arc<Registry>,
+    queue: VecDeque<Job>,
+    /// A batch is being committed; the next one waits for it.
+    committing: bool,
     /// A search index rebuild is running on its own thread.
     rebuilding: bool,
+    /// A finished rebuild that arrived while a batch was committing: installed into the
+    /// state that batch publishes.
+    rebuilt: Option<SearchRebuilt>,
 }
 
 impl WorkspaceActor {
@@ -32,15 +59,27 @@ impl WorkspaceActor {
             id,
             view,
             registry,
+            queue: VecDeque::new(),
+            committing: false,
             rebuilding: false,
+            rebuilt: None,
         }
     }
 
     /// Publishes a committed state to readers, then starts a search index rebuild if the
     /// new state's deltas have grown enough.
-    fn publish(&mut self, next: WorkspaceState, ctx: &mut Context<Self>) {
-        self.view.store(Arc::new(next));
+    fn publish(
+        &mut self,
+        mut next: WorkspaceState,
+        ctx: &mut Context<Self>,
+    ) -> Arc<WorkspaceState> {
+        if let Some(done) = self.rebuilt.take() {
+            next.search.install(done);
+        }
+        let next = Arc::new(next);
+        self.view.store(next.clone());
         self.maybe_rebuild(ctx);
+        next
     }
 
     /// Merges the search deltas into new bases on a thread of its own, so neither this

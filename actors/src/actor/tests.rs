@@ -1,0 +1,186 @@
+//! The actor's write path against in-memory stores: group commit, failed commits,
+//! idempotency keys under concurrent retries.
+
+use super::{Import, Write};
+use crate::model::ParentType;
+use crate::model::{ApiKey, Workspace};
+use crate::registry::Registry;
+use crate::snapshot::parse_slice;
+use crate::store::{ChangeSet, MemoryBlobs, MemoryStore, RecordSink, Store, StoreError};
+use crate::writes::{NewNote, WriteError, WriteOp, Written};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
+
+/// A memory store whose commits take a while and are counted.
+struct SlowStore {
+    inner: Arc<MemoryStore>,
+    commits: AtomicUsize,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl Store for SlowStore {
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        self.inner.workspaces().await
+    }
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        self.inner.load_records(workspace, sink).await
+    }
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        tokio::time::sleep(self.delay).await;
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.inner.commit(workspace, changes).await
+    }
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.inner.keys().await
+    }
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        self.inner.revoke_key(id).await
+    }
+}
+
+async fn workspace(delay: Duration) -> (Arc<SlowStore>, crate::registry::WorkspaceHandle) {
+    let store = Arc::new(SlowStore {
+        inner: MemoryStore::new(),
+        commits: AtomicUsize::new(0),
+        delay,
+    });
+    let registry = Registry::new(
+        store.clone(),
+        Arc::new(MemoryBlobs::default()),
+        actix::Arbiter::current(),
+    );
+    let snap = parse_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let w = snap.workspace.clone().unwrap();
+    let h = registry.handle_or_create(&w).unwrap();
+    h.addr.send(Import(snap)).await.unwrap().unwrap();
+    (store, h)
+}
+
+fn note(body: &str, reference: Option<&str>) -> WriteOp {
+    WriteOp::CreateNote(NewNote {
+        parent_type: ParentType::Company,
+        parent_id: Uuid::parse_str(FABRIKAM).unwrap(),
+        body_html: body.into(),
+        title: None,
+        label: None,
+        author_email: None,
+        is_private: false,
+        reference: reference.map(String::from),
+    })
+}
+
+#[actix::test]
+async fn writes_queued_behind_a_commit_share_the_next_one() {
+    let (store, h) = workspace(Duration::from_millis(100)).await;
+    let before = store.commits.load(Ordering::SeqCst);
+    let notes_before = h.state().notes.visible_len();
+    // Forty concurrent clients, each its own task (as HTTP requests are).
+    let requests: Vec<_> = (0..40)
+        .map(|i| actix::spawn(h.addr.send(Write(note(&format!("note {i}"), None)))))
+        .collect();
+    let mut ids = Vec::new();
+    for r in requests {
+        let done = r.await.unwrap().unwrap().unwrap();
+        match done.written {
+            Written::Created(_, id) => {
+                assert!(
+                    done.state.notes.get_visible(&id).is_some(),
+                    "answered after publish"
+                );
+                ids.push(id);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 40);
+    let commits = store.commits.load(Ordering::SeqCst) - before;
+    // The first write commits alone; the 39 queued behind it go in one more transaction.
+    assert!(commits <= 3, "40 writes took {commits} commits");
+    let state = h.state();
+    assert_eq!(state.notes.visible_len(), notes_before + 40);
+    // Every write has its own stamp, strictly increasing in commit order.
+    let mut stamps: Vec<_> = ids
+        .iter()
+        .map(|id| state.notes.get(id).unwrap().updated_at)
+        .collect();
+    stamps.sort();
+    stamps.dedup();
+    assert_eq!(stamps.len(), 40);
+}
+
+#[actix::test]
+async fn a_failed_commit_changes_nothing() {
+    let (store, h) = workspace(Duration::ZERO).await;
+    let before = h.state();
+    store.inner.fail.store(true, Ordering::SeqCst);
+    let err = h.addr.send(Write(note("lost", Some("r1")))).await.unwrap();
+    assert!(matches!(
+        err,
+        Err(WriteError::Store(StoreError::Unavailable(_)))
+    ));
+    let after = h.state();
+    assert!(Arc::ptr_eq(&before, &after), "nothing was published");
+    assert_eq!(after.note_by_reference("r1"), None);
+    store.inner.fail.store(false, Ordering::SeqCst);
+    let done = h
+        .addr
+        .send(Write(note("kept", Some("r1"))))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(done.written, Written::Created(..)));
+    assert_eq!(
+        h.state().notes.visible_len(),
+        before.notes.visible_len() + 1
+    );
+}
+
+#[actix::test]
+async fn concurrent_retries_of_one_reference_make_one_note() {
+    let (_store, h) = workspace(Duration::from_millis(20)).await;
+    let before = h.state().notes.visible_len();
+    let requests: Vec<_> = (0..12)
+        .map(|i| {
+            actix::spawn(
+                h.addr
+                    .send(Write(note(&format!("try {i}"), Some("call-42")))),
+            )
+        })
+        .collect();
+    let mut ids = Vec::new();
+    let mut created = 0;
+    for r in requests {
+        match r.await.unwrap().unwrap().unwrap().written {
+            Written::Created(_, id) => {
+                created += 1;
+                ids.push(id)
+            }
+            Written::Updated(_, id) => ids.push(id),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(created, 1);
+    assert!(
+        ids.windows(2).all(|w| w[0] == w[1]),
+        "one id for every retry"
+    );
+    let state = h.state();
+    assert_eq!(state.notes.visible_len(), before + 1);
+    let n = state.notes.get(&ids[0]).unwrap();
+    let last = ids.len();
+    assert_eq!(last, 12);
+    assert!(n
+        .body_html
+        .as_deref()
+        .is_some_and(|b| b.starts_with("try ")));
+}

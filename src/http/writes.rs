@@ -1,0 +1,404 @@
+//! Write endpoints: `POST /v1/notes`, `POST /v1/tasks`, `PATCH` and `DELETE` of notes and
+//! tasks, and `PATCH /v1/{entity}/{id}` of candidates, contacts, companies and jobs.
+//!
+//! Each handler checks, in order: the method is served for the entity (405 with `Allow`),
+//! the key and its scope (401/403), the id's form (404), the body (400, field by field).
+//! Then the write goes to the workspace actor, which checks it against the workspace,
+//! commits it (grouped with other writes queued meanwhile) and publishes the new state
+//! before answering. The response renders the written record from that state.
+//!
+//! Response bodies (where the spec leaves them open): a created note answers
+//! `{data: {id}}` (201; 200 when a repeated `reference` updated the earlier note); the
+//! other writes answer the record as `GET` shows it (201 for a new task), except that a
+//! private note or task — never shown anywhere — answers only `{id}`; deletes answer
+//! `{data: {deleted: true}}`.
+
+use super::auth::{authenticate, NotesWrite, RecordsWrite, RequiredScope, TasksWrite};
+use super::body::{read_object, Fields};
+use super::context::RequestId;
+use super::errors::ApiError;
+use super::records::{data_body, entity_or_404, json_response, parse_record_id};
+use super::{collection_methods, item_methods};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use actors::actor::{Write, WriteDone};
+use actors::model::{Entity, ParentType, RecordKind};
+use actors::views::View;
+use actors::writes::*;
+use serde_json::json;
+use uuid::Uuid;
+
+const NEW_NOTE_FIELDS: &[&str] = &[
+    "parent_type",
+    "parent_id",
+    "body_html",
+    "title",
+    "type",
+    "author_email",
+    "is_private",
+    "reference",
+];
+const NOTE_PATCH_FIELDS: &[&str] = &["body_html", "title", "type", "is_private"];
+const NEW_TASK_FIELDS: &[&str] = &[
+    "parent_type",
+    "parent_id",
+    "title",
+    "body_html",
+    "due_date",
+    "owner_email",
+    "is_private",
+    "reference",
+];
+const TASK_PATCH_FIELDS: &[&str] = &[
+    "title",
+    "body_html",
+    "due_date",
+    "owner_email",
+    "is_private",
+    "status",
+];
+const CANDIDATE_FIELDS: &[&str] = &[
+    "name",
+    "email",
+    "phone",
+    "job_title",
+    "current_company",
+    "current_salary_amount",
+    "current_salary_currency",
+    "expected_salary_amount",
+    "expected_salary_currency",
+    "owning_recruiter_id",
+];
+const CONTACT_FIELDS: &[&str] = &[
+    "name",
+    "email",
+    "phone",
+    "company_id",
+    "owning_recruiter_id",
+];
+const COMPANY_FIELDS: &[&str] = &["name", "phone", "owning_recruiter_id"];
+const JOB_FIELDS: &[&str] = &[
+    "title",
+    "salary_amount",
+    "salary_currency",
+    "company_id",
+    "live",
+    "owning_recruiter_id",
+];
+
+/// Sends a write to its workspace's actor and waits for the commit.
+async fn submit<S: RequiredScope>(
+    op: impl FnOnce() -> Result<WriteOp, ApiError>,
+    caller: super::auth::Authed<S>,
+) -> Result<WriteDone, ApiError> {
+    let op = op()?;
+    Ok(caller.workspace.addr.send(Write(op)).await??)
+}
+
+fn parent_type(f: &mut Fields, allowed: &[ParentType]) -> Result<ParentType, ApiError> {
+    let raw = f.required_string("parent_type")?;
+    allowed
+        .iter()
+        .copied()
+        .find(|p| p.as_str() == raw)
+        .ok_or_else(|| {
+            let names: Vec<&str> = allowed.iter().map(|p| p.as_str()).collect();
+            ApiError::bad_request(format!(
+                "parent_type: {raw:?} is not one of {}",
+                names.join(", ")
+            ))
+        })
+}
+
+fn with_status(status: StatusCode, body: Vec<u8>) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("application/json")
+        .body(body)
+}
+
+/// `{data: {id}}`.
+fn id_only(id: Uuid, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
+    data_body(&json!({ "id": id }), rid)
+}
+
+/// The written note or task as `GET` shows it, or only its id when it is private.
+fn render_written(done: &WriteDone, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
+    let ws = &*done.state;
+    match done.written {
+        Written::Created(kind, id) | Written::Updated(kind, id) => match kind {
+            RecordKind::Note => match ws.notes.get_visible(&id) {
+                Some(n) => data_body(&View::new(ws, &**n), rid),
+                None => id_only(id, rid),
+            },
+            RecordKind::Task => match ws.tasks.get_visible(&id) {
+                Some(t) => data_body(&View::new(ws, &**t), rid),
+                None => id_only(id, rid),
+            },
+            RecordKind::Candidate => match ws.candidates.get_visible(&id) {
+                Some(c) => data_body(&View::new(ws, &**c), rid),
+                None => id_only(id, rid),
+            },
+            RecordKind::Contact => match ws.contacts.get_visible(&id) {
+                Some(c) => data_body(&View::new(ws, &**c), rid),
+                None => id_only(id, rid),
+            },
+            RecordKind::Company => match ws.companies.get_visible(&id) {
+                Some(c) => data_body(&View::new(ws, &**c), rid),
+                None => id_only(id, rid),
+            },
+            RecordKind::Job => match ws.jobs.get_visible(&id) {
+                Some(j) => data_body(&View::new(ws, &**j), rid),
+                None => id_only(id, rid),
+            },
+            _ => id_only(id, rid),
+        },
+        Written::Deleted(..) => data_body(&json!({ "deleted": true }), rid),
+    }
+}
+
+/// `POST /v1/{entity}`: notes and tasks.
+pub async fn create(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    match entity_or_404(&path)? {
+        Entity::Notes => {
+            let caller = authenticate::<NotesWrite>(&req)?;
+            let mut f = read_object(&req, payload, NEW_NOTE_FIELDS).await?;
+            let done = submit(|| note_from(&mut f), caller).await?;
+            let (status, id) = match done.written {
+                Written::Created(_, id) => (StatusCode::CREATED, id),
+                Written::Updated(_, id) | Written::Deleted(_, id) => (StatusCode::OK, id),
+            };
+            Ok(with_status(status, id_only(id, &rid)?))
+        }
+        Entity::Tasks => {
+            let caller = authenticate::<TasksWrite>(&req)?;
+            let mut f = read_object(&req, payload, NEW_TASK_FIELDS).await?;
+            let done = submit(|| task_from(&mut f), caller).await?;
+            let status = match done.written {
+                Written::Created(..) => StatusCode::CREATED,
+                _ => StatusCode::OK,
+            };
+            Ok(with_status(status, render_written(&done, &rid)?))
+        }
+        e => Err(ApiError::method_not_allowed(collection_methods(e))),
+    }
+}
+
+fn note_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
+    let parent_type = parent_type(
+        f,
+        &[
+            ParentType::Candidate,
+            ParentType::Contact,
+            ParentType::Company,
+            ParentType::Job,
+        ],
+    )?;
+    Ok(WriteOp::CreateNote(NewNote {
+        parent_type,
+        parent_id: f.required_uuid("parent_id")?,
+        body_html: f.required_string("body_html")?,
+        title: f.text("title")?.and_then(change_value),
+        label: f.string("type")?.and_then(change_value),
+        author_email: f.string_value_only("author_email")?,
+        is_private: f.boolean("is_private")?.unwrap_or(false),
+        reference: f.reference("reference")?,
+    }))
+}
+
+fn task_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
+    let parent_type = parent_type(
+        f,
+        &[
+            ParentType::Candidate,
+            ParentType::Contact,
+            ParentType::Company,
+        ],
+    )?;
+    Ok(WriteOp::CreateTask(NewTask {
+        parent_type,
+        parent_id: f.required_uuid("parent_id")?,
+        title: f.required_string("title")?,
+        body_html: f.text("body_html")?.and_then(change_value),
+        due_date: f.date("due_date")?.and_then(change_value),
+        owner_email: f.string_value_only("owner_email")?,
+        is_private: f.boolean("is_private")?.unwrap_or(false),
+        reference: f.reference("reference")?,
+    }))
+}
+
+/// On a create, `null` means the same as leaving the field out.
+fn change_value<T>(c: Change<T>) -> Option<T> {
+    match c {
+        Change::Set(v) => Some(v),
+        Change::Clear => None,
+    }
+}
+
+/// The id of an item path; an id in an unexpected format is "no such record".
+fn item_id(entity: Entity, raw: &str) -> Result<Uuid, ApiError> {
+    parse_record_id(raw)
+        .ok_or_else(|| ApiError::not_found(format!("no {} record with id {raw:?}", entity.name())))
+}
+
+/// `PATCH /v1/{entity}/{id}`.
+pub async fn patch(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    payload: web::Payload,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let (entity_name, raw_id) = path.into_inner();
+    let entity = entity_or_404(&entity_name)?;
+    let done = match entity {
+        Entity::Notes => {
+            let caller = authenticate::<NotesWrite>(&req)?;
+            let id = item_id(entity, &raw_id)?;
+            let mut f = read_object(&req, payload, NOTE_PATCH_FIELDS).await?;
+            submit(
+                || {
+                    Ok(WriteOp::UpdateNote(
+                        id,
+                        NotePatch {
+                            body_html: f.string_value_only("body_html")?,
+                            title: f.text("title")?,
+                            label: f.string("type")?,
+                            is_private: f.boolean("is_private")?,
+                        },
+                    ))
+                },
+                caller,
+            )
+            .await?
+        }
+        Entity::Tasks => {
+            let caller = authenticate::<TasksWrite>(&req)?;
+            let id = item_id(entity, &raw_id)?;
+            let mut f = read_object(&req, payload, TASK_PATCH_FIELDS).await?;
+            submit(|| task_patch(id, &mut f), caller).await?
+        }
+        Entity::Candidates | Entity::Contacts | Entity::Companies | Entity::Jobs => {
+            let caller = authenticate::<RecordsWrite>(&req)?;
+            let id = item_id(entity, &raw_id)?;
+            let allowed = match entity {
+                Entity::Candidates => CANDIDATE_FIELDS,
+                Entity::Contacts => CONTACT_FIELDS,
+                Entity::Companies => COMPANY_FIELDS,
+                _ => JOB_FIELDS,
+            };
+            let mut f = read_object(&req, payload, allowed).await?;
+            submit(|| record_patch(entity, id, &mut f), caller).await?
+        }
+        e => return Err(ApiError::method_not_allowed(item_methods(e))),
+    };
+    Ok(json_response(render_written(&done, &rid)?))
+}
+
+fn task_patch(id: Uuid, f: &mut Fields) -> Result<WriteOp, ApiError> {
+    let status = match f.string_value_only("status")?.as_deref() {
+        None => None,
+        Some("open") => Some(ClientTaskStatus::Open),
+        Some("completed") => Some(ClientTaskStatus::Completed),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "status: {other:?} cannot be set; send open or completed"
+            )))
+        }
+    };
+    Ok(WriteOp::UpdateTask(
+        id,
+        TaskPatch {
+            title: f.string_value_only("title")?,
+            body_html: f.text("body_html")?,
+            due_date: f.date("due_date")?,
+            owner_email: f.string("owner_email")?,
+            is_private: f.boolean("is_private")?,
+            status,
+        },
+    ))
+}
+
+fn record_patch(entity: Entity, id: Uuid, f: &mut Fields) -> Result<WriteOp, ApiError> {
+    Ok(match entity {
+        Entity::Candidates => WriteOp::PatchCandidate(
+            id,
+            CandidatePatch {
+                name: f.string("name")?,
+                email: f.email("email")?,
+                phone: f.phone("phone")?,
+                job_title: f.string("job_title")?,
+                current_company: f.string("current_company")?,
+                current_salary_amount: f.amount("current_salary_amount")?,
+                current_salary_currency: f.currency("current_salary_currency")?,
+                expected_salary_amount: f.amount("expected_salary_amount")?,
+                expected_salary_currency: f.currency("expected_salary_currency")?,
+                owning_recruiter_id: f.uuid("owning_recruiter_id")?,
+            },
+        ),
+        Entity::Contacts => {
+            WriteOp::PatchContact(
+                id,
+                ContactPatch {
+                    name: f.string("name")?,
+                    email: f.email("email")?,
+                    phone: f.phone("phone")?,
+                    company_id: match f.uuid("company_id")? {
+                        None => None,
+                        Some(Change::Set(c)) => Some(c),
+                        Some(Change::Clear) => return Err(ApiError::bad_request(
+                            "company_id: a contact always belongs to a company; it cannot be null",
+                        )),
+                    },
+                    owning_recruiter_id: f.uuid("owning_recruiter_id")?,
+                },
+            )
+        }
+        Entity::Companies => WriteOp::PatchCompany(
+            id,
+            CompanyPatch {
+                name: f.string("name")?,
+                phone: f.phone("phone")?,
+                owning_recruiter_id: f.uuid("owning_recruiter_id")?,
+            },
+        ),
+        _ => WriteOp::PatchJob(
+            id,
+            JobPatch {
+                title: f.string("title")?,
+                salary_amount: f.amount("salary_amount")?,
+                salary_currency: f.currency("salary_currency")?,
+                company_id: f.uuid("company_id")?,
+                live: f.boolean("live")?,
+                owning_recruiter_id: f.uuid("owning_recruiter_id")?,
+            },
+        ),
+    })
+}
+
+/// `DELETE /v1/{entity}/{id}`: notes and tasks.
+pub async fn delete(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let (entity_name, raw_id) = path.into_inner();
+    let entity = entity_or_404(&entity_name)?;
+    let done = match entity {
+        Entity::Notes => {
+            let caller = authenticate::<NotesWrite>(&req)?;
+            let id = item_id(entity, &raw_id)?;
+            submit(|| Ok(WriteOp::DeleteNote(id)), caller).await?
+        }
+        Entity::Tasks => {
+            let caller = authenticate::<TasksWrite>(&req)?;
+            let id = item_id(entity, &raw_id)?;
+            submit(|| Ok(WriteOp::DeleteTask(id)), caller).await?
+        }
+        e => return Err(ApiError::method_not_allowed(item_methods(e))),
+    };
+    Ok(json_response(render_written(&done, &rid)?))
+}
