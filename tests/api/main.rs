@@ -33,3 +33,5 @@ mod lists;
 mod pagination;
 mod records;
 mod search;
+mod sync;
+mod writes;

@@ -1,0 +1,862 @@
+//! Writes: notes, tasks and record edits — validation, semantics, scopes, idempotency,
+//! read-your-writes, and store outages.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const WS: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
+const OLIVIA: &str = "c26c9743-a728-5f14-b348-d08024212444";
+const RAJ: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
+const LEO_PERSON: &str = "21b6ca4e-64ee-5e3c-89d8-7a0806815565";
+const LEO_PRIMARY: &str = "a214ca67-7691-5c62-8910-a410373e10c9";
+const LEO_JOB_ROW: &str = "b509f583-def1-5a25-9cb1-a1532b926c94";
+const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
+const HANA: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
+const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
+const TASK: &str = "9b9318fa-d687-5079-970e-cb43c3d145bb";
+const PUBLIC_NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
+
+async fn app(b: Backend) -> TestApp {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    app
+}
+
+/// Sends a JSON body; returns status and JSON body.
+async fn send(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> (reqwest::StatusCode, Value) {
+    let res = app
+        .req(method, path, Some(key))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    json_of(res).await
+}
+
+/// A key with every scope, made through the admin interface.
+async fn records_key(app: &TestApp) -> String {
+    let (s, body) = app
+        .admin(
+            Method::POST,
+            "/admin/v1/keys",
+            Some(&json!({
+                "workspace_id": WS, "created_by_email": "olivia@northwind.example",
+                "scopes": ["notes:write", "tasks:write", "records:write"],
+                "rate_limit_per_minute": 100000
+            })),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    body["data"]["secret"].as_str().unwrap().to_string()
+}
+
+async fn count(app: &TestApp, entity: &str) -> u64 {
+    let (_, body) = app
+        .get(&format!("/v1/counts?entities={entity}"), READ_KEY)
+        .await;
+    body["data"][entity].as_u64().unwrap()
+}
+
+async fn get_data(app: &TestApp, path: &str) -> Value {
+    let (s, body) = app.get(path, READ_KEY).await;
+    assert_eq!(s, 200, "{path}: {body}");
+    body["data"].clone()
+}
+
+async fn notes_land_where_the_spec_says(b: Backend) {
+    let app = app(b).await;
+    // On a job row: the note belongs to the person's primary row and keeps the job.
+    let (s, body) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "candidate", "parent_id": LEO_JOB_ROW, "body_html": "<p>Called back</p>",
+            "title": "Call", "type": "call"
+        }),
+    )
+    .await;
+    assert_eq!(s, 201, "{body}");
+    assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
+    let data = body["data"].as_object().unwrap();
+    assert_eq!(data.len(), 1, "only the id: {body}");
+    let id = data["id"].as_str().unwrap().to_string();
+    let note = get_data(&app, &format!("/v1/notes/{id}")).await;
+    assert_eq!(note["parent_type"], "candidate");
+    assert_eq!(note["parent_id"], LEO_PRIMARY);
+    assert_eq!(note["job_id"], JOB);
+    assert_eq!(
+        note["author_id"], OLIVIA,
+        "no author_email: the workspace owner"
+    );
+    assert_eq!(note["title"], "Call");
+    assert_eq!(note["type"], "call");
+    assert_eq!(note["body_html"], "<p>Called back</p>");
+    assert_eq!(note["is_private"], false);
+    assert!(note.get("company_id").is_none());
+    assert_eq!(note["created_at"], note["updated_at"]);
+    // On the primary row: job_id present and null. An accepted member authors it.
+    let (_, body) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "candidate", "parent_id": LEO_PRIMARY, "body_html": "x",
+            "author_email": "RAJ@northwind.example"
+        }),
+    )
+    .await;
+    let note = get_data(
+        &app,
+        &format!("/v1/notes/{}", body["data"]["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(note["job_id"], Value::Null);
+    assert_eq!(note["author_id"], RAJ);
+    assert_eq!(note["title"], Value::Null);
+    // An invited (never accepted) member does not author: the owner does.
+    let (_, body) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "contact", "parent_id": HANA, "body_html": "x",
+            "author_email": "ivy@northwind.example"
+        }),
+    )
+    .await;
+    let note = get_data(
+        &app,
+        &format!("/v1/notes/{}", body["data"]["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(note["author_id"], OLIVIA);
+    assert_eq!(
+        note["company_id"], FABRIKAM,
+        "a contact note records the company"
+    );
+    assert!(note.get("job_id").is_none());
+    // Companies and jobs carry neither.
+    for (pt, pid) in [("company", FABRIKAM), ("job", JOB)] {
+        let (s, body) = send(
+            &app,
+            Method::POST,
+            "/v1/notes",
+            WRITE_KEY,
+            &json!({
+                "parent_type": pt, "parent_id": pid, "body_html": "x"
+            }),
+        )
+        .await;
+        assert_eq!(s, 201);
+        let note = get_data(
+            &app,
+            &format!("/v1/notes/{}", body["data"]["id"].as_str().unwrap()),
+        )
+        .await;
+        assert!(
+            note.get("job_id").is_none() && note.get("company_id").is_none(),
+            "{note}"
+        );
+    }
+    assert_eq!(count(&app, "notes").await, 6);
+    // A private note is stored but never shown, and never counted.
+    let (s, body) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "job", "parent_id": JOB, "body_html": "secret", "is_private": true
+        }),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (s, res) = app
+        .get(
+            &format!("/v1/notes/{}", body["data"]["id"].as_str().unwrap()),
+            READ_KEY,
+        )
+        .await;
+    assert_error(s, &res, 404, "NOT_FOUND");
+    assert_eq!(count(&app, "notes").await, 6);
+}
+
+async fn note_validation(b: Backend) {
+    let app = app(b).await;
+    let ok = json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x"});
+    let with = |k: &str, v: Value| {
+        let mut b = ok.clone();
+        b[k] = v;
+        b
+    };
+    let without = |k: &str| {
+        let mut b = ok.clone();
+        b.as_object_mut().unwrap().remove(k);
+        b
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (without("parent_type"), "parent_type"),
+        (without("parent_id"), "parent_id"),
+        (without("body_html"), "body_html"),
+        (with("parent_type", json!("task")), "parent_type"),
+        (with("parent_type", json!("Company")), "parent_type"),
+        (with("parent_id", json!("not-a-uuid")), "parent_id"),
+        (with("parent_id", json!(12)), "parent_id"),
+        (
+            with("parent_id", json!("00000000-0000-4000-8000-000000000000")),
+            "parent_id",
+        ),
+        (with("parent_id", json!(HANA)), "parent_id"), // a contact, not a company
+        (with("body_html", json!(5)), "body_html"),
+        (with("body_html", json!("")), "body_html"),
+        (with("body_html", Value::Null), "body_html"),
+        (with("is_private", json!("true")), "is_private"),
+        (with("is_private", json!(1)), "is_private"),
+        (with("is_private", Value::Null), "is_private"),
+        (with("title", json!(5)), "title"),
+        (with("type", json!(["call"])), "type"),
+        (with("author_email", json!(7)), "author_email"),
+        (with("reference", json!("")), "reference"),
+        (with("reference", json!("r".repeat(300))), "reference"),
+        (with("colour", json!("red")), "colour"),
+        (json!({}), "no fields"),
+    ];
+    for (body, field) in cases {
+        let (s, res) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &body).await;
+        let msg = assert_error(s, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{body} → {msg}");
+    }
+    // Bodies that are not a JSON object, or not JSON at all, or too big.
+    for (ct, raw) in [
+        ("application/json", "[1, 2]".to_string()),
+        ("application/json", "{\"parent_type\": ".to_string()),
+        ("application/json", "".to_string()),
+        ("application/json", "\"text\"".to_string()),
+        ("text/plain", ok.to_string()),
+        (
+            "application/x-www-form-urlencoded",
+            "parent_type=company".to_string(),
+        ),
+        (
+            "application/json",
+            format!(
+                "{{\"parent_type\":\"company\",\"parent_id\":\"{FABRIKAM}\",\"body_html\":\"{}\"}}",
+                "x".repeat(2 << 20)
+            ),
+        ),
+    ] {
+        let res = app
+            .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
+            .header("content-type", ct)
+            .body(raw.clone())
+            .send()
+            .await
+            .unwrap();
+        let (s, body) = json_of(res).await;
+        assert_error(s, &body, 400, "BAD_REQUEST");
+    }
+    let res = app
+        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
+        .body(ok.to_string())
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    let msg = assert_error(s, &body, 400, "BAD_REQUEST");
+    assert!(msg.contains("Content-Type"), "{msg}");
+    // Nothing was written by any of them.
+    assert_eq!(count(&app, "notes").await, 1);
+    let (s, _) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &ok).await;
+    assert_eq!(s, 201);
+}
+
+async fn note_patch_and_delete(b: Backend) {
+    let app = app(b).await;
+    let path = format!("/v1/notes/{PUBLIC_NOTE}");
+    let before = get_data(&app, &path).await;
+    let (s, body) = send(
+        &app,
+        Method::PATCH,
+        &path,
+        WRITE_KEY,
+        &json!({
+            "title": "", "body_html": "<p>Updated</p>", "type": null
+        }),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let after = get_data(&app, &path).await;
+    assert_eq!(
+        body["data"], after,
+        "the PATCH answers the note as GET shows it"
+    );
+    assert_eq!(after["title"], "");
+    assert_eq!(after["type"], Value::Null);
+    assert_eq!(after["body_html"], "<p>Updated</p>");
+    assert_eq!(after["created_at"], before["created_at"]);
+    assert!(after["updated_at"].as_str() > before["updated_at"].as_str());
+    for (bad, field) in [
+        (json!({}), "no fields"),
+        (json!({"parent_id": FABRIKAM}), "parent_id"),
+        (json!({"is_private": "yes"}), "is_private"),
+        (json!({"body_html": null}), "body_html"),
+        (json!({"title": 3}), "title"),
+    ] {
+        let (s, res) = send(&app, Method::PATCH, &path, WRITE_KEY, &bad).await;
+        let msg = assert_error(s, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    assert_eq!(
+        get_data(&app, &path).await,
+        after,
+        "refused patches changed nothing"
+    );
+    // Unknown and malformed ids.
+    for p in [
+        "/v1/notes/00000000-0000-4000-8000-000000000000",
+        "/v1/notes/nope",
+    ] {
+        let (s, res) = send(&app, Method::PATCH, p, WRITE_KEY, &json!({"title": "t"})).await;
+        assert_error(s, &res, 404, "NOT_FOUND");
+    }
+    // Made private: it disappears, and the answer shows only the id.
+    let (s, body) = send(
+        &app,
+        Method::PATCH,
+        &path,
+        WRITE_KEY,
+        &json!({"is_private": true}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(body["data"], json!({"id": PUBLIC_NOTE}));
+    let (s, res) = app.get(&path, READ_KEY).await;
+    assert_error(s, &res, 404, "NOT_FOUND");
+    assert_eq!(count(&app, "notes").await, 0);
+    // Delete, then delete again.
+    let res = app
+        .req(Method::DELETE, &path, Some(WRITE_KEY))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_eq!(s, 200);
+    assert_eq!(body["data"], json!({"deleted": true}));
+    let res = app
+        .req(Method::DELETE, &path, Some(WRITE_KEY))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_error(s, &body, 404, "NOT_FOUND");
+}
+
+async fn references_are_idempotent(b: Backend) {
+    let app = app(b).await;
+    let body = |text: &str| json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text, "reference": "crm-1"});
+    let (s1, first) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &body("one")).await;
+    let (s2, second) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &body("two")).await;
+    assert_eq!((s1.as_u16(), s2.as_u16()), (201, 200));
+    assert_eq!(first["data"]["id"], second["data"]["id"]);
+    let note = get_data(
+        &app,
+        &format!("/v1/notes/{}", first["data"]["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(
+        note["body_html"], "two",
+        "repeating the reference updated the note"
+    );
+    assert_eq!(count(&app, "notes").await, 2);
+    // Concurrent retries of a new reference: one record, one id.
+    let mut handles = Vec::new();
+    for i in 0..16 {
+        let client = app.client.clone();
+        let url = app.url("/v1/notes");
+        handles.push(actix_web::rt::spawn(async move {
+            let res = client
+                .post(url)
+                .bearer_auth(WRITE_KEY)
+                .json(&json!({"parent_type": "job", "parent_id": JOB, "body_html": format!("try {i}"), "reference": "retry-9"}))
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let body: Value = res.json().await.unwrap();
+            (status, body["data"]["id"].as_str().unwrap().to_string())
+        }));
+    }
+    let mut ids = Vec::new();
+    let mut created = 0;
+    for h in handles {
+        let (status, id) = h.await.unwrap();
+        created += (status == 201) as u32;
+        ids.push(id);
+    }
+    assert_eq!(created, 1);
+    ids.dedup();
+    assert_eq!(ids.len(), 1);
+    assert_eq!(count(&app, "notes").await, 3);
+    // Tasks keep their own references: the same string makes a task, not a note update.
+    let (s, t) = send(
+        &app,
+        Method::POST,
+        "/v1/tasks",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "company", "parent_id": FABRIKAM, "title": "t", "reference": "crm-1"
+        }),
+    )
+    .await;
+    assert_eq!(s, 201);
+    assert_ne!(t["data"]["id"], first["data"]["id"]);
+}
+
+async fn tasks(b: Backend) {
+    let app = app(b).await;
+    let (s, body) = send(&app, Method::POST, "/v1/tasks", WRITE_KEY, &json!({
+        "parent_type": "candidate", "parent_id": LEO_JOB_ROW, "title": "Chase references",
+        "due_date": "2026-12-01", "owner_email": "raj@northwind.example", "body_html": "<p>two</p>"
+    }))
+    .await;
+    assert_eq!(s, 201, "{body}");
+    let task = body["data"].clone();
+    let id = task["id"].as_str().unwrap().to_string();
+    assert_eq!(task, get_data(&app, &format!("/v1/tasks/{id}")).await);
+    assert_eq!(task["status"], "open");
+    assert_eq!(task["completed_at"], Value::Null);
+    assert_eq!(task["owner_id"], RAJ);
+    assert_eq!(task["due_date"], "2026-12-01");
+    assert_eq!(task["parent_id"], LEO_PRIMARY, "the canonical person");
+    let path = format!("/v1/tasks/{id}");
+    // Completed: completed_at in step with the write.
+    let (s, done) = send(
+        &app,
+        Method::PATCH,
+        &path,
+        WRITE_KEY,
+        &json!({"status": "completed"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(done["data"]["status"], "completed");
+    assert_eq!(done["data"]["completed_at"], done["data"]["updated_at"]);
+    // Reopened: cleared.
+    let (_, open) = send(
+        &app,
+        Method::PATCH,
+        &path,
+        WRITE_KEY,
+        &json!({"status": "open", "due_date": null, "owner_email": null}),
+    )
+    .await;
+    assert_eq!(open["data"]["status"], "open");
+    assert_eq!(open["data"]["completed_at"], Value::Null);
+    assert_eq!(open["data"]["due_date"], Value::Null);
+    assert_eq!(open["data"]["owner_id"], Value::Null);
+    for (bad, field) in [
+        (json!({"status": "cancelled"}), "status"),
+        (json!({"status": "done"}), "status"),
+        (json!({"due_date": "01/12/2026"}), "due_date"),
+        (json!({"due_date": "2026-02-30"}), "due_date"),
+        (json!({"due_date": 20261201}), "due_date"),
+        (
+            json!({"owner_email": "nobody@northwind.example"}),
+            "owner_email",
+        ),
+        (
+            json!({"owner_email": "ivy@northwind.example"}),
+            "owner_email",
+        ),
+        (json!({"title": null}), "title"),
+        (json!({"is_private": null}), "is_private"),
+        (
+            json!({"completed_at": "2026-01-01T00:00:00Z"}),
+            "completed_at",
+        ),
+    ] {
+        let (s, res) = send(&app, Method::PATCH, &path, WRITE_KEY, &bad).await;
+        let msg = assert_error(s, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    for (bad, field) in [
+        (
+            json!({"parent_type": "job", "parent_id": JOB, "title": "t"}),
+            "parent_type",
+        ),
+        (
+            json!({"parent_type": "company", "parent_id": FABRIKAM}),
+            "title",
+        ),
+        (
+            json!({"parent_type": "company", "parent_id": FABRIKAM, "title": "t", "due_date": "tomorrow"}),
+            "due_date",
+        ),
+        (
+            json!({"parent_type": "company", "parent_id": FABRIKAM, "title": "t", "type": "x"}),
+            "type",
+        ),
+    ] {
+        let (s, res) = send(&app, Method::POST, "/v1/tasks", WRITE_KEY, &bad).await;
+        let msg = assert_error(s, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    assert_eq!(count(&app, "tasks").await, 2);
+    // Delete.
+    let res = app
+        .req(
+            Method::DELETE,
+            &format!("/v1/tasks/{TASK}"),
+            Some(WRITE_KEY),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_eq!(
+        (s.as_u16(), &body["data"]),
+        (200, &json!({"deleted": true}))
+    );
+    assert_eq!(count(&app, "tasks").await, 1);
+}
+
+async fn candidate_edits_apply_to_the_person(b: Backend) {
+    let app = app(b).await;
+    let key = records_key(&app).await;
+    let (s, body) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/candidates/{LEO_JOB_ROW}"),
+        &key,
+        &json!({
+            "name": "Leo Lambert-Ng", "phone": "07700 900999", "email": "leo@new.example",
+            "current_salary_amount": 72500.5, "current_salary_currency": "EUR", "job_title": null,
+            "owning_recruiter_id": OLIVIA
+        }),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        get_data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await
+    );
+    for row in [LEO_PRIMARY, LEO_JOB_ROW] {
+        let c = get_data(&app, &format!("/v1/candidates/{row}")).await;
+        assert_eq!(c["name"], "Leo Lambert-Ng", "{row}");
+        assert_eq!(c["phone"], "+447700900999");
+        assert_eq!(c["phone_as_entered"], "07700 900999");
+        assert_eq!(c["emails"], json!(["leo@new.example"]));
+        assert_eq!(c["salary"]["current_amount"], 72500.5);
+        assert_eq!(c["salary"]["current_currency"], "EUR");
+        assert_eq!(c["salary"]["current_text"], "70k + bonus", "untouched");
+        assert_eq!(c["job_title"], Value::Null);
+    }
+    // The owner belongs to the row edited.
+    assert_eq!(
+        get_data(&app, &format!("/v1/candidates/{LEO_JOB_ROW}")).await["owning_recruiter_id"],
+        OLIVIA
+    );
+    assert_eq!(
+        get_data(&app, &format!("/v1/candidates/{LEO_PRIMARY}")).await["owning_recruiter_id"],
+        Value::Null
+    );
+    // The indexes follow at once.
+    let s = get_data(&app, "/v1/search/phone?number=07700900999").await;
+    assert_eq!(s["candidates"][0]["person_id"], LEO_PERSON);
+    assert_eq!(s["candidates"][0]["name"], "Leo Lambert-Ng");
+    assert_eq!(
+        get_data(&app, "/v1/search/phone?number=07700900123").await["match_confidence"],
+        "none"
+    );
+    assert_eq!(
+        get_data(&app, "/v1/search/email?address=LEO@new.example").await["match_confidence"],
+        "exact"
+    );
+    assert_eq!(
+        get_data(&app, "/v1/search/email?address=leo.lambert@mail.example").await
+            ["match_confidence"],
+        "none"
+    );
+    let path = format!("/v1/candidates/{LEO_PRIMARY}");
+    for (bad, field) in [
+        (json!({"mobile": "07700 900000"}), "mobile"),
+        (json!({"status": "placed"}), "status"),
+        (json!({"name": ""}), "name"),
+        (json!({"name": 5}), "name"),
+        (json!({"email": "not-an-address"}), "email"),
+        (json!({"phone": "none"}), "phone"),
+        (
+            json!({"current_salary_amount": "70000"}),
+            "current_salary_amount",
+        ),
+        (
+            json!({"current_salary_amount": -1}),
+            "current_salary_amount",
+        ),
+        (
+            json!({"expected_salary_currency": "gbp"}),
+            "expected_salary_currency",
+        ),
+        (
+            json!({"expected_salary_currency": "XXX"}),
+            "expected_salary_currency",
+        ),
+        (
+            json!({"owning_recruiter_id": "00000000-0000-4000-8000-000000000000"}),
+            "owning_recruiter_id",
+        ),
+        (json!({"owning_recruiter_id": "raj"}), "owning_recruiter_id"),
+        (json!({}), "no fields"),
+    ] {
+        let (s, res) = send(&app, Method::PATCH, &path, &key, &bad).await;
+        let msg = assert_error(s, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    let (s, res) = send(
+        &app,
+        Method::PATCH,
+        "/v1/candidates/00000000-0000-4000-8000-000000000000",
+        &key,
+        &json!({"name": "x"}),
+    )
+    .await;
+    assert_error(s, &res, 404, "NOT_FOUND");
+}
+
+async fn contact_company_and_job_edits(b: Backend) {
+    let app = app(b).await;
+    let key = records_key(&app).await;
+    // A second company to move Hana to.
+    let mut s = example();
+    s["companies"].as_array_mut().unwrap().push(json!({
+        "id": "20000000-0000-4000-8000-000000000001", "name": "Contoso",
+        "created_at": "2026-09-01T09:00:00.000Z", "updated_at": "2026-09-01T09:00:00.000Z"
+    }));
+    app.import_ok(&s).await;
+    let contact = format!("/v1/contacts/{HANA}");
+    let (st, body) = send(&app, Method::PATCH, &contact, &key, &json!({
+        "company_id": "20000000-0000-4000-8000-000000000001", "phone": "+44 20 7946 0123", "owning_recruiter_id": null
+    }))
+    .await;
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body["data"]["company"], "Contoso");
+    assert_eq!(body["data"]["phone"], "+442079460123");
+    assert_eq!(body["data"]["owning_recruiter_id"], Value::Null);
+    for (bad, field) in [
+        (json!({"company_id": null}), "company_id"),
+        (
+            json!({"company_id": "00000000-0000-4000-8000-000000000000"}),
+            "company_id",
+        ),
+        (json!({"mobile": null}), "mobile"),
+    ] {
+        let (st, res) = send(&app, Method::PATCH, &contact, &key, &bad).await;
+        let msg = assert_error(st, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    // A company's new name shows on its contacts and jobs at once.
+    let (st, body) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/companies/{FABRIKAM}"),
+        &key,
+        &json!({"name": "Fabrikam Ltd"}),
+    )
+    .await;
+    assert_eq!(st, 200);
+    assert_eq!(body["data"]["name"], "Fabrikam Ltd");
+    assert_eq!(
+        get_data(&app, &format!("/v1/jobs/{JOB}")).await["company"],
+        "Fabrikam Ltd"
+    );
+    // Jobs: live false archives and unpublishes; live true restores.
+    let job = format!("/v1/jobs/{JOB}");
+    let (_, body) = send(
+        &app,
+        Method::PATCH,
+        &job,
+        &key,
+        &json!({"live": false, "salary_amount": 90000, "salary_currency": "GBP"}),
+    )
+    .await;
+    let j = &body["data"];
+    assert_eq!(
+        (&j["live"], &j["is_archived"], &j["published"]),
+        (&json!(false), &json!(true), &json!(false))
+    );
+    assert_eq!(j["salary"]["amount"], 90000);
+    let (_, body) = send(&app, Method::PATCH, &job, &key, &json!({"live": true})).await;
+    let j = &body["data"];
+    assert_eq!(
+        (&j["live"], &j["is_archived"], &j["published"]),
+        (&json!(true), &json!(false), &json!(true))
+    );
+    // Clearing the assigned recruiter falls back to the job's creator.
+    let (_, body) = send(
+        &app,
+        Method::PATCH,
+        &job,
+        &key,
+        &json!({"owning_recruiter_id": null}),
+    )
+    .await;
+    assert_eq!(body["data"]["owning_recruiter_id"], OLIVIA);
+    for (bad, field) in [
+        (json!({"live": "false"}), "live"),
+        (json!({"salary_amount": -5}), "salary_amount"),
+        (json!({"salary_currency": "POUND"}), "salary_currency"),
+        (json!({"status": "closed"}), "status"),
+        (json!({"company_id": 5}), "company_id"),
+    ] {
+        let (st, res) = send(&app, Method::PATCH, &job, &key, &bad).await;
+        let msg = assert_error(st, &res, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{bad} → {msg}");
+    }
+    // An edit moves the record to the end of the sync order.
+    let (records, _) = app.paginate("jobs", "limit=500", READ_KEY).await;
+    assert_eq!(records.last().unwrap()["id"], JOB);
+}
+
+async fn scopes_and_methods(b: Backend) {
+    let app = app(b).await;
+    let note = json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x"});
+    let task = json!({"parent_type": "company", "parent_id": FABRIKAM, "title": "x"});
+    let writes: Vec<(Method, String, Value)> = vec![
+        (Method::POST, "/v1/notes".into(), note.clone()),
+        (
+            Method::PATCH,
+            format!("/v1/notes/{PUBLIC_NOTE}"),
+            json!({"title": "x"}),
+        ),
+        (
+            Method::DELETE,
+            format!("/v1/notes/{PUBLIC_NOTE}"),
+            json!({}),
+        ),
+        (Method::POST, "/v1/tasks".into(), task.clone()),
+        (
+            Method::PATCH,
+            format!("/v1/tasks/{TASK}"),
+            json!({"title": "x"}),
+        ),
+        (Method::DELETE, format!("/v1/tasks/{TASK}"), json!({})),
+        (
+            Method::PATCH,
+            format!("/v1/candidates/{LEO_PRIMARY}"),
+            json!({"name": "x"}),
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/contacts/{HANA}"),
+            json!({"name": "x"}),
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/companies/{FABRIKAM}"),
+            json!({"name": "x"}),
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/jobs/{JOB}"),
+            json!({"title": "x"}),
+        ),
+    ];
+    for (m, path, body) in &writes {
+        let (s, res) = send(&app, m.clone(), path, READ_KEY, body).await;
+        assert_error(s, &res, 403, "FORBIDDEN_SCOPE");
+        let res = app
+            .req(m.clone(), path, None)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let (s, res) = json_of(res).await;
+        assert_error(s, &res, 401, "UNAUTHORIZED");
+    }
+    // The write key lacks records:write.
+    let (s, res) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/jobs/{JOB}"),
+        WRITE_KEY,
+        &json!({"title": "x"}),
+    )
+    .await;
+    assert_error(s, &res, 403, "FORBIDDEN_SCOPE");
+    // Methods not served on existing paths.
+    for (m, path, allow) in [
+        (Method::POST, "/v1/candidates".to_string(), "GET"),
+        (Method::DELETE, "/v1/notes".to_string(), "GET, POST"),
+        (Method::PATCH, format!("/v1/users/{OLIVIA}"), "GET"),
+        (
+            Method::PATCH,
+            format!("/v1/applications/{LEO_JOB_ROW}"),
+            "GET",
+        ),
+        (
+            Method::DELETE,
+            format!("/v1/candidates/{LEO_PRIMARY}"),
+            "GET, PATCH",
+        ),
+        (
+            Method::PUT,
+            format!("/v1/notes/{PUBLIC_NOTE}"),
+            "GET, PATCH, DELETE",
+        ),
+    ] {
+        let res = app
+            .req(m.clone(), &path, Some(WRITE_KEY))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.headers()["allow"], allow, "{m} {path}");
+        let (s, body) = json_of(res).await;
+        assert_error(s, &body, 405, "METHOD_NOT_ALLOWED");
+    }
+}
+
+async fn writes_wait_for_the_store(b: Backend) {
+    let app = app(b).await;
+    app.registry.store.close().await;
+    let res = app
+        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
+        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x"}))
+        .send()
+        .await
+        .unwrap();
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    let (s, body) = json_of(res).await;
+    assert_error(s, &body, 503, "SERVICE_UNAVAILABLE");
+    assert!(retry.is_some_and(|r| r.parse::<u64>().is_ok()));
+    // Memory is untouched, and reads still answer.
+    assert_eq!(count(&app, "notes").await, 1);
+    let (s, _) = app.get("/v1/notes", READ_KEY).await;
+    assert_eq!(s, 200);
+}
+
+store_test!(
+    notes_land_where_the_spec_says,
+    note_validation,
+    note_patch_and_delete,
+    references_are_idempotent,
+    tasks,
+    candidate_edits_apply_to_the_person,
+    contact_company_and_job_edits,
+    scopes_and_methods,
+    writes_wait_for_the_store,
+);
