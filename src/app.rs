@@ -33,6 +33,8 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// Leave SIGINT/SIGTERM to the caller (tests run several servers in one process).
     pub disable_signals: bool,
+    /// Most API writes of one workspace committed in one transaction (1: no grouping).
+    pub write_batch_max: usize,
 }
 
 impl Settings {
@@ -51,6 +53,7 @@ impl Settings {
             admin_token: None,
             workers: None,
             disable_signals: false,
+            write_batch_max: actors::actor::MAX_BATCH,
         }
     }
 }
@@ -87,6 +90,7 @@ impl Application {
         let signing_key = secrets::signing_key(&s.data_dir)?;
         let actors = actix::Arbiter::new();
         let registry = Registry::new(store, blobs, actors.handle());
+        registry.set_write_batch_max(s.write_batch_max);
         registry.load_keys().await.context("loading API keys")?;
         let list = registry.discover().await.context("listing workspaces")?;
 

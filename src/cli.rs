@@ -163,6 +163,10 @@ pub struct ServeArgs {
     /// On an empty store, load a generated demo workspace and print a key.
     #[arg(long)]
     pub demo: bool,
+    /// Most API writes of one workspace committed in one transaction (1 turns group
+    /// commit off).
+    #[arg(long, default_value_t = actors::actor::MAX_BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub write_batch_max: u64,
 }
 
 /// People in the demo workspace.
@@ -276,6 +280,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         admin_token: args.admin_token,
         workers: args.workers,
         disable_signals: false,
+        write_batch_max: args.write_batch_max as usize,
     };
     let app = Application::build(settings).await?;
     let base = format!("https://{}", app.api_addr());

@@ -8,7 +8,7 @@ use crate::store::{BlobStore, Store, StoreError};
 use actix::{Actor, Addr, ArbiterHandle};
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use uuid::Uuid;
@@ -86,6 +86,8 @@ pub struct Registry {
     actors: ArbiterHandle,
     /// Set once every workspace found at start has loaded.
     ready: AtomicBool,
+    /// Most API writes a workspace commits in one transaction (1 turns group commit off).
+    write_batch_max: AtomicUsize,
 }
 
 impl Registry {
@@ -101,7 +103,17 @@ impl Registry {
             workspaces: DashMap::new(),
             actors,
             ready: AtomicBool::new(false),
+            write_batch_max: AtomicUsize::new(crate::actor::MAX_BATCH),
         })
+    }
+
+    /// Most API writes committed in one transaction; at least 1.
+    pub fn write_batch_max(&self) -> usize {
+        self.write_batch_max.load(Ordering::Relaxed).max(1)
+    }
+
+    pub fn set_write_batch_max(&self, n: usize) {
+        self.write_batch_max.store(n.max(1), Ordering::Relaxed);
     }
 
     pub fn slot(&self, id: Uuid) -> Option<Slot> {

@@ -2,7 +2,6 @@
 
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
-    MAX_BATCH,
 };
 use crate::snapshot::plan_import;
 use crate::store::ChangeSet;
@@ -62,8 +61,9 @@ impl WorkspaceActor {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
                 Some(Job::Write(op, reply)) => {
+                    let max = self.registry.write_batch_max();
                     let mut batch = vec![(op, reply)];
-                    while batch.len() < MAX_BATCH {
+                    while batch.len() < max {
                         match self.queue.front() {
                             Some(Job::Write(..)) => match self.queue.pop_front() {
                                 Some(Job::Write(op, reply)) => batch.push((op, reply)),

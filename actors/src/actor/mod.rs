@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-/// Most API writes committed in one transaction.
+/// Most API writes committed in one transaction, unless configured otherwise.
 pub const MAX_BATCH: usize = 256;
 
 /// A queued piece of work and where its answer goes.
