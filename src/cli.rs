@@ -276,6 +276,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         admin_token: args.admin_token,
         workers: args.workers,
         disable_signals: false,
+        clock: crate::signed_urls::Clock::System,
     };
     let app = Application::build(settings).await?;
     let base = format!("https://{}", app.api_addr());
