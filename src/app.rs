@@ -4,8 +4,9 @@
 
 use crate::admin::{self, AdminState};
 use crate::blobs::FileBlobs;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, Downloads};
 use crate::secrets;
+use crate::signed_urls::{Clock, UrlSigner};
 use crate::tls::{self, HttpsOptions};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
@@ -27,6 +28,7 @@ pub struct Settings {
     pub admin_allow_remote: bool,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// Base of signed download URLs; `https://<bound API address>` when unset.
     pub public_url: Option<String>,
     pub rate_limit_per_minute: u32,
     pub admin_token: Option<String>,
@@ -35,6 +37,8 @@ pub struct Settings {
     pub disable_signals: bool,
     /// Most API writes of one workspace committed in one transaction (1: no grouping).
     pub write_batch_max: usize,
+    /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
+    pub clock: Clock,
 }
 
 impl Settings {
@@ -54,6 +58,7 @@ impl Settings {
             workers: None,
             disable_signals: false,
             write_batch_max: actors::actor::MAX_BATCH,
+            clock: Clock::System,
         }
     }
 }
@@ -81,6 +86,16 @@ impl Application {
                 "--admin-listen {} is not a loopback address; add --admin-allow-remote to allow it",
                 s.admin_listen
             );
+        }
+        if let Some(url) = &s.public_url {
+            // Signed URLs are this base plus a path and a query: anything else breaks them.
+            if !(url.starts_with("https://") || url.starts_with("http://"))
+                || url.contains(['?', '#'])
+            {
+                anyhow::bail!(
+                    "--public-url {url:?} must be an http(s) URL without query or fragment"
+                );
+            }
         }
         std::fs::create_dir_all(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
@@ -120,9 +135,18 @@ impl Application {
         let api_listener =
             TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?;
         let api_addr = api_listener.local_addr()?;
+        // `--public-url` defaults to the address actually bound (port 0 in tests).
+        let public_url = s
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("https://{api_addr}"));
         let app_state = web::Data::new(AppState {
             registry: registry.clone(),
             cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
+            downloads: Downloads {
+                signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
+                clock: s.clock.clone(),
+            },
         });
         let api = tls::https_server(
             api_listener,

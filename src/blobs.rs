@@ -1,11 +1,12 @@
 //! The file blob store: attachment bytes under `<data-dir>/blobs/`.
 //!
-//! One file per attachment at `blobs/<workspace>/<sha256 of the attachment id>`: ids may
-//! hold any character, file names must not. Writes go to a temporary file, are synced,
-//! then renamed into place, so a reader never sees half a file.
+//! One file per attachment at `blobs/<object key>`, i.e.
+//! `blobs/<workspace>/<sha256 of the attachment id>` ([`actors::store::object_key`]): ids
+//! may hold any character, file names must not, and the same names serve a bucket. Writes
+//! go to a temporary file, are synced, then renamed into place, so a reader never sees
+//! half a file; a reader that has opened a file keeps its version across a replacement.
 
-use actors::store::{BlobStore, StoreError};
-use sha2::{Digest, Sha256};
+use actors::store::{object_key, Blob, BlobMeta, BlobStore, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
@@ -20,9 +21,7 @@ impl FileBlobs {
     }
 
     pub fn path_of(&self, workspace: Uuid, attachment_id: &str) -> PathBuf {
-        let digest = Sha256::digest(attachment_id.as_bytes());
-        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        self.root.join(workspace.to_string()).join(name)
+        self.root.join(object_key(workspace, attachment_id))
     }
 
     /// The bytes of an attachment, if they are here.
@@ -61,6 +60,37 @@ impl BlobStore for FileBlobs {
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
         write_atomically(&self.path_of(workspace, attachment_id), bytes)
             .map_err(|e| StoreError::Other(format!("writing blob of {attachment_id}: {e}")))
+    }
+
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+        match std::fs::metadata(self.path_of(workspace, attachment_id)) {
+            Ok(m) if m.is_file() => Ok(Some(BlobMeta { len: m.len() })),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::Other(format!(
+                "reading blob of {attachment_id}: {e}"
+            ))),
+        }
+    }
+
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+        let fail =
+            |e: std::io::Error| StoreError::Other(format!("reading blob of {attachment_id}: {e}"));
+        let file = match std::fs::File::open(self.path_of(workspace, attachment_id)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(fail(e)),
+        };
+        // The length of the file opened, not of whatever the name points to later: a
+        // replacement is a rename, and this handle keeps the old file whole.
+        let meta = file.metadata().map_err(fail)?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        Ok(Some(Blob {
+            len: meta.len(),
+            reader: Box::new(file),
+        }))
     }
 
     fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
@@ -139,6 +169,29 @@ mod tests {
             blobs.get(ws, "cv:a b/c").unwrap().as_deref(),
             Some(&b"again"[..])
         );
+    }
+
+    #[test]
+    fn stat_and_open_see_one_version() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = FileBlobs::new(dir.path());
+        let ws = Uuid::from_u128(3);
+        assert_eq!(blobs.stat(ws, "file:x").unwrap(), None);
+        assert!(blobs.open(ws, "file:x").unwrap().is_none());
+        blobs.put(ws, "file:x", b"first").unwrap();
+        assert_eq!(blobs.stat(ws, "file:x").unwrap(), Some(BlobMeta { len: 5 }));
+        let mut blob = blobs.open(ws, "file:x").unwrap().unwrap();
+        blobs.put(ws, "file:x", b"second, longer").unwrap();
+        let mut read = Vec::new();
+        blob.reader.read_to_end(&mut read).unwrap();
+        assert_eq!((blob.len, &read[..]), (5, &b"first"[..]));
+        assert_eq!(
+            blobs.stat(ws, "file:x").unwrap(),
+            Some(BlobMeta { len: 14 })
+        );
+        std::fs::remove_file(blobs.path_of(ws, "file:x")).unwrap();
+        assert_eq!(blobs.stat(ws, "file:x").unwrap(), None);
     }
 
     #[test]

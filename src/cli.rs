@@ -281,6 +281,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         workers: args.workers,
         disable_signals: false,
         write_batch_max: args.write_batch_max as usize,
+        clock: crate::signed_urls::Clock::System,
     };
     let app = Application::build(settings).await?;
     let base = format!("https://{}", app.api_addr());

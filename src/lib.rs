@@ -13,5 +13,6 @@ pub mod http;
 pub mod keys;
 pub mod offline;
 pub mod secrets;
+pub mod signed_urls;
 pub mod store;
 pub mod tls;

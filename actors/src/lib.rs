@@ -11,6 +11,8 @@
 //! - [`phone`]: number normalisation (once, at write time).
 //! - [`state`]: a workspace's in-memory state — persistent maps keyed by id, ordered sets
 //!   by (`updated_at`, id) for keyset pagination, and secondary indexes.
+//! - [`subresources`]: notes and attachments by parent record, and a record's (or a
+//!   person's) newest children, for the sub-resource endpoints.
 //! - [`views`]: the API's records derived from raw records (`status`,
 //!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
 //! - [`query`]: `limit`, `updated_since` and cursor parsing.
@@ -42,6 +44,7 @@ pub mod search;
 pub mod snapshot;
 pub mod state;
 pub mod store;
+pub mod subresources;
 pub mod time;
 pub mod views;
 pub mod writes;

@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::phone::normalise_phone;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
+use crate::subresources::{AttachmentsByParent, NotesByParent};
 use crate::time::{Stamp, CHANGE_TRACKING_START};
 use imbl::OrdSet;
 
@@ -263,6 +264,10 @@ pub struct WorkspaceState {
     pub persons: HashMap<Uuid, SmallVec<[Uuid; 4]>>,
     /// candidate row id → ids of `cv` attachments on it, which take the row's timestamps.
     cv_by_row: HashMap<Uuid, SmallVec<[Arc<str>; 1]>>,
+    /// Visible notes by parent record, for the notes sub-resource (`subresources`).
+    pub(crate) notes_by_parent: NotesByParent,
+    /// Attachments by parent record, for the attachments sub-resource (`subresources`).
+    pub(crate) attachments_by_parent: AttachmentsByParent,
     /// The newest stamp of any record: the workspace clock never issues one behind it.
     pub last_stamp: Stamp,
     /// Phone and e-mail indexes of candidate persons, contacts and companies.
@@ -294,6 +299,8 @@ impl WorkspaceState {
             attachments: Table::default(),
             persons: HashMap::default(),
             cv_by_row: HashMap::default(),
+            notes_by_parent: NotesByParent::default(),
+            attachments_by_parent: AttachmentsByParent::default(),
             last_stamp: Stamp::MIN,
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
@@ -551,6 +558,7 @@ impl WorkspaceState {
                 relink_reference(&mut self.note_refs, n.id, old, n.reference.as_deref());
                 let order =
                     (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
+                self.index_note(&n);
                 self.notes.put(n.id, Arc::new(n), order);
             }
             Record::Task(t) => {
@@ -653,6 +661,7 @@ impl WorkspaceState {
 
     fn put_attachment(&mut self, a: Attachment) {
         let id: Arc<str> = Arc::from(a.id.as_str());
+        self.index_attachment(&id, &a);
         if let Some(old) = self.attachments.get(&id).cloned() {
             self.unlink_cv(&old, &id);
         }
@@ -697,6 +706,7 @@ impl WorkspaceState {
             return match self.attachments.remove(&key) {
                 Some(old) => {
                     self.unlink_cv(&old, &key);
+                    self.unindex_attachment(&key, &old);
                     true
                 }
                 None => false,
@@ -757,6 +767,7 @@ impl WorkspaceState {
             RecordKind::Note => match self.notes.remove(&uuid) {
                 Some(old) => {
                     relink_reference(&mut self.note_refs, uuid, old.reference.clone(), None);
+                    self.unindex_note(&old);
                     true
                 }
                 None => false,

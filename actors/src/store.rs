@@ -1,7 +1,9 @@
-//! The Store port: where a workspace's raw facts live durably.
+//! The Store port: where a workspace's raw facts live durably; and the BlobStore port:
+//! where attachment bytes live.
 //!
 //! The domain defines what it needs from a store; `src/store` adapts SQLite and
 //! PostgreSQL to it, and `MemoryStore` serves tests of the domain without a database.
+//! Likewise `src/blobs.rs` keeps blobs in files, and `MemoryBlobs` in memory.
 
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
 use async_trait::async_trait;
@@ -154,8 +156,52 @@ impl Store for MemoryStore {
     }
 }
 
+/// What a blob store knows of an object without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlobMeta {
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// An object being read: its length and a reader over its bytes. The reader sees one
+/// version of the object whole, even if the object is replaced meanwhile.
+pub struct Blob {
+    pub len: u64,
+    pub reader: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Blob")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name of an attachment's object in every blob store:
+/// `<workspace id>/<sha256 of the attachment id, lower-case hex>`. Attachment ids may hold
+/// any character and object names must not; one naming for every store means objects
+/// move between stores (a directory tree, a bucket) by plain copying.
+pub fn object_key(workspace: Uuid, attachment_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let digest = Sha256::digest(attachment_id.as_bytes());
+    let mut key = String::with_capacity(36 + 1 + 64);
+    write!(key, "{workspace}/").expect("writing to a String");
+    for b in digest {
+        write!(key, "{b:02x}").expect("writing to a String");
+    }
+    key
+}
+
 /// Where attachment bytes live. Bytes are written before the commit that records them,
 /// so a record never claims bytes the blob store lacks.
+///
+/// Objects are named by [`object_key`]. The operations are those of an S3-compatible
+/// object store — `put` is a PutObject, `put_many` concurrent PutObjects, `stat` a
+/// HeadObject, `open` a GetObject whose body is streamed — so a bucket-backed store
+/// implements this trait as it stands. Calls may block on disk or network: the server
+/// makes them from blocking threads, never from its async workers.
 pub trait BlobStore: Send + Sync + 'static {
     /// Stores (or replaces) the bytes of one attachment, durably.
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError>;
@@ -168,12 +214,22 @@ pub trait BlobStore: Send + Sync + 'static {
         }
         Ok(())
     }
+
+    /// The object's metadata; `None` when the store holds no bytes for the attachment.
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError>;
+
+    /// Opens the object for reading; `None` when the store holds no bytes for it.
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError>;
 }
+
+/// Objects in memory by (workspace, attachment id); bytes shared with open readers.
+type MemoryObjects = BTreeMap<(Uuid, String), Arc<[u8]>>;
 
 /// Blobs in memory, for tests.
 #[derive(Default)]
 pub struct MemoryBlobs {
-    inner: Mutex<BTreeMap<(Uuid, String), Vec<u8>>>,
+    // One mutex over the map: tests are small, and no call holds it while reading bytes.
+    inner: Mutex<MemoryObjects>,
 }
 
 impl MemoryBlobs {
@@ -181,7 +237,15 @@ impl MemoryBlobs {
         self.inner
             .lock()
             .get(&(workspace, attachment_id.to_string()))
-            .cloned()
+            .map(|b| b.to_vec())
+    }
+
+    /// Forgets an object (to test bytes that vanish).
+    pub fn remove(&self, workspace: Uuid, attachment_id: &str) -> bool {
+        self.inner
+            .lock()
+            .remove(&(workspace, attachment_id.to_string()))
+            .is_some()
     }
 }
 
@@ -189,7 +253,78 @@ impl BlobStore for MemoryBlobs {
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
         self.inner
             .lock()
-            .insert((workspace, attachment_id.to_string()), bytes.to_vec());
+            .insert((workspace, attachment_id.to_string()), Arc::from(bytes));
         Ok(())
+    }
+
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+        Ok(self
+            .inner
+            .lock()
+            .get(&(workspace, attachment_id.to_string()))
+            .map(|b| BlobMeta {
+                len: b.len() as u64,
+            }))
+    }
+
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+        // The bytes are shared, not copied: a reader keeps the version it opened.
+        let bytes = self
+            .inner
+            .lock()
+            .get(&(workspace, attachment_id.to_string()))
+            .cloned();
+        Ok(bytes.map(|b| Blob {
+            len: b.len() as u64,
+            reader: Box::new(std::io::Cursor::new(SharedBytes(b))),
+        }))
+    }
+}
+
+/// `Arc<[u8]>` as `AsRef<[u8]>`, for a `Cursor`.
+struct SharedBytes(Arc<[u8]>);
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn object_keys_name_the_workspace_and_hide_the_id() {
+        let key = object_key(Uuid::from_u128(7), "cv:a b/c");
+        let (ws, name) = key.split_once('/').unwrap();
+        assert_eq!(ws, Uuid::from_u128(7).to_string());
+        assert_eq!(name.len(), 64);
+        assert!(name
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert_ne!(key, object_key(Uuid::from_u128(7), "cv:a b/d"));
+    }
+
+    #[test]
+    fn memory_blobs_stat_open_and_remove() {
+        let blobs = MemoryBlobs::default();
+        let ws = Uuid::from_u128(1);
+        assert_eq!(blobs.stat(ws, "cv:x").unwrap(), None);
+        assert!(blobs.open(ws, "cv:x").unwrap().is_none());
+        blobs.put(ws, "cv:x", b"hello").unwrap();
+        assert_eq!(blobs.stat(ws, "cv:x").unwrap(), Some(BlobMeta { len: 5 }));
+        let mut blob = blobs.open(ws, "cv:x").unwrap().unwrap();
+        blobs.put(ws, "cv:x", b"replaced").unwrap();
+        let mut read = String::new();
+        blob.reader.read_to_string(&mut read).unwrap();
+        assert_eq!(
+            (blob.len, read.as_str()),
+            (5, "hello"),
+            "the opened version"
+        );
+        assert!(blobs.remove(ws, "cv:x"));
+        assert_eq!(blobs.stat(ws, "cv:x").unwrap(), None);
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! The middleware gives each request its id before any handler runs, puts it on every
 //! response (`X-Request-Id`), and turns every error response — ours, the framework's, an
-//! unknown path — into the spec's `{error:{code,message}, request_id}` body.
+//! unknown path — into the spec's `{error:{code,message}, request_id}` body. The one
+//! exception is a response marked [`OwnBody`]: the answers of the signed file route,
+//! which mimic an object store, keep their own bodies.
 
 use super::errors::{ApiError, ErrorKind};
 use actix_web::body::{BoxBody, MessageBody};
@@ -52,6 +54,12 @@ impl FromRequest for RequestId {
     }
 }
 
+/// Marks a response (in its extensions) whose body is its own, error or not: the
+/// middleware adds `X-Request-Id` and leaves the rest as it is. Only the signed file route
+/// (`http::files`) uses it, for its object-store-style answers.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnBody;
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
     code: &'a str,
@@ -90,7 +98,8 @@ pub async fn request_context(
         header::HeaderName::from_static("x-request-id"),
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
     );
-    if res.status().is_client_error() || res.status().is_server_error() {
+    let own_body = res.response().extensions().contains::<OwnBody>();
+    if !own_body && (res.status().is_client_error() || res.status().is_server_error()) {
         return Ok(finish_error(res, &rid));
     }
     Ok(res)

@@ -6,9 +6,13 @@
 //! - [`auth`]: bearer keys and scopes as typed extractors.
 //! - [`query`]: strict query-string decoding.
 //! - [`records`]: lists, single records, counts.
+//! - [`subresources`]: a record's notes and attachments.
+//! - [`downloads`]: signed download URLs for attachments.
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
 //! - [`body`]: write bodies: size cap, JSON object of known fields, exact field types.
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
+//! - [`files`]: `/files/…`, the bytes behind signed URLs; outside the API (no key, its own
+//!   object-store-style answers).
 //!
 //! Every handler is an adapter: parse input, read the workspace state (or ask its actor),
 //! render the response view.
@@ -16,10 +20,13 @@
 pub mod auth;
 pub mod body;
 pub mod context;
+pub mod downloads;
 pub mod errors;
+pub mod files;
 pub mod query;
 pub mod records;
 pub mod search;
+pub mod subresources;
 pub mod writes;
 
 use actix_web::{middleware, web, HttpRequest};
@@ -29,10 +36,22 @@ use actors::registry::Registry;
 use errors::ApiError;
 use std::sync::Arc;
 
+use crate::signed_urls::{Clock, UrlSigner, FILES_PATH};
+
 /// Shared by every API handler.
 pub struct AppState {
     pub registry: Arc<Registry>,
     pub cursor_key: CursorKey,
+    pub downloads: Downloads,
+}
+
+/// What signing download URLs and serving them takes.
+#[derive(Debug)]
+pub struct Downloads {
+    /// Holds the download key (derived from the signing key) and the public URL.
+    pub signer: UrlSigner,
+    /// "Now" for both signing and checking, so tests can step across an expiry.
+    pub clock: Clock,
 }
 
 /// Methods served on `/v1/{entity}`.
@@ -79,6 +98,18 @@ async fn item_fallback(req: HttpRequest) -> Refusal {
     )
 }
 
+/// Methods served on the sub-resources of `/v1/{entity}/{id}/`: an unknown entity is no
+/// path at all (404); a known one has the path, GET only (entities without the
+/// sub-resource answer GET with 400, which says why).
+async fn subresource_fallback(req: HttpRequest) -> Refusal {
+    Err(
+        match req.match_info().get("entity").and_then(Entity::parse) {
+            Some(_) => ApiError::method_not_allowed("GET"),
+            None => ApiError::not_found("no such path"),
+        },
+    )
+}
+
 /// The default service of an application: 404 for any path it does not know.
 pub async fn no_such_path() -> Refusal {
     Err(ApiError::not_found("no such path"))
@@ -100,6 +131,27 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/v1/search/email")
             .route(web::get().to(search::email))
+            .default_service(refuse_methods_but("GET")),
+    )
+    .service(
+        web::resource("/v1/attachments/{id}/download")
+            .route(web::get().to(downloads::download))
+            .default_service(refuse_methods_but("GET")),
+    )
+    .service(
+        web::resource("/v1/{entity}/{id}/notes")
+            .route(web::get().to(subresources::notes))
+            .default_service(web::to(subresource_fallback)),
+    )
+    .service(
+        web::resource("/v1/{entity}/{id}/attachments")
+            .route(web::get().to(subresources::attachments))
+            .default_service(web::to(subresource_fallback)),
+    )
+    // Not part of the API: the bytes behind signed URLs, reached without a key.
+    .service(
+        web::resource(format!("{FILES_PATH}/{{workspace}}/{{object}}"))
+            .route(web::get().to(files::serve))
             .default_service(refuse_methods_but("GET")),
     )
     .service(

@@ -178,6 +178,10 @@ async fn loading_workspace_answers_503() {
     let state = actix_web::web::Data::new(recruitd::http::AppState {
         registry: registry.clone(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
+        downloads: recruitd::http::Downloads {
+            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
+            clock: recruitd::signed_urls::Clock::System,
+        },
     });
     let svc = test::init_service(recruitd::http::app(state)).await;
     let req = test::TestRequest::get()

@@ -180,6 +180,10 @@ async fn scopes_are_deny_by_default() {
     let state = web::Data::new(recruitd::http::AppState {
         registry,
         cursor_key: actors::query::CursorKey::new([1; 32]),
+        downloads: recruitd::http::Downloads {
+            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
+            clock: recruitd::signed_urls::Clock::System,
+        },
     });
     async fn read(_: Authed<Read>) -> HttpResponse {
         HttpResponse::Ok().finish()

@@ -26,6 +26,34 @@ impl Backend {
             .expect("creating a fresh PostgreSQL schema");
         Some(Backend::Postgres(url))
     }
+
+    /// Closes, server side, the PostgreSQL connections of this backend's schema once its
+    /// test is over. A finished test's application is never torn down (its threads
+    /// outlive the test's runtime), so its idle pool would otherwise hold connections
+    /// until the whole run ends, and a long suite would exhaust `max_connections`.
+    pub async fn release(&self) {
+        let Backend::Postgres(url) = self else {
+            return;
+        };
+        let (Some(schema), Ok(base)) = (
+            recruitd::store::testing::schema_of(url),
+            std::env::var(PG_ENV),
+        ) else {
+            return;
+        };
+        use sqlx::Connection;
+        let Ok(mut conn) = sqlx::PgConnection::connect(&base).await else {
+            return;
+        };
+        let _ = sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(schema)
+        .execute(&mut conn)
+        .await;
+        let _ = conn.close().await;
+    }
 }
 
 fn init_logs() {
@@ -66,6 +94,15 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 }
 
 pub async fn spawn_app_in(backend: Backend, data_dir: TempDir) -> TestApp {
+    spawn_app_with(backend, data_dir, |_| {}).await
+}
+
+/// [`spawn_app_in`] with settings adjusted by `adjust` (a manual clock, a public URL).
+pub async fn spawn_app_with(
+    backend: Backend,
+    data_dir: TempDir,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
     init_logs();
     let mut s = Settings::new(PathBuf::from(data_dir.path()));
     s.listen = "127.0.0.1:0".parse().unwrap();
@@ -76,13 +113,16 @@ pub async fn spawn_app_in(backend: Backend, data_dir: TempDir) -> TestApp {
         Backend::Sqlite => None,
         Backend::Postgres(url) => Some(url.clone()),
     };
+    adjust(&mut s);
     let app = Application::build(s).await.expect("application starts");
     let base = format!("https://localhost:{}", app.api_addr().port());
     let admin_base = format!("http://{}", app.admin_addr());
     let cert = reqwest::Certificate::from_pem(&app.tls_cert_pem).expect("our certificate");
+    // Redirects are not followed: tests look at them (downloads) and follow by hand.
     let client = Client::builder()
         .use_rustls_tls()
         .add_root_certificate(cert)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     let handles = app.handles();

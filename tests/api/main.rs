@@ -14,7 +14,11 @@ macro_rules! store_test {
                 #[actix_web::test]
                 async fn postgres() {
                     match $crate::helpers::Backend::postgres().await {
-                        Some(b) => super::$name(b).await,
+                        Some(b) => {
+                            let used = b.clone();
+                            super::$name(b).await;
+                            used.release().await;
+                        }
                         None => eprintln!("{} not set: PostgreSQL variant not run", $crate::helpers::PG_ENV),
                     }
                 }
@@ -28,10 +32,12 @@ mod helpers;
 mod admin;
 mod auth;
 mod cli;
+mod downloads;
 mod errors;
 mod lists;
 mod pagination;
 mod records;
 mod search;
+mod subresources;
 mod sync;
 mod writes;

@@ -103,6 +103,15 @@ async fn notes_land_where_the_spec_says(b: Backend) {
     assert_eq!(note["is_private"], false);
     assert!(note.get("company_id").is_none());
     assert_eq!(note["created_at"], note["updated_at"]);
+    // The person's notes include it at once, through any of the person's records.
+    for row in [LEO_PRIMARY, LEO_JOB_ROW] {
+        let sub = app
+            .get(&format!("/v1/candidates/{row}/notes"), READ_KEY)
+            .await
+            .1;
+        assert_eq!(sub["data"][0]["id"], id.as_str(), "newest first: {sub}");
+        assert_eq!(sub["total_count"], 2);
+    }
     // On the primary row: job_id present and null. An accepted member authors it.
     let (_, body) = send(
         &app,
