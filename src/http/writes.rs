@@ -23,9 +23,11 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
 use actors::model::{Entity, ParentType, RecordKind};
+use actors::state::WorkspaceState;
 use actors::views::View;
 use actors::writes::*;
 use serde_json::json;
+use std::sync::Arc;
 use uuid::Uuid;
 
 const NEW_NOTE_FIELDS: &[&str] = &[
@@ -121,35 +123,33 @@ fn id_only(id: Uuid, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
     data_body(&json!({ "id": id }), rid)
 }
 
-/// The written note or task as `GET` shows it, or only its id when it is private.
+/// A record as `GET` shows it, or only its id when the API does not show it (private).
+fn view_or_id<V>(
+    ws: &WorkspaceState,
+    rec: Option<&Arc<V>>,
+    id: Uuid,
+    rid: &RequestId,
+) -> Result<Vec<u8>, ApiError>
+where
+    for<'a> View<'a, V>: serde::Serialize,
+{
+    match rec {
+        Some(r) => data_body(&View::new(ws, &**r), rid),
+        None => id_only(id, rid),
+    }
+}
+
+/// The answer to a write, rendered from the state its commit published.
 fn render_written(done: &WriteDone, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
     let ws = &*done.state;
     match done.written {
         Written::Created(kind, id) | Written::Updated(kind, id) => match kind {
-            RecordKind::Note => match ws.notes.get_visible(&id) {
-                Some(n) => data_body(&View::new(ws, &**n), rid),
-                None => id_only(id, rid),
-            },
-            RecordKind::Task => match ws.tasks.get_visible(&id) {
-                Some(t) => data_body(&View::new(ws, &**t), rid),
-                None => id_only(id, rid),
-            },
-            RecordKind::Candidate => match ws.candidates.get_visible(&id) {
-                Some(c) => data_body(&View::new(ws, &**c), rid),
-                None => id_only(id, rid),
-            },
-            RecordKind::Contact => match ws.contacts.get_visible(&id) {
-                Some(c) => data_body(&View::new(ws, &**c), rid),
-                None => id_only(id, rid),
-            },
-            RecordKind::Company => match ws.companies.get_visible(&id) {
-                Some(c) => data_body(&View::new(ws, &**c), rid),
-                None => id_only(id, rid),
-            },
-            RecordKind::Job => match ws.jobs.get_visible(&id) {
-                Some(j) => data_body(&View::new(ws, &**j), rid),
-                None => id_only(id, rid),
-            },
+            RecordKind::Note => view_or_id(ws, ws.notes.get_visible(&id), id, rid),
+            RecordKind::Task => view_or_id(ws, ws.tasks.get_visible(&id), id, rid),
+            RecordKind::Candidate => view_or_id(ws, ws.candidates.get_visible(&id), id, rid),
+            RecordKind::Contact => view_or_id(ws, ws.contacts.get_visible(&id), id, rid),
+            RecordKind::Company => view_or_id(ws, ws.companies.get_visible(&id), id, rid),
+            RecordKind::Job => view_or_id(ws, ws.jobs.get_visible(&id), id, rid),
             _ => id_only(id, rid),
         },
         Written::Deleted(..) => data_body(&json!({ "deleted": true }), rid),

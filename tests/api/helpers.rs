@@ -193,6 +193,25 @@ impl TestApp {
         json_of(r.send().await.unwrap()).await
     }
 
+    /// A new key of the example workspace with `scopes` and a budget no test exhausts,
+    /// made through the admin interface; returns its secret.
+    pub async fn key_with_scopes(&self, scopes: &[&str]) -> String {
+        let (s, body) = self
+            .admin(
+                Method::POST,
+                "/admin/v1/keys",
+                Some(&serde_json::json!({
+                    "workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143",
+                    "created_by_email": "olivia@northwind.example",
+                    "scopes": scopes,
+                    "rate_limit_per_minute": 1_000_000
+                })),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        body["data"]["secret"].as_str().unwrap().to_string()
+    }
+
     pub async fn import(&self, snapshot: &Value) -> (StatusCode, Value) {
         self.admin(Method::POST, "/admin/v1/import", Some(snapshot))
             .await

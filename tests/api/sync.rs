@@ -12,7 +12,6 @@ use std::time::Duration;
 const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
 const LEO_JOB_ROW: &str = "b509f583-def1-5a25-9cb1-a1532b926c94";
-const WS: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
 
 /// One client's copy of an entity, kept by the watermark rule.
 struct Mirror {
@@ -60,22 +59,6 @@ impl Mirror {
 
 fn urlencode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-async fn key_with_all_scopes(app: &TestApp) -> String {
-    let (s, body) = app
-        .admin(
-            Method::POST,
-            "/admin/v1/keys",
-            Some(&json!({
-                "workspace_id": WS, "created_by_email": "olivia@northwind.example",
-                "scopes": ["notes:write", "tasks:write", "records:write"],
-                "rate_limit_per_minute": 1000000
-            })),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
-    body["data"]["secret"].as_str().unwrap().to_string()
 }
 
 /// A writer: creates and edits notes, tasks and companies until told to stop.
@@ -144,7 +127,9 @@ async fn writer(app: Arc<TestApp>, key: String, n: u64, stop: Arc<AtomicBool>) -
 async fn watermark_sync_misses_nothing_under_concurrent_writes(b: Backend) {
     let app = Arc::new(spawn_app(b).await);
     app.import_ok(&example()).await;
-    let key = key_with_all_scopes(&app).await;
+    let key = app
+        .key_with_scopes(&["notes:write", "tasks:write", "records:write"])
+        .await;
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
         .map(|n| actix_web::rt::spawn(writer(app.clone(), key.clone(), n, stop.clone())))

@@ -5,7 +5,6 @@ use crate::helpers::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const WS: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
 const OLIVIA: &str = "c26c9743-a728-5f14-b348-d08024212444";
 const RAJ: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
 const LEO_PERSON: &str = "21b6ca4e-64ee-5e3c-89d8-7a0806815565";
@@ -40,21 +39,10 @@ async fn send(
     json_of(res).await
 }
 
-/// A key with every scope, made through the admin interface.
+/// A key with every scope.
 async fn records_key(app: &TestApp) -> String {
-    let (s, body) = app
-        .admin(
-            Method::POST,
-            "/admin/v1/keys",
-            Some(&json!({
-                "workspace_id": WS, "created_by_email": "olivia@northwind.example",
-                "scopes": ["notes:write", "tasks:write", "records:write"],
-                "rate_limit_per_minute": 100000
-            })),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
-    body["data"]["secret"].as_str().unwrap().to_string()
+    app.key_with_scopes(&["notes:write", "tasks:write", "records:write"])
+        .await
 }
 
 async fn count(app: &TestApp, entity: &str) -> u64 {
