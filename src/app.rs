@@ -147,6 +147,7 @@ impl Application {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
                 clock: s.clock.clone(),
             },
+            limiter: crate::ratelimit::RateLimiter::new(s.rate_limit_per_minute, s.clock.clone()),
         });
         let api = tls::https_server(
             api_listener,

@@ -22,8 +22,6 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sha2::Sha256;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
 use uuid::Uuid;
 
 /// How long a signed URL stays valid (spec, "Limits": 60 minutes).
@@ -41,36 +39,7 @@ const PATH_KEEP: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b':');
 
-/// Where "now" comes from for signing and checking URLs: the system clock, or a clock
-/// that tests set by hand to step across an expiry without waiting.
-#[derive(Clone, Debug, Default)]
-pub enum Clock {
-    #[default]
-    System,
-    /// Unix seconds, shared by every clone.
-    Manual(Arc<AtomicI64>),
-}
-
-impl Clock {
-    pub fn manual(unix_secs: i64) -> Clock {
-        Clock::Manual(Arc::new(AtomicI64::new(unix_secs)))
-    }
-
-    /// Seconds since the Unix epoch.
-    pub fn now(&self) -> i64 {
-        match self {
-            Clock::System => chrono::Utc::now().timestamp(),
-            Clock::Manual(t) => t.load(Ordering::SeqCst),
-        }
-    }
-
-    /// Sets a manual clock; a system clock cannot be set, and is left alone.
-    pub fn set(&self, unix_secs: i64) {
-        if let Clock::Manual(t) = self {
-            t.store(unix_secs, Ordering::SeqCst);
-        }
-    }
-}
+pub use crate::clock::Clock;
 
 /// A URL as handed to a client.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -35,6 +35,9 @@ pub struct ChangeSet {
     pub deletes: Vec<(RecordKind, String)>,
     /// Keys created or replaced (secret hashes only).
     pub keys: Vec<ApiKey>,
+    /// Recorded with the change set in the same transaction, so that [`Store::committed`]
+    /// can tell afterwards whether a commit whose answer was lost took effect.
+    pub batch: Option<Uuid>,
 }
 
 impl ChangeSet {
@@ -60,6 +63,9 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a change set to one workspace atomically: all of it or nothing.
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
 
+    /// Whether the change set tagged `batch` is the last one committed for `workspace`.
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError>;
+
     /// Every API key, of every workspace.
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
 
@@ -82,6 +88,7 @@ pub struct MemoryStore {
 
 #[derive(Default)]
 struct MemoryInner {
+    marks: BTreeMap<Uuid, Uuid>,
     workspaces: BTreeMap<Uuid, Workspace>,
     records: BTreeMap<(Uuid, RecordKind, String), Record>,
     keys: BTreeMap<String, ApiKey>,
@@ -138,7 +145,15 @@ impl Store for MemoryStore {
         for k in &changes.keys {
             g.keys.insert(k.id.clone(), k.clone());
         }
+        if let Some(b) = changes.batch {
+            g.marks.insert(workspace, b);
+        }
         Ok(())
+    }
+
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+        self.check()?;
+        Ok(self.inner.lock().marks.get(&workspace) == Some(&batch))
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

@@ -9,7 +9,7 @@ use super::errors::{ApiError, ErrorKind};
 use super::AppState;
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{web, FromRequest, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use actors::model::{ApiKey, Scope};
 use actors::registry::{Slot, WorkspaceHandle};
 use actors::state::WorkspaceState;
@@ -77,6 +77,21 @@ pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, Ap
     let key = app.registry.keys.by_secret(token).ok_or_else(unknown)?;
     if key.revoked {
         return Err(unknown());
+    }
+    // Every request of a valid key counts against its budget, whatever it then answers;
+    // the decision also goes on the response as `RateLimit` headers.
+    let decision = app.limiter.check(&key);
+    req.extensions_mut().insert(decision);
+    if !decision.allowed {
+        return Err(ApiError::new(
+            ErrorKind::RateLimited {
+                retry_after: decision.retry_after,
+            },
+            format!(
+                "this API key's budget of {} requests per minute is spent; retry after the indicated delay",
+                decision.limit
+            ),
+        ));
     }
     let workspace = match app.registry.slot(key.workspace_id) {
         Some(Slot::Ready(h)) => h,

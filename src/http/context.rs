@@ -98,6 +98,28 @@ pub async fn request_context(
         header::HeaderName::from_static("x-request-id"),
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
     );
+    // The API is served over HTTPS only: tell browsers-based clients to never try
+    // anything else (two years, as recommended for preload lists).
+    res.headers_mut().insert(
+        header::STRICT_TRANSPORT_SECURITY,
+        HeaderValue::from_static("max-age=63072000; includeSubDomains"),
+    );
+    let decision = res
+        .request()
+        .extensions()
+        .get::<crate::ratelimit::Decision>()
+        .copied();
+    if let Some(d) = decision {
+        let h = res.headers_mut();
+        for (name, value) in [
+            ("ratelimit-policy", d.policy_header()),
+            ("ratelimit", d.state_header()),
+        ] {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.insert(header::HeaderName::from_static(name), v);
+            }
+        }
+    }
     let own_body = res.response().extensions().contains::<OwnBody>();
     if !own_body && (res.status().is_client_error() || res.status().is_server_error()) {
         return Ok(finish_error(res, &rid));

@@ -43,6 +43,8 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
+    /// Per-key request budgets.
+    pub limiter: crate::ratelimit::RateLimiter,
 }
 
 /// What signing download URLs and serving them takes.

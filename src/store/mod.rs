@@ -490,13 +490,23 @@ mod tests {
             key("key_read", Scopes::read_only(), None),
             key("key_write", writer, Some(u32::MAX)),
         ];
+        let first_batch = Uuid::new_v4();
         let first = ChangeSet {
             workspace: Some(workspace(WS, "Northwind Talent")),
             upserts: records.clone(),
             deletes: vec![],
             keys: keys.clone(),
+            batch: Some(first_batch),
         };
         store.commit(ws(WS), &first).await.unwrap();
+        assert!(
+            store.committed(ws(WS), first_batch).await.unwrap(),
+            "{name}"
+        );
+        assert!(
+            !store.committed(ws(WS), Uuid::new_v4()).await.unwrap(),
+            "{name}"
+        );
         assert_eq!(loaded(&*store, WS).await, records, "{name}");
         assert_eq!(
             store.workspaces().await.unwrap(),
@@ -595,11 +605,22 @@ mod tests {
                 key("key_new", Scopes::read_only(), None),
                 key("", Scopes::read_only(), None),
             ],
+            batch: Some(Uuid::new_v4()),
         };
         match store.commit(ws(WS), &fails_last).await {
             Err(StoreError::Other(_)) => {}
             other => panic!("{name}: expected Other, got {other:?}"),
         }
+        // A failed transaction leaves no mark: the last committed batch is still `first`.
+        let failed_batch = fails_last.batch.unwrap();
+        assert!(
+            !store.committed(ws(WS), failed_batch).await.unwrap(),
+            "{name}"
+        );
+        assert!(
+            store.committed(ws(WS), first_batch).await.unwrap(),
+            "{name}"
+        );
         let mut fails_midway: Vec<Record> = (0..7000)
             .map(|i| candidate(Uuid::new_v4(), &format!("doomed {i}")))
             .collect();

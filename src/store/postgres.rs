@@ -246,7 +246,28 @@ impl Store for PostgresStore {
             .map_err(&fail)?;
         }
 
+        if let Some(batch) = changes.batch {
+            sqlx::query(
+                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
+                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id",
+            )
+            .bind(&ws)
+            .bind(batch.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
         tx.commit().await.map_err(&fail)
+    }
+
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+        let mark: Option<String> =
+            sqlx::query_scalar("SELECT batch_id FROM commit_marks WHERE workspace_id = $1")
+                .bind(workspace.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(err("reading the commit mark"))?;
+        Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

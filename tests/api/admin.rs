@@ -182,6 +182,7 @@ async fn loading_workspace_answers_503() {
             signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
             clock: recruitd::signed_urls::Clock::System,
         },
+        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
     });
     let svc = test::init_service(recruitd::http::app(state)).await;
     let req = test::TestRequest::get()

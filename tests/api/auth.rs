@@ -184,6 +184,7 @@ async fn scopes_are_deny_by_default() {
             signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
             clock: recruitd::signed_urls::Clock::System,
         },
+        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
     });
     async fn read(_: Authed<Read>) -> HttpResponse {
         HttpResponse::Ok().finish()

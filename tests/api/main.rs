@@ -36,6 +36,7 @@ mod downloads;
 mod errors;
 mod lists;
 mod pagination;
+mod ratelimit;
 mod records;
 mod search;
 mod subresources;

@@ -1,13 +1,16 @@
 //! How the workspace actor handles each message, and its commit loop.
 
+use super::InDoubt;
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
 use crate::snapshot::plan_import;
-use crate::store::ChangeSet;
+use crate::store::{ChangeSet, StoreError};
 use crate::writes::{plan_write, WriteError};
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
+use std::time::Duration;
 use tokio::sync::oneshot;
+use uuid::Uuid;
 
 impl Handler<Write> for WorkspaceActor {
     type Result = ResponseFuture<Result<WriteDone, WriteError>>;
@@ -53,10 +56,22 @@ impl Handler<IndexRebuilt> for WorkspaceActor {
 
 type WriteReply = oneshot::Sender<Result<WriteDone, WriteError>>;
 
+/// Longest wait for the store to confirm a batch of API writes.
+pub const WRITE_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest wait for the store to say whether an unconfirmed batch took effect.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
+
 impl WorkspaceActor {
-    /// Starts committing the next batch unless one is in flight.
+    /// Starts committing the next batch unless one is in flight. A commit whose outcome
+    /// is unknown is settled first.
     fn pump(&mut self, ctx: &mut Context<Self>) {
         while !self.committing {
+            if self.in_doubt.is_some() {
+                if !self.queue.is_empty() {
+                    self.settle(ctx);
+                }
+                return;
+            }
             match self.queue.pop_front() {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
@@ -105,11 +120,32 @@ impl WorkspaceActor {
             return;
         }
         self.committing = true;
+        let batch = Uuid::new_v4();
+        changes.batch = Some(batch);
         let store = self.registry.store.clone();
         let id = self.id;
-        let commit = async move { store.commit(id, &changes).await };
+        // Bounded: a store that stopped answering (frozen, unreachable) must not hold the
+        // clients; they get 503 and the batch's outcome is settled later.
+        let commit = async move {
+            match tokio::time::timeout(WRITE_COMMIT_TIMEOUT, store.commit(id, &changes)).await {
+                Ok(res) => res,
+                Err(_) => Err(StoreError::Unavailable(format!(
+                    "the store did not confirm the commit within {} s",
+                    WRITE_COMMIT_TIMEOUT.as_secs()
+                ))),
+            }
+        };
         ctx.spawn(commit.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
+            if let Err(StoreError::Unavailable(_)) = &res {
+                // The transaction may or may not have committed: keep its state aside
+                // until the store can say (`settle`).
+                act.in_doubt = Some(InDoubt {
+                    batch,
+                    next: next.clone(),
+                    keys: Vec::new(),
+                });
+            }
             match res {
                 Ok(()) => {
                     let state = act.publish(next, ctx);
@@ -124,6 +160,55 @@ impl WorkspaceActor {
                     tracing::warn!(workspace = %act.id, error = %e, writes = accepted.len(), "commit failed; nothing applied");
                     for (_, reply) in accepted {
                         let _ = reply.send(Err(WriteError::Store(e.clone())));
+                    }
+                }
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    /// Asks the store whether the unconfirmed batch committed: if so its state is
+    /// published (the writes are durable, though their clients were told 503), if not it
+    /// is dropped; either way the queue moves on. While the store cannot answer, every
+    /// queued job is refused with the store's error, promptly, and the question is asked
+    /// again when the next job arrives.
+    fn settle(&mut self, ctx: &mut Context<Self>) {
+        let Some(doubt) = &self.in_doubt else {
+            return;
+        };
+        self.committing = true;
+        let (store, id, batch) = (self.registry.store.clone(), self.id, doubt.batch);
+        let ask = async move {
+            match tokio::time::timeout(SETTLE_TIMEOUT, store.committed(id, batch)).await {
+                Ok(res) => res,
+                Err(_) => Err(StoreError::Unavailable(
+                    "the store did not answer in time".into(),
+                )),
+            }
+        };
+        ctx.spawn(ask.into_actor(self).map(move |res, act, ctx| {
+            act.committing = false;
+            match res {
+                Ok(committed) => {
+                    let doubt = act.in_doubt.take().expect("settling");
+                    tracing::info!(workspace = %act.id, batch = %doubt.batch, committed, "settled a commit whose outcome was unknown");
+                    if committed {
+                        for k in &doubt.keys {
+                            act.registry.keys.put(k.clone());
+                        }
+                        act.publish(doubt.next, ctx);
+                    }
+                }
+                Err(e) => {
+                    for job in act.queue.drain(..) {
+                        match job {
+                            Job::Write(_, reply) => {
+                                let _ = reply.send(Err(WriteError::Store(e.clone())));
+                            }
+                            Job::Import(_, reply) => {
+                                let _ = reply.send(Err(ImportError::Store(e.clone())));
+                            }
+                        }
                     }
                 }
             }
@@ -146,15 +231,36 @@ impl WorkspaceActor {
             }
         };
         self.committing = true;
+        let mut plan = plan;
+        let batch = Uuid::new_v4();
+        plan.changes.batch = Some(batch);
         let registry = self.registry.clone();
         let id = self.id;
+        // An import is not given a deadline: a large one takes minutes.
         let commit = async move {
-            registry.blobs.put_many(id, &plan.blobs)?;
-            registry.store.commit(id, &plan.changes).await?;
-            Ok::<_, ImportError>(plan)
+            if let Err(e) = registry.blobs.put_many(id, &plan.blobs) {
+                return Err((e, None));
+            }
+            match registry.store.commit(id, &plan.changes).await {
+                Ok(()) => Ok(plan),
+                Err(e @ StoreError::Unavailable(_)) => Err((e, Some(plan))),
+                Err(e) => Err((e, None)),
+            }
         };
         ctx.spawn(commit.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
+            let res = match res {
+                Ok(plan) => Ok(plan),
+                Err((e, Some(plan))) => {
+                    act.in_doubt = Some(InDoubt {
+                        batch,
+                        next: plan.next.expect("planned with the next state"),
+                        keys: plan.changes.keys,
+                    });
+                    Err(ImportError::Store(e))
+                }
+                Err((e, None)) => Err(ImportError::Store(e)),
+            };
             let answer = res.map(|plan| {
                 for k in &plan.changes.keys {
                     act.registry.keys.put(k.clone());

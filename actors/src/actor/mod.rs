@@ -51,6 +51,16 @@ pub struct WorkspaceActor {
     /// A finished rebuild that arrived while a batch was committing: installed into the
     /// state that batch publishes.
     rebuilt: Option<SearchRebuilt>,
+    /// A batch the store did not confirm (it stopped answering mid-commit): it may or may
+    /// not have committed. No further batch starts until the store says which.
+    in_doubt: Option<InDoubt>,
+}
+
+/// A batch whose commit outcome is unknown, and what to publish if it did commit.
+struct InDoubt {
+    batch: Uuid,
+    next: WorkspaceState,
+    keys: Vec<crate::model::ApiKey>,
 }
 
 impl WorkspaceActor {
@@ -63,6 +73,7 @@ impl WorkspaceActor {
             committing: false,
             rebuilding: false,
             rebuilt: None,
+            in_doubt: None,
         }
     }
 

@@ -35,6 +35,9 @@ impl Store for SlowStore {
         self.commits.fetch_add(1, Ordering::SeqCst);
         self.inner.commit(workspace, changes).await
     }
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+        self.inner.committed(workspace, batch).await
+    }
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
         self.inner.keys().await
     }
@@ -183,4 +186,159 @@ async fn concurrent_retries_of_one_reference_make_one_note() {
         .body_html
         .as_deref()
         .is_some_and(|b| b.starts_with("try ")));
+}
+
+/// A store that can lose the answer to a commit that took effect, or stop answering.
+struct FlakyStore {
+    inner: Arc<MemoryStore>,
+    /// 0: normal; 1: commit, then report the store unavailable; 2: never answer.
+    mode: std::sync::atomic::AtomicU8,
+}
+
+#[async_trait::async_trait]
+impl Store for FlakyStore {
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        self.inner.workspaces().await
+    }
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        self.inner.load_records(workspace, sink).await
+    }
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        match self.mode.load(Ordering::SeqCst) {
+            0 => self.inner.commit(workspace, changes).await,
+            1 => {
+                self.inner.commit(workspace, changes).await?;
+                Err(StoreError::Unavailable(
+                    "connection reset after COMMIT".into(),
+                ))
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+        self.inner.committed(workspace, batch).await
+    }
+    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        self.inner.keys().await
+    }
+    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+        self.inner.revoke_key(id).await
+    }
+}
+
+async fn flaky_workspace() -> (Arc<FlakyStore>, crate::registry::WorkspaceHandle) {
+    let store = Arc::new(FlakyStore {
+        inner: MemoryStore::new(),
+        mode: std::sync::atomic::AtomicU8::new(0),
+    });
+    let registry = Registry::new(
+        store.clone(),
+        Arc::new(MemoryBlobs::default()),
+        actix::Arbiter::current(),
+    );
+    let snap = parse_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let w = snap.workspace.clone().unwrap();
+    let h = registry.handle_or_create(&w).unwrap();
+    h.addr.send(Import(snap)).await.unwrap().unwrap();
+    (store, h)
+}
+
+fn created(w: &Written) -> Uuid {
+    match w {
+        Written::Created(_, id) => *id,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[actix::test]
+async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
+    let (store, h) = flaky_workspace().await;
+    let before = h.state().notes.visible_len();
+    store.mode.store(1, Ordering::SeqCst);
+    let lost = h
+        .addr
+        .send(Write(note("committed, answer lost", None)))
+        .await
+        .unwrap();
+    assert!(matches!(
+        lost,
+        Err(WriteError::Store(StoreError::Unavailable(_)))
+    ));
+    assert_eq!(
+        h.state().notes.visible_len(),
+        before,
+        "not published while in doubt"
+    );
+    store.mode.store(0, Ordering::SeqCst);
+    let done = h
+        .addr
+        .send(Write(note("next", None)))
+        .await
+        .unwrap()
+        .unwrap();
+    let state = h.state();
+    // The store has both, so memory has both: what clients read is what the store holds.
+    assert_eq!(state.notes.visible_len(), before + 2);
+    assert!(state.notes.get(&created(&done.written)).is_some());
+    assert!(state
+        .notes
+        .iter()
+        .any(|(_, n)| n.body_html.as_deref() == Some("committed, answer lost")));
+}
+
+#[actix::test]
+async fn a_commit_that_never_happened_is_dropped() {
+    let (store, h) = flaky_workspace().await;
+    let before = h.state().notes.visible_len();
+    store.inner.fail.store(true, Ordering::SeqCst);
+    let failed = h
+        .addr
+        .send(Write(note("never stored", None)))
+        .await
+        .unwrap();
+    assert!(matches!(failed, Err(WriteError::Store(_))));
+    // While the store cannot answer, queued writes are refused promptly.
+    let refused = h.addr.send(Write(note("refused", None))).await.unwrap();
+    assert!(matches!(refused, Err(WriteError::Store(_))));
+    store.inner.fail.store(false, Ordering::SeqCst);
+    h.addr
+        .send(Write(note("kept", None)))
+        .await
+        .unwrap()
+        .unwrap();
+    let state = h.state();
+    assert_eq!(state.notes.visible_len(), before + 1);
+    assert!(state
+        .notes
+        .iter()
+        .all(|(_, n)| n.body_html.as_deref() != Some("never stored")));
+}
+
+#[actix::test]
+async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
+    let (store, h) = flaky_workspace().await;
+    store.mode.store(2, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let hung = h.addr.send(Write(note("hangs", None))).await.unwrap();
+    assert!(matches!(
+        hung,
+        Err(WriteError::Store(StoreError::Unavailable(_)))
+    ));
+    let waited = started.elapsed();
+    assert!(waited >= super::handlers::WRITE_COMMIT_TIMEOUT);
+    assert!(waited < super::handlers::WRITE_COMMIT_TIMEOUT + Duration::from_secs(2));
+    store.mode.store(0, Ordering::SeqCst);
+    h.addr
+        .send(Write(note("after", None)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h
+        .state()
+        .notes
+        .iter()
+        .all(|(_, n)| n.body_html.as_deref() != Some("hangs")));
 }
