@@ -37,6 +37,7 @@ mod errors;
 mod lists;
 mod outage;
 mod pagination;
+mod process;
 mod ratelimit;
 mod records;
 mod search;
