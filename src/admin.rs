@@ -25,6 +25,15 @@ pub struct AdminState {
     pub token: String,
     /// Set once the API listener is accepting.
     pub api_accepting: Arc<AtomicBool>,
+    pub metrics: Arc<crate::metrics::Metrics>,
+}
+
+/// `GET /metrics`: Prometheus text exposition (admin token required, as everywhere here).
+async fn metrics(req: HttpRequest, state: web::Data<AdminState>) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(state.metrics.render(&state.registry)))
 }
 
 fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
@@ -180,6 +189,11 @@ pub fn app(
         .service(
             web::resource("/admin/v1/ready")
                 .route(web::get().to(ready))
+                .default_service(refuse_methods_but("GET")),
+        )
+        .service(
+            web::resource("/metrics")
+                .route(web::get().to(metrics))
                 .default_service(refuse_methods_but("GET")),
         )
         .service(

@@ -106,6 +106,8 @@ impl Application {
         let actors = actix::Arbiter::new();
         let registry = Registry::new(store, blobs, actors.handle());
         registry.set_write_batch_max(s.write_batch_max);
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        registry.set_observer(metrics.clone());
         registry.load_keys().await.context("loading API keys")?;
         let list = registry.discover().await.context("listing workspaces")?;
 
@@ -148,6 +150,7 @@ impl Application {
                 clock: s.clock.clone(),
             },
             limiter: crate::ratelimit::RateLimiter::new(s.rate_limit_per_minute, s.clock.clone()),
+            metrics: metrics.clone(),
         });
         let api = tls::https_server(
             api_listener,
@@ -168,6 +171,7 @@ impl Application {
             registry: registry.clone(),
             token: admin_token.clone(),
             api_accepting,
+            metrics,
         });
         let mut admin = HttpServer::new(move || admin::app(admin_state.clone()))
             .workers(1)

@@ -286,10 +286,14 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     let app = Application::build(settings).await?;
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
-    eprintln!(
-        "recruitd: API on {base}, admin interface on http://{}",
-        app.admin_addr()
-    );
+    // With JSON logs, stderr carries only JSON lines (log collectors parse every line).
+    let plain_stderr = !json_logs();
+    if plain_stderr {
+        eprintln!(
+            "recruitd: API on {base}, admin interface on http://{}",
+            app.admin_addr()
+        );
+    }
     if let Some(secret) = demo_key {
         let cert = crate::tls::self_signed_paths(&store_args.data_dir).0;
         println!(
@@ -304,8 +308,17 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     // Every request is answered and the store is closed. Exit now rather than tearing
     // down the in-memory workspaces piece by piece, which for millions of records takes
     // longer than everything else in a shutdown.
-    eprintln!("recruitd: stopped");
+    if plain_stderr {
+        eprintln!("recruitd: stopped");
+    } else {
+        tracing::info!("recruitd stopped");
+    }
     std::process::exit(0)
+}
+
+/// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
+pub fn json_logs() -> bool {
+    std::env::var("RECRUITD_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
 }
 
 /// Loads the demo workspace into an empty store; the new key's secret, or `None` when the

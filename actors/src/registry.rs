@@ -76,6 +76,18 @@ impl KeyDirectory for KeyRing {
     }
 }
 
+/// Which kind of batch a store commit carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitKind {
+    Writes,
+    Import,
+}
+
+/// Told about every store commit (for metrics); must be cheap and never block.
+pub trait CommitObserver: Send + Sync {
+    fn commit(&self, kind: CommitKind, elapsed: std::time::Duration, ok: bool);
+}
+
 pub struct Registry {
     pub store: Arc<dyn Store>,
     pub blobs: Arc<dyn BlobStore>,
@@ -88,6 +100,7 @@ pub struct Registry {
     ready: AtomicBool,
     /// Most API writes a workspace commits in one transaction (1 turns group commit off).
     write_batch_max: AtomicUsize,
+    observer: parking_lot::RwLock<Option<Arc<dyn CommitObserver>>>,
 }
 
 impl Registry {
@@ -104,6 +117,7 @@ impl Registry {
             actors,
             ready: AtomicBool::new(false),
             write_batch_max: AtomicUsize::new(crate::actor::MAX_BATCH),
+            observer: parking_lot::RwLock::new(None),
         })
     }
 
@@ -114,6 +128,25 @@ impl Registry {
 
     pub fn set_write_batch_max(&self, n: usize) {
         self.write_batch_max.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Reports every store commit to `observer` from now on.
+    pub fn set_observer(&self, observer: Arc<dyn CommitObserver>) {
+        *self.observer.write() = Some(observer);
+    }
+
+    pub(crate) fn observe_commit(&self, kind: CommitKind, elapsed: std::time::Duration, ok: bool) {
+        if let Some(o) = &*self.observer.read() {
+            o.commit(kind, elapsed, ok);
+        }
+    }
+
+    /// Every known workspace and its state (a snapshot of the map).
+    pub fn slots(&self) -> Vec<(Uuid, Slot)> {
+        self.workspaces
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect()
     }
 
     pub fn slot(&self, id: Uuid) -> Option<Slot> {

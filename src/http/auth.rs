@@ -82,6 +82,8 @@ pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, Ap
     // the decision also goes on the response as `RateLimit` headers.
     let decision = app.limiter.check(&key);
     req.extensions_mut().insert(decision);
+    req.extensions_mut()
+        .insert(super::context::KeyId(key.id.clone()));
     if !decision.allowed {
         return Err(ApiError::new(
             ErrorKind::RateLimited {

@@ -84,16 +84,62 @@ pub fn error_json(kind: &ErrorKind, message: &str, request_id: &str) -> Vec<u8> 
     .expect("error envelope serialises")
 }
 
+/// Longest request target (path and query) served.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+/// Most bytes of header names and values served.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// The id of the API key a request presented (set by authentication), for logs.
+#[derive(Clone, Debug)]
+pub struct KeyId(pub String);
+
+/// Refuses requests whose target or headers exceed the caps, before any routing.
+fn oversized(req: &ServiceRequest) -> Option<ApiError> {
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if target > MAX_URL_BYTES {
+        return Some(ApiError::bad_request(format!(
+            "the request URL is longer than {MAX_URL_BYTES} bytes"
+        )));
+    }
+    let headers: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    if headers > MAX_HEADER_BYTES {
+        return Some(ApiError::bad_request(format!(
+            "the request headers are larger than {MAX_HEADER_BYTES} bytes"
+        )));
+    }
+    None
+}
+
+/// The route of a request for logs and metrics: the matched pattern with the entity
+/// filled in, so that it names the resource but not the record.
+fn route_of(req: &actix_web::HttpRequest) -> String {
+    match req.match_pattern() {
+        Some(p) => match req.match_info().get("entity") {
+            Some(e) if actors::model::Entity::parse(e).is_some() => p.replace("{entity}", e),
+            _ => p,
+        },
+        None => "unmatched".to_string(),
+    }
+}
+
 pub async fn request_context(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
+    let started = std::time::Instant::now();
     let rid = RequestId::generate();
     req.extensions_mut().insert(rid.clone());
-    // Handler and extractor errors arrive as responses carrying their error; an `Err`
-    // here would come from a middleware, of which there is none inside this one. (The
-    // request cannot be kept for that case: routing needs it uniquely owned.)
-    let mut res = next.call(req).await?.map_into_boxed_body();
+    let mut res = match oversized(&req) {
+        Some(refusal) => req.error_response(refusal),
+        // Handler and extractor errors arrive as responses carrying their error; an `Err`
+        // here would come from a middleware, of which there is none inside this one. (The
+        // request cannot be kept for that case: routing needs it uniquely owned.)
+        None => next.call(req).await?.map_into_boxed_body(),
+    };
     res.headers_mut().insert(
         header::HeaderName::from_static("x-request-id"),
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
@@ -122,9 +168,40 @@ pub async fn request_context(
     }
     let own_body = res.response().extensions().contains::<OwnBody>();
     if !own_body && (res.status().is_client_error() || res.status().is_server_error()) {
-        return Ok(finish_error(res, &rid));
+        res = finish_error(res, &rid);
     }
+    record(&res, &rid, started.elapsed());
     Ok(res)
+}
+
+/// The access log line and the request metrics of one answered request.
+fn record(res: &ServiceResponse<BoxBody>, rid: &RequestId, elapsed: std::time::Duration) {
+    let req = res.request();
+    let status = res.status().as_u16();
+    let route = route_of(req);
+    let key = req.extensions().get::<KeyId>().map(|k| k.0.clone());
+    tracing::info!(
+        target: "recruitd::access",
+        request_id = rid.as_str(),
+        method = %req.method(),
+        route = route.as_str(),
+        status,
+        latency_us = elapsed.as_micros() as u64,
+        key_id = key.as_deref().unwrap_or("-"),
+    );
+    if let Some(app) = req.app_data::<actix_web::web::Data<super::AppState>>() {
+        if status == 429 {
+            app.metrics.rate_limited(key.as_deref().unwrap_or("-"));
+        }
+        app.metrics.request(
+            crate::metrics::RequestLabels {
+                route,
+                method: req.method().as_str().to_string(),
+                status,
+            },
+            elapsed,
+        );
+    }
 }
 
 fn finish_error(res: ServiceResponse<BoxBody>, rid: &RequestId) -> ServiceResponse<BoxBody> {

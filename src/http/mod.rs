@@ -45,6 +45,7 @@ pub struct AppState {
     pub downloads: Downloads,
     /// Per-key request budgets.
     pub limiter: crate::ratelimit::RateLimiter,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// What signing download URLs and serving them takes.

@@ -837,7 +837,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             tables,
-            ["_sqlx_migrations", "api_keys", "records", "workspaces"]
+            [
+                "_sqlx_migrations",
+                "api_keys",
+                "commit_marks",
+                "records",
+                "workspaces"
+            ]
         );
         // A second fresh URL is another, empty schema.
         let other =

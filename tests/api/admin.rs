@@ -183,6 +183,7 @@ async fn loading_workspace_answers_503() {
             clock: recruitd::signed_urls::Clock::System,
         },
         limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
+        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
     });
     let svc = test::init_service(recruitd::http::app(state)).await;
     let req = test::TestRequest::get()

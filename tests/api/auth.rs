@@ -185,6 +185,7 @@ async fn scopes_are_deny_by_default() {
             clock: recruitd::signed_urls::Clock::System,
         },
         limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
+        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
     });
     async fn read(_: Authed<Read>) -> HttpResponse {
         HttpResponse::Ok().finish()

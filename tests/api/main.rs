@@ -35,6 +35,7 @@ mod cli;
 mod downloads;
 mod errors;
 mod lists;
+mod observability;
 mod outage;
 mod pagination;
 mod process;

@@ -43,15 +43,28 @@ fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
 
 impl Server {
     async fn start(data_dir: &Path, backend: &Backend) -> Server {
+        Self::start_logging(data_dir, backend, None).await
+    }
+
+    /// Starts with JSON logs at `info` written to `log`, when given.
+    async fn start_logging(data_dir: &Path, backend: &Backend, log: Option<&Path>) -> Server {
         let (api, admin) = (free_port(), free_port());
-        let child = command(data_dir, backend)
-            .args(["serve", "--listen", &format!("127.0.0.1:{api}")])
+        let mut cmd = command(data_dir, backend);
+        cmd.args(["serve", "--listen", &format!("127.0.0.1:{api}")])
             .args(["--admin-listen", &format!("127.0.0.1:{admin}")])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+            .kill_on_drop(true);
+        match log {
+            Some(path) => {
+                cmd.env("RECRUITD_LOG", "info")
+                    .env("RECRUITD_LOG_FORMAT", "json")
+                    .stderr(std::fs::File::create(path).unwrap());
+            }
+            None => {
+                cmd.stderr(Stdio::null());
+            }
+        }
+        let child = cmd.spawn().unwrap();
         let s = Server {
             child,
             api: format!("https://localhost:{api}"),
@@ -252,7 +265,59 @@ async fn sigterm_finishes_in_flight_writes_and_exits_zero(b: Backend) {
     drop(restarted);
 }
 
+async fn access_logs_are_structured_and_keep_secrets_out(b: Backend) {
+    let dir = prepare(&b).await;
+    let log = dir.path().join("server.log");
+    let mut server = Server::start_logging(dir.path(), &b, Some(&log)).await;
+    let http = server.client();
+    let res = http
+        .get(format!("{}/v1/search/phone?number=07700900123", server.api))
+        .bearer_auth(READ_KEY)
+        .send()
+        .await
+        .unwrap();
+    let rid = res.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(res.status(), 200);
+    let res = http
+        .get(format!("{}/v1/nothing-here", server.api))
+        .bearer_auth(WRITE_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    server.signal("-TERM");
+    server.child.wait().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let access: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "recruitd::access")
+        .collect();
+    let search = access
+        .iter()
+        .find(|l| l["request_id"] == rid.as_str())
+        .expect("the search's access line");
+    assert_eq!(search["route"], "/v1/search/phone");
+    assert_eq!(search["status"], 200);
+    assert_eq!(search["method"], "GET");
+    assert_eq!(search["key_id"], "key_demo_read");
+    assert!(search["latency_us"].as_u64().is_some());
+    assert!(access.iter().any(|l| l["status"] == 404));
+    for secret in [READ_KEY, WRITE_KEY] {
+        assert!(!text.contains(secret), "a key secret reached the log");
+    }
+    let token = std::fs::read_to_string(dir.path().join("admin-token")).unwrap();
+    assert!(
+        !text.contains(token.trim()),
+        "the admin token reached the log"
+    );
+}
+
 store_test!(
+    access_logs_are_structured_and_keep_secrets_out,
     sigkill_under_write_load_loses_no_acknowledged_write,
     sigterm_finishes_in_flight_writes_and_exits_zero
 );

@@ -4,6 +4,7 @@ use super::InDoubt;
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
+use crate::registry::CommitKind;
 use crate::snapshot::plan_import;
 use crate::store::{ChangeSet, StoreError};
 use crate::writes::{plan_write, WriteError};
@@ -126,14 +127,20 @@ impl WorkspaceActor {
         let id = self.id;
         // Bounded: a store that stopped answering (frozen, unreachable) must not hold the
         // clients; they get 503 and the batch's outcome is settled later.
+        let registry = self.registry.clone();
         let commit = async move {
-            match tokio::time::timeout(WRITE_COMMIT_TIMEOUT, store.commit(id, &changes)).await {
+            let started = std::time::Instant::now();
+            let res = match tokio::time::timeout(WRITE_COMMIT_TIMEOUT, store.commit(id, &changes))
+                .await
+            {
                 Ok(res) => res,
                 Err(_) => Err(StoreError::Unavailable(format!(
                     "the store did not confirm the commit within {} s",
                     WRITE_COMMIT_TIMEOUT.as_secs()
                 ))),
-            }
+            };
+            registry.observe_commit(CommitKind::Writes, started.elapsed(), res.is_ok());
+            res
         };
         ctx.spawn(commit.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
@@ -241,7 +248,10 @@ impl WorkspaceActor {
             if let Err(e) = registry.blobs.put_many(id, &plan.blobs) {
                 return Err((e, None));
             }
-            match registry.store.commit(id, &plan.changes).await {
+            let started = std::time::Instant::now();
+            let res = registry.store.commit(id, &plan.changes).await;
+            registry.observe_commit(CommitKind::Import, started.elapsed(), res.is_ok());
+            match res {
                 Ok(()) => Ok(plan),
                 Err(e @ StoreError::Unavailable(_)) => Err((e, Some(plan))),
                 Err(e) => Err((e, None)),

@@ -1,0 +1,213 @@
+//! Prometheus metrics, served as text at `GET /metrics` on the admin interface.
+//!
+//! - `recruitd_http_requests_total{route,method,status}` and
+//!   `recruitd_http_request_duration_seconds{route,method,status}`: every API request;
+//!   `route` is the matched route with the entity filled in (`/v1/candidates/{id}`), so
+//!   the label set stays small whatever the ids.
+//! - `recruitd_rate_limited_total{key_id}`: requests refused by a key's budget.
+//! - `recruitd_store_commit_duration_seconds{kind,outcome}`: store transactions of
+//!   write batches and imports.
+//! - `recruitd_workspaces{state}`, `recruitd_search_index_keys{workspace,index}`,
+//!   `recruitd_search_index_bytes{…}`, `recruitd_search_index_delta_keys{…}`: read from
+//!   the registry when scraped.
+
+use actors::registry::{CommitKind, CommitObserver, Registry, Slot};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub route: String,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KeyLabels {
+    key_id: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CommitLabels {
+    kind: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct IndexLabels {
+    workspace: String,
+    index: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Request latencies from 25 µs to about 13 s.
+fn request_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 20))
+}
+
+/// Commit latencies from 100 µs to about 100 s.
+fn commit_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_1, 2.0, 21))
+}
+
+pub struct Metrics {
+    registry: prometheus_client::registry::Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: HistogramFamily<RequestLabels>,
+    rate_limited: Family<KeyLabels, Counter>,
+    commits: HistogramFamily<CommitLabels>,
+    workspaces: Family<StateLabels, Gauge>,
+    index_keys: Family<IndexLabels, Gauge>,
+    index_bytes: Family<IndexLabels, Gauge>,
+    index_delta: Family<IndexLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let m = Metrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(request_histogram as fn() -> Histogram),
+            rate_limited: Family::default(),
+            commits: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
+            workspaces: Family::default(),
+            index_keys: Family::default(),
+            index_bytes: Family::default(),
+            index_delta: Family::default(),
+            registry: prometheus_client::registry::Registry::default(),
+        };
+        registry.register(
+            "recruitd_http_requests",
+            "API requests answered",
+            m.requests.clone(),
+        );
+        registry.register(
+            "recruitd_http_request_duration_seconds",
+            "Time from a request's arrival to its answer",
+            m.latency.clone(),
+        );
+        registry.register(
+            "recruitd_rate_limited",
+            "Requests refused because the key's budget was spent",
+            m.rate_limited.clone(),
+        );
+        registry.register(
+            "recruitd_store_commit_duration_seconds",
+            "Store transactions of write batches and imports",
+            m.commits.clone(),
+        );
+        registry.register(
+            "recruitd_workspaces",
+            "Workspaces by load state",
+            m.workspaces.clone(),
+        );
+        registry.register(
+            "recruitd_search_index_keys",
+            "Keys in a workspace's search index base",
+            m.index_keys.clone(),
+        );
+        registry.register(
+            "recruitd_search_index_bytes",
+            "Bytes of a workspace's search index base (fst, offsets, postings)",
+            m.index_bytes.clone(),
+        );
+        registry.register(
+            "recruitd_search_index_delta_keys",
+            "Keys changed since a workspace's search index base was built",
+            m.index_delta.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Records one answered API request.
+    pub fn request(&self, labels: RequestLabels, elapsed: Duration) {
+        self.latency
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        self.requests.get_or_create(&labels).inc();
+    }
+
+    pub fn rate_limited(&self, key_id: &str) {
+        self.rate_limited
+            .get_or_create(&KeyLabels {
+                key_id: key_id.to_string(),
+            })
+            .inc();
+    }
+
+    /// The text exposition, with the registry's current workspaces and index sizes.
+    pub fn render(&self, workspaces: &Registry) -> String {
+        let (mut loading, mut ready) = (0, 0);
+        for (id, slot) in workspaces.slots() {
+            match slot {
+                Slot::Loading => loading += 1,
+                Slot::Ready(h) => {
+                    ready += 1;
+                    let stats = h.state().search.stats();
+                    for (index, keys, bytes, delta) in [
+                        (
+                            "phone",
+                            stats.phone_keys,
+                            stats.phone_heap_bytes,
+                            stats.phone_delta,
+                        ),
+                        (
+                            "email",
+                            stats.email_keys,
+                            stats.email_heap_bytes,
+                            stats.email_delta,
+                        ),
+                    ] {
+                        let l = IndexLabels {
+                            workspace: id.to_string(),
+                            index,
+                        };
+                        self.index_keys.get_or_create(&l).set(keys as i64);
+                        self.index_bytes.get_or_create(&l).set(bytes as i64);
+                        self.index_delta.get_or_create(&l).set(delta as i64);
+                    }
+                }
+            }
+        }
+        self.workspaces
+            .get_or_create(&StateLabels { state: "loading" })
+            .set(loading);
+        self.workspaces
+            .get_or_create(&StateLabels { state: "ready" })
+            .set(ready);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+impl CommitObserver for Metrics {
+    fn commit(&self, kind: CommitKind, elapsed: Duration, ok: bool) {
+        self.commits
+            .get_or_create(&CommitLabels {
+                kind: match kind {
+                    CommitKind::Writes => "writes",
+                    CommitKind::Import => "import",
+                },
+                outcome: if ok { "ok" } else { "failed" },
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+}
