@@ -38,6 +38,8 @@ struct Window {
     counts: [u32; BUCKETS],
     /// The newest second counted (Unix seconds); buckets hold `newest - 60 ..= newest`.
     newest: i64,
+    /// The sum of `counts`, kept as buckets fill and empty.
+    total: u64,
 }
 
 impl Window {
@@ -45,6 +47,7 @@ impl Window {
         Window {
             counts: [0; BUCKETS],
             newest: now,
+            total: 0,
         }
     }
 
@@ -60,7 +63,9 @@ impl Window {
         }
         let steps = (now - self.newest).min(BUCKETS as i64);
         for s in 1..=steps {
-            self.counts[Self::slot(self.newest + s)] = 0;
+            let slot = Self::slot(self.newest + s);
+            self.total -= self.counts[slot] as u64;
+            self.counts[slot] = 0;
         }
         self.newest = now;
     }
@@ -150,9 +155,12 @@ impl RateLimiter {
         };
         let mut w = entry.lock();
         w.advance(now);
-        let used = w.count_from(now - WINDOW_SECS);
+        // A clock that stepped back counts as standing still.
+        let now = w.newest;
+        let used = w.total;
         if used < limit as u64 {
             w.counts[Window::slot(now)] += 1;
+            w.total += 1;
             Decision {
                 allowed: true,
                 limit,

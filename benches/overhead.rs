@@ -1,0 +1,118 @@
+//! What the per-request machinery adds to the search path: the per-key rate limiter and
+//! the access log line, each measured on top of the search handler's own work (decode the
+//! query, match, write the JSON body) on a generated workspace of 20,000 people.
+
+use actors::model::{ApiKey, Scopes};
+use actors::search::results::{search_phone, SEARCH_MAX_LIMIT};
+use actors::snapshot::{parse_slice, plan_import, NoKeys};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use recruitd::clock::Clock;
+use recruitd::ratelimit::RateLimiter;
+
+fn search(ws: &actors::state::WorkspaceState, query: &str, buf: &mut Vec<u8>) -> usize {
+    let q = recruitd::http::query::Query::parse(query).unwrap();
+    let number = q.get_any(&["number", "phone", "q"]).unwrap().unwrap();
+    let result = search_phone(ws, number, SEARCH_MAX_LIMIT);
+    buf.clear();
+    buf.extend_from_slice(b"{\"data\":");
+    serde_json::to_writer(&mut *buf, &result).unwrap();
+    buf.extend_from_slice(b",\"request_id\":\"req_0123456789abcdef0123456789abcdef\"}");
+    buf.len()
+}
+
+fn access_line(latency_us: u64) {
+    tracing::info!(
+        target: "recruitd::access",
+        request_id = "req_0123456789abcdef0123456789abcdef",
+        method = "GET",
+        route = "/v1/search/phone",
+        status = 200u16,
+        latency_us,
+        key_id = "key_demo_read",
+    );
+}
+
+fn overhead(c: &mut Criterion) {
+    let bytes = recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
+        people: 20_000,
+        seed: 5,
+    });
+    let ws = plan_import(None, parse_slice(&bytes).unwrap(), &NoKeys, true)
+        .unwrap()
+        .next
+        .unwrap();
+    let queries: Vec<String> = ws
+        .candidates
+        .iter()
+        .filter_map(|(_, c)| c.raw.phone.clone())
+        .take(2000)
+        .map(|p| {
+            format!(
+                "number={}",
+                percent_encoding::utf8_percent_encode(&p, percent_encoding::NON_ALPHANUMERIC)
+            )
+        })
+        .collect();
+    let key = ApiKey {
+        id: "key_bench".into(),
+        workspace_id: ws.id(),
+        secret_hash: [0; 32],
+        scopes: Scopes::read_only(),
+        created_by: uuid::Uuid::nil(),
+        revoked: false,
+        rate_limit_per_minute: Some(u32::MAX),
+    };
+    let limiter = RateLimiter::new(600, Clock::System);
+    let mut buf = Vec::with_capacity(4096);
+    let mut i = 0;
+    let mut g = c.benchmark_group("search_path_overhead");
+    g.bench_function("search_only", |b| {
+        b.iter(|| {
+            i = (i + 1) % queries.len();
+            black_box(search(&ws, &queries[i], &mut buf))
+        })
+    });
+    g.bench_function("search_plus_rate_limiter", |b| {
+        b.iter(|| {
+            i = (i + 1) % queries.len();
+            black_box(limiter.check(&key).allowed);
+            black_box(search(&ws, &queries[i], &mut buf))
+        })
+    });
+    let text = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .with_env_filter("info")
+        .finish();
+    tracing::subscriber::with_default(text, || {
+        g.bench_function("search_plus_limiter_plus_access_log_text", |b| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                black_box(limiter.check(&key).allowed);
+                let n = search(&ws, &queries[i], &mut buf);
+                access_line(n as u64);
+                black_box(n)
+            })
+        });
+    });
+    let json = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .with_env_filter("info")
+        .json()
+        .flatten_event(true)
+        .finish();
+    tracing::subscriber::with_default(json, || {
+        g.bench_function("search_plus_limiter_plus_access_log_json", |b| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                black_box(limiter.check(&key).allowed);
+                let n = search(&ws, &queries[i], &mut buf);
+                access_line(n as u64);
+                black_box(n)
+            })
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);
