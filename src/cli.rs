@@ -287,7 +287,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
     // With JSON logs, stderr carries only JSON lines (log collectors parse every line).
-    let plain_stderr = !json_logs();
+    let plain_stderr = !crate::logging::json_logs();
     if plain_stderr {
         eprintln!(
             "recruitd: API on {base}, admin interface on http://{}",
@@ -308,17 +308,12 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     // Every request is answered and the store is closed. Exit now rather than tearing
     // down the in-memory workspaces piece by piece, which for millions of records takes
     // longer than everything else in a shutdown.
+    tracing::info!("recruitd stopped");
+    crate::logging::flush();
     if plain_stderr {
         eprintln!("recruitd: stopped");
-    } else {
-        tracing::info!("recruitd stopped");
     }
     std::process::exit(0)
-}
-
-/// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
-pub fn json_logs() -> bool {
-    std::env::var("RECRUITD_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
 }
 
 /// Loads the demo workspace into an empty store; the new key's secret, or `None` when the

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod generate;
 pub mod http;
 pub mod keys;
+pub mod logging;
 pub mod metrics;
 pub mod offline;
 pub mod ratelimit;

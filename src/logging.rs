@@ -1,0 +1,40 @@
+//! Log set-up for the binary: `tracing` to stderr through a background writer.
+//!
+//! Formatting happens on the thread that logs; the write to stderr happens on a
+//! dedicated thread, so a request never waits for a `write(2)` (the access log emits a
+//! line for every request). The writer blocks rather than drops when its buffer is full:
+//! no line is lost, and a saturated stderr slows logging threads down instead.
+
+use parking_lot::Mutex;
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
+
+static GUARD: Mutex<Option<WorkerGuard>> = Mutex::new(None);
+
+/// Installs the subscriber: `RECRUITD_LOG` filters (default `info`),
+/// `RECRUITD_LOG_FORMAT=json` writes one JSON object per line.
+pub fn init() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RECRUITD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
+    *GUARD.lock() = Some(guard);
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer);
+    if json_logs() {
+        logs.json().flatten_event(true).init();
+    } else {
+        logs.init();
+    }
+}
+
+/// Writes out every buffered line; call before `process::exit`, which skips destructors.
+pub fn flush() {
+    drop(GUARD.lock().take());
+}
+
+/// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
+pub fn json_logs() -> bool {
+    std::env::var("RECRUITD_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
+}
