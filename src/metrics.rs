@@ -1,9 +1,9 @@
 //! Prometheus metrics, served as text at `GET /metrics` on the admin interface.
 //!
-//! - `recruitd_http_requests_total{route,method,status}` and
-//!   `recruitd_http_request_duration_seconds{route,method,status}`: every API request;
-//!   `route` is the matched route with the entity filled in (`/v1/candidates/{id}`), so
-//!   the label set stays small whatever the ids.
+//! - `recruitd_http_requests_total{route,entity,method,status}` and
+//!   `recruitd_http_request_duration_seconds{…}`: every API request; `route` is the
+//!   registered pattern (`/v1/{entity}/{id}`) and `entity` the entity it names, so the
+//!   label set stays small whatever the ids (and building it allocates nothing).
 //! - `recruitd_rate_limited_total{key_id}`: requests refused by a key's budget.
 //! - `recruitd_store_commit_duration_seconds{kind,outcome}`: store transactions of
 //!   write batches and imports.
@@ -21,8 +21,11 @@ use std::time::Duration;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    pub route: String,
-    pub method: String,
+    /// The registered route pattern.
+    pub route: &'static str,
+    /// The entity of an entity route, else empty.
+    pub entity: &'static str,
+    pub method: &'static str,
     pub status: u16,
 }
 

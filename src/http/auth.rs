@@ -83,7 +83,7 @@ pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, Ap
     let decision = app.limiter.check(&key);
     req.extensions_mut().insert(decision);
     req.extensions_mut()
-        .insert(super::context::KeyId(key.id.clone()));
+        .insert(super::context::CallerKey(key.clone()));
     if !decision.allowed {
         return Err(ApiError::new(
             ErrorKind::RateLimited {

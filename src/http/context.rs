@@ -89,9 +89,9 @@ pub const MAX_URL_BYTES: usize = 8 * 1024;
 /// Most bytes of header names and values served.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
-/// The id of the API key a request presented (set by authentication), for logs.
+/// The API key a request presented (set by authentication), for logs and metrics.
 #[derive(Clone, Debug)]
-pub struct KeyId(pub String);
+pub struct CallerKey(pub std::sync::Arc<actors::model::ApiKey>);
 
 /// Refuses requests whose target or headers exceed the caps, before any routing.
 fn oversized(req: &ServiceRequest) -> Option<ApiError> {
@@ -114,15 +114,34 @@ fn oversized(req: &ServiceRequest) -> Option<ApiError> {
     None
 }
 
-/// The route of a request for logs and metrics: the matched pattern with the entity
-/// filled in, so that it names the resource but not the record.
-fn route_of(req: &actix_web::HttpRequest) -> String {
-    match req.match_pattern() {
-        Some(p) => match req.match_info().get("entity") {
-            Some(e) if actors::model::Entity::parse(e).is_some() => p.replace("{entity}", e),
-            _ => p,
-        },
-        None => "unmatched".to_string(),
+/// The route of a request for logs and metrics, as `'static` strings: the registered
+/// pattern and, on entity routes, the entity — naming the resource, never the record.
+fn route_of(req: &actix_web::HttpRequest) -> (&'static str, &'static str) {
+    let route = req
+        .match_name()
+        .and_then(|n| super::ROUTES.iter().find(|r| **r == n))
+        .copied()
+        .unwrap_or("unmatched");
+    let entity = req
+        .match_info()
+        .get("entity")
+        .and_then(actors::model::Entity::parse)
+        .map_or("", |e| e.name());
+    (route, entity)
+}
+
+/// A method as a `'static` label.
+fn method_label(m: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::PUT => "PUT",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
     }
 }
 
@@ -178,25 +197,29 @@ pub async fn request_context(
 fn record(res: &ServiceResponse<BoxBody>, rid: &RequestId, elapsed: std::time::Duration) {
     let req = res.request();
     let status = res.status().as_u16();
-    let route = route_of(req);
-    let key = req.extensions().get::<KeyId>().map(|k| k.0.clone());
+    let (route, entity) = route_of(req);
+    let method = method_label(req.method());
+    let ext = req.extensions();
+    let key = ext.get::<CallerKey>().map(|k| k.0.id.as_str());
     tracing::info!(
         target: "recruitd::access",
         request_id = rid.as_str(),
-        method = %req.method(),
-        route = route.as_str(),
+        method,
+        route,
+        entity,
         status,
         latency_us = elapsed.as_micros() as u64,
-        key_id = key.as_deref().unwrap_or("-"),
+        key_id = key.unwrap_or("-"),
     );
     if let Some(app) = req.app_data::<actix_web::web::Data<super::AppState>>() {
         if status == 429 {
-            app.metrics.rate_limited(key.as_deref().unwrap_or("-"));
+            app.metrics.rate_limited(key.unwrap_or("-"));
         }
         app.metrics.request(
             crate::metrics::RequestLabels {
                 route,
-                method: req.method().as_str().to_string(),
+                entity,
+                method,
                 status,
             },
             elapsed,

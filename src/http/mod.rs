@@ -57,6 +57,23 @@ pub struct Downloads {
     pub clock: Clock,
 }
 
+/// The name of the signed-file route (its pattern).
+const FILES_ROUTE: &str = "/files/{workspace}/{object}";
+
+/// Every route, by the name it is registered under (its pattern): logs and metrics label
+/// requests with these `'static` strings instead of allocating the matched pattern.
+pub const ROUTES: &[&str] = &[
+    "/v1/counts",
+    "/v1/search/phone",
+    "/v1/search/email",
+    "/v1/attachments/{id}/download",
+    "/v1/{entity}/{id}/notes",
+    "/v1/{entity}/{id}/attachments",
+    FILES_ROUTE,
+    "/v1/{entity}",
+    "/v1/{entity}/{id}",
+];
+
 /// Methods served on `/v1/{entity}`.
 pub(crate) fn collection_methods(e: Entity) -> &'static str {
     match e {
@@ -122,49 +139,58 @@ pub async fn no_such_path() -> Refusal {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/v1/counts")
+            .name("/v1/counts")
             .route(web::get().to(records::counts))
             .default_service(refuse_methods_but("GET")),
     )
     // Before `/v1/{entity}/{id}`, which would otherwise take these paths.
     .service(
         web::resource("/v1/search/phone")
+            .name("/v1/search/phone")
             .route(web::get().to(search::phone))
             .default_service(refuse_methods_but("GET")),
     )
     .service(
         web::resource("/v1/search/email")
+            .name("/v1/search/email")
             .route(web::get().to(search::email))
             .default_service(refuse_methods_but("GET")),
     )
     .service(
         web::resource("/v1/attachments/{id}/download")
+            .name("/v1/attachments/{id}/download")
             .route(web::get().to(downloads::download))
             .default_service(refuse_methods_but("GET")),
     )
     .service(
         web::resource("/v1/{entity}/{id}/notes")
+            .name("/v1/{entity}/{id}/notes")
             .route(web::get().to(subresources::notes))
             .default_service(web::to(subresource_fallback)),
     )
     .service(
         web::resource("/v1/{entity}/{id}/attachments")
+            .name("/v1/{entity}/{id}/attachments")
             .route(web::get().to(subresources::attachments))
             .default_service(web::to(subresource_fallback)),
     )
     // Not part of the API: the bytes behind signed URLs, reached without a key.
     .service(
         web::resource(format!("{FILES_PATH}/{{workspace}}/{{object}}"))
+            .name(FILES_ROUTE)
             .route(web::get().to(files::serve))
             .default_service(refuse_methods_but("GET")),
     )
     .service(
         web::resource("/v1/{entity}")
+            .name("/v1/{entity}")
             .route(web::get().to(records::list))
             .route(web::post().to(writes::create))
             .default_service(web::to(collection_fallback)),
     )
     .service(
         web::resource("/v1/{entity}/{id}")
+            .name("/v1/{entity}/{id}")
             .route(web::get().to(records::get))
             .route(web::patch().to(writes::patch))
             .route(web::delete().to(writes::delete))

@@ -56,21 +56,21 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     assert_eq!(
         sample(
             &text,
-            "recruitd_http_requests_total{route=\"/v1/search/phone\",method=\"GET\",status=\"200\"}"
+            "recruitd_http_requests_total{route=\"/v1/search/phone\",entity=\"\",method=\"GET\",status=\"200\"}"
         ),
         3.0
     );
     assert_eq!(
         sample(
             &text,
-            "recruitd_http_requests_total{route=\"/v1/candidates/{id}\",method=\"GET\",status=\"404\"}"
+            "recruitd_http_requests_total{route=\"/v1/{entity}/{id}\",entity=\"candidates\",method=\"GET\",status=\"404\"}"
         ),
         1.0
     );
     assert_eq!(
         sample(
             &text,
-            "recruitd_http_request_duration_seconds_count{route=\"/v1/search/phone\",method=\"GET\",status=\"200\"}"
+            "recruitd_http_request_duration_seconds_count{route=\"/v1/search/phone\",entity=\"\",method=\"GET\",status=\"200\"}"
         ),
         3.0
     );

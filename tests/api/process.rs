@@ -301,6 +301,7 @@ async fn access_logs_are_structured_and_keep_secrets_out(b: Backend) {
         .find(|l| l["request_id"] == rid.as_str())
         .expect("the search's access line");
     assert_eq!(search["route"], "/v1/search/phone");
+    assert_eq!(search["entity"], "");
     assert_eq!(search["status"], 200);
     assert_eq!(search["method"], "GET");
     assert_eq!(search["key_id"], "key_demo_read");
