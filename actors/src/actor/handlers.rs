@@ -61,6 +61,8 @@ type WriteReply = oneshot::Sender<Result<WriteDone, WriteError>>;
 pub const WRITE_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest wait for the store to say whether an unconfirmed batch took effect.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How soon an unconfirmed batch is settled when no write arrives to prompt it.
+pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
 
 impl WorkspaceActor {
     /// Starts committing the next batch unless one is in flight. A commit whose outcome
@@ -152,6 +154,7 @@ impl WorkspaceActor {
                     next: next.clone(),
                     keys: Vec::new(),
                 });
+                act.settle_later(ctx);
             }
             match res {
                 Ok(()) => {
@@ -207,6 +210,7 @@ impl WorkspaceActor {
                     }
                 }
                 Err(e) => {
+                    act.settle_later(ctx);
                     for job in act.queue.drain(..) {
                         match job {
                             Job::Write(_, reply) => {
@@ -221,6 +225,16 @@ impl WorkspaceActor {
             }
             act.pump(ctx);
         }));
+    }
+
+    /// Settles an unconfirmed batch a little later even if no write arrives meanwhile, so
+    /// that readers do not stay behind a commit the store did make.
+    fn settle_later(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_later(SETTLE_RETRY, |act, ctx| {
+            if act.in_doubt.is_some() && !act.committing {
+                act.settle(ctx);
+            }
+        });
     }
 
     fn commit_import(
@@ -267,6 +281,7 @@ impl WorkspaceActor {
                         next: plan.next.expect("planned with the next state"),
                         keys: plan.changes.keys,
                     });
+                    act.settle_later(ctx);
                     Err(ImportError::Store(e))
                 }
                 Err((e, None)) => Err(ImportError::Store(e)),

@@ -290,6 +290,19 @@ async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
 }
 
 #[actix::test]
+async fn an_unconfirmed_commit_is_settled_without_further_writes() {
+    let (store, h) = flaky_workspace().await;
+    let before = h.state().notes.visible_len();
+    store.mode.store(1, Ordering::SeqCst);
+    let lost = h.addr.send(Write(note("made it", None))).await.unwrap();
+    assert!(lost.is_err());
+    store.mode.store(0, Ordering::SeqCst);
+    // No other write comes: the actor asks the store by itself, shortly.
+    tokio::time::sleep(super::handlers::SETTLE_RETRY + Duration::from_millis(500)).await;
+    assert_eq!(h.state().notes.visible_len(), before + 1);
+}
+
+#[actix::test]
 async fn a_commit_that_never_happened_is_dropped() {
     let (store, h) = flaky_workspace().await;
     let before = h.state().notes.visible_len();
