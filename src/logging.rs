@@ -19,8 +19,10 @@ pub fn init() {
         .lossy(false)
         .finish(std::io::stderr());
     *GUARD.lock() = Some(guard);
+    use std::io::IsTerminal;
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(writer);
     if json_logs() {
         logs.json().flatten_event(true).init();
