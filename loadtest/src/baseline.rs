@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub const SCHEMA: &str = "recruitd_baseline";
 
+/// One measured run's worth of baseline: its connections belong to the client threads
+/// of that run.
 pub struct Pg {
     pool: PgPool,
     /// Records per entity, as loaded.
@@ -76,7 +78,7 @@ impl Pg {
     /// Connects and copies the workspace behind `api` into the baseline schema.
     pub async fn load(url: &str, api: &Pool, connections: u32) -> anyhow::Result<Self> {
         let pool = PgPoolOptions::new()
-            .max_connections(connections.clamp(1, 64))
+            .max_connections(4)
             .connect(url)
             .await
             .with_context(|| "connecting to the baseline PostgreSQL".to_string())?;
@@ -113,6 +115,12 @@ impl Pg {
         }
         ddl += &format!("CREATE INDEX ON {SCHEMA}.candidates (person_id); ANALYZE;");
         sqlx::raw_sql(&ddl).execute(&pool).await?;
+        pool.close().await;
+        // The measured run's connections open lazily, on the client threads that use
+        // them (a connection is driven by the thread that opened it).
+        let pool = PgPoolOptions::new()
+            .max_connections(connections.clamp(1, 64))
+            .connect_lazy(url)?;
         Ok(Pg { pool, counts })
     }
 

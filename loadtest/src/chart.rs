@@ -31,6 +31,14 @@ fn nines_label(x: &f64) -> String {
 /// ten seconds, `<out>/<name>-timeline.svg`; returns the paths written.
 pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    // The percentile axis goes as far as the samples resolve (1,000 samples: 99.9%).
+    let most = report
+        .runs
+        .iter()
+        .flat_map(|r| r.endpoints.iter().map(|e| e.ok + e.mismatches))
+        .max()
+        .unwrap_or(1);
+    let xmax = (most.max(100) as f64).log10().ceil().min(6.0);
     for r in &report.runs {
         let mut eps: Vec<_> = r
             .endpoints
@@ -53,6 +61,7 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
                     )
                 })
                 .filter(|(x, _)| x.is_finite())
+                .map(|(x, y)| (x.min(xmax), y))
                 .collect();
             pts.dedup_by(|a, b| (a.0 - b.0).abs() < 1e-4);
             series.push((format!("{} {}: {}", r.system, r.workload, e.name), pts));
@@ -68,12 +77,6 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
         let ymin = ys.clone().fold(f64::INFINITY, f64::min).max(0.001) * 0.8;
         let ymax = ys.fold(0.0, f64::max).max(ymin * 10.0) * 1.25;
-        let xmax = series
-            .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.0))
-            .fold(3.0, f64::max)
-            .min(6.0)
-            .ceil();
         let root = SVGBackend::new(&path, (1100, 650)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let mut chart = ChartBuilder::on(&root)

@@ -89,7 +89,8 @@ pub struct Common {
     /// Seed of every random choice (queries, parents, shares).
     #[arg(long, global = true)]
     pub seed: Option<u64>,
-    /// Worker threads of the load generator (default: one per CPU).
+    /// Client threads sending requests (default: 1 for an open loop, one per CPU for a
+    /// closed loop).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
 }
@@ -479,7 +480,11 @@ impl Settings {
             progress: !common.quiet,
             seed: common.seed.or(f.seed).unwrap_or(1),
             threads: common.threads.or(f.threads).unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+                if rate.is_some() {
+                    1
+                } else {
+                    std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+                }
             }),
             rate,
             concurrency: a.concurrency.or(f.run.concurrency).unwrap_or(32),

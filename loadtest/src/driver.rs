@@ -1,15 +1,23 @@
 //! Load drivers: open loop at a fixed arrival rate, closed loop at a fixed concurrency.
 //!
-//! Open loop: a dedicated thread walks the schedule (`start + i / rate`) with
-//! high-resolution sleeps and hands each slot to the async runtime, which starts the
-//! operation at once, however many are already in flight. Latency is measured from the
-//! slot, not from when the request left, so a stall in the server (or in the harness)
-//! shows as the latency every request scheduled behind it really saw. The runtime's own
-//! timer ticks in milliseconds, which at thousands of requests a second would batch
-//! them and add up to a millisecond of false latency; hence the thread.
+//! Requests are sent from client *shards*: each shard is one thread running its own
+//! single-threaded async runtime, with its own connections (see `http::Pool`), so a
+//! request is scheduled, sent and answered on one thread with no hand-off between
+//! threads (every hand-off is a wake-up that would add to the latencies measured).
 //!
-//! Closed loop: `concurrency` tasks each send the next request when the previous one is
-//! answered: the maximum throughput at that concurrency, latency from each send.
+//! Open loop: each shard walks its share of the schedule (slot `i` at `start + i /
+//! rate`, slots dealt round-robin to shards) and starts each slot's operation at once,
+//! however many are already in flight. It waits for the next slot on a `timerfd` in the
+//! runtime's own event loop: precise to microseconds, where the runtime's timer ticks
+//! in milliseconds and would batch requests and add up to a millisecond of false
+//! latency. Latency is measured from the slot, not from when the request left, so a
+//! stall in the server (or in the harness) shows as the latency every request
+//! scheduled behind it really saw (coordinated-omission correction); how late the
+//! harness itself started each slot is recorded too.
+//!
+//! Closed loop: `concurrency` tasks, spread over the shards, each send the next request
+//! when the previous one is answered: the maximum throughput at that concurrency,
+//! latency from each send.
 //!
 //! Both stop by themselves: nothing is scheduled past the end of the window, and
 //! operations still running a drain period after it are abandoned and counted.
@@ -17,16 +25,20 @@
 use crate::stats::Recorder;
 use std::future::Future;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinSet;
 
 /// One kind of operation a scenario sends.
 pub trait Workload: Send + Sync + 'static {
     /// Runs operation number `seq`, meant to start at `intended`, recording every
     /// request it makes.
     fn op(self: Arc<Self>, seq: u64, intended: Instant) -> impl Future<Output = ()> + Send;
+
+    /// Prepares the calling shard before its first slot (opens its connections).
+    fn warm(self: Arc<Self>, _share: usize) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -41,77 +53,103 @@ pub enum Load {
 /// How long operations scheduled inside the window may take to finish once it ends.
 const DRAIN: Duration = Duration::from_secs(30);
 
-/// Drives `w` from `rec.measure_from - warmup` to `rec.measure_to`.
-pub async fn run<W: Workload>(w: Arc<W>, rec: Arc<Recorder>, load: Load, warmup: Duration) {
+/// Drives `w` from `rec.measure_from - warmup` to `rec.measure_to` on `shards` client
+/// threads; `warm` connections are opened ahead, spread over the shards.
+pub async fn run<W: Workload>(
+    w: Arc<W>,
+    rec: Arc<Recorder>,
+    load: Load,
+    warmup: Duration,
+    shards: usize,
+    warm: usize,
+) {
     let start = rec
         .measure_from
         .checked_sub(warmup)
         .unwrap_or(rec.measure_from);
-    let end = rec.measure_to;
-    match load {
-        Load::Open { rate } => open_loop(w, rec, rate, start, end).await,
-        Load::Closed { concurrency } => closed_loop(w, rec, concurrency, start, end).await,
+    let shards = shards.max(1);
+    let mut threads = Vec::with_capacity(shards);
+    for k in 0..shards {
+        let (w, rec) = (w.clone(), rec.clone());
+        let share = warm / shards + usize::from(k < warm % shards);
+        let t = std::thread::Builder::new()
+            .name(format!("client-{k}"))
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("building a client runtime");
+                rt.block_on(async move {
+                    w.clone().warm(share).await;
+                    match load {
+                        Load::Open { rate } => open_shard(w, rec, rate, start, k, shards).await,
+                        Load::Closed { concurrency } => {
+                            closed_shard(w, rec, concurrency, start, k, shards).await
+                        }
+                    }
+                });
+            })
+            .expect("spawning a client thread");
+        threads.push(t);
     }
+    // Joined off the async workers.
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in threads {
+            let _ = t.join();
+        }
+    })
+    .await;
 }
 
-async fn open_loop<W: Workload>(
+/// Slots `k, k + n, k + 2n, …` of the schedule, each started on time.
+async fn open_shard<W: Workload>(
     w: Arc<W>,
     rec: Arc<Recorder>,
     rate: f64,
     start: Instant,
-    end: Instant,
+    k: usize,
+    n: usize,
 ) {
-    if rate <= 0.0 {
-        tokio::time::sleep_until(end.into()).await;
-        return;
-    }
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant)>();
-    let ticker = std::thread::Builder::new()
-        .name("schedule".into())
-        .spawn(move || {
-            precise_sleeps();
-            let mut i: u64 = 0;
-            loop {
-                let intended = start + Duration::from_secs_f64(i as f64 / rate);
-                if intended >= end {
-                    break;
-                }
-                let now = Instant::now();
-                if intended > now {
-                    std::thread::sleep(intended - now);
-                }
-                if tx.send((i, intended)).is_err() {
-                    break;
-                }
-                i += 1;
+    let end = rec.measure_to;
+    let running = Arc::new(Running::default());
+    if rate > 0.0 {
+        let mut timer = PreciseTimer::new().expect("creating a timerfd");
+        let mut i = k as u64;
+        loop {
+            let intended = start + Duration::from_secs_f64(i as f64 / rate);
+            if intended >= end {
+                break;
             }
-        })
-        .expect("spawning the schedule thread");
-    let mut running = JoinSet::new();
-    while let Some((seq, intended)) = rx.recv().await {
-        let (w, rec) = (w.clone(), rec.clone());
-        running.spawn(async move {
-            rec.record_lag(intended, Instant::now());
-            w.op(seq, intended).await;
-        });
-        while running.try_join_next().is_some() {}
+            timer.sleep_until(intended).await;
+            let (w, rec, guard) = (w.clone(), rec.clone(), running.enter());
+            tokio::spawn(async move {
+                rec.record_lag(intended, Instant::now());
+                w.op(i, intended).await;
+                drop(guard);
+            });
+            i += n as u64;
+        }
+    } else {
+        tokio::time::sleep_until(end.into()).await;
     }
-    let _ = ticker.join();
-    drain(running, &rec).await;
+    running.drain(&rec).await;
 }
 
-async fn closed_loop<W: Workload>(
+/// `concurrency` loops spread over the shards (`k` of `n`).
+async fn closed_shard<W: Workload>(
     w: Arc<W>,
     rec: Arc<Recorder>,
     concurrency: usize,
     start: Instant,
-    end: Instant,
+    k: usize,
+    n: usize,
 ) {
+    let end = rec.measure_to;
     tokio::time::sleep_until(start.into()).await;
-    let mut running = JoinSet::new();
-    for c in 0..concurrency.max(1) {
-        let w = w.clone();
-        running.spawn(async move {
+    let running = Arc::new(Running::default());
+    for c in (k..concurrency.max(1)).step_by(n) {
+        let (w, guard) = (w.clone(), running.enter());
+        tokio::spawn(async move {
             let mut seq = c as u64;
             loop {
                 let now = Instant::now();
@@ -121,34 +159,122 @@ async fn closed_loop<W: Workload>(
                 w.clone().op(seq, now).await;
                 seq += concurrency as u64;
             }
+            drop(guard);
         });
     }
-    drain(running, &rec).await;
+    running.drain(&rec).await;
 }
 
-async fn drain(mut running: JoinSet<()>, rec: &Recorder) {
-    let deadline = tokio::time::Instant::from_std(rec.measure_to) + DRAIN;
-    while !running.is_empty() {
-        match tokio::time::timeout_at(deadline, running.join_next()).await {
-            Ok(_) => {}
-            Err(_) => {
-                let left = running.len() as u64;
+/// Operations in flight, and a wake-up when the last one finishes.
+#[derive(Default)]
+struct Running {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+struct RunningGuard(Arc<Running>);
+
+impl Running {
+    fn enter(self: &Arc<Self>) -> RunningGuard {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        RunningGuard(self.clone())
+    }
+
+    /// Waits for every operation, at most `DRAIN` past the window; the rest are
+    /// abandoned (they end with the shard's runtime) and counted as errors.
+    async fn drain(&self, rec: &Recorder) {
+        let deadline = tokio::time::Instant::from_std(rec.measure_to) + DRAIN;
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let left = self.count.load(Ordering::Acquire) as u64;
                 eprintln!("{left} operations still running {DRAIN:?} after the end; abandoned");
                 rec.errors.fetch_add(left, Ordering::Relaxed);
                 rec.abandoned.fetch_add(left, Ordering::Relaxed);
-                running.shutdown().await;
+                return;
             }
         }
     }
 }
 
-/// Asks the kernel to wake sleeps on time (the default slack is 50 µs, a quarter of
-/// the interval at 5,000 requests a second).
-fn precise_sleeps() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Sleeps to the microsecond inside the runtime's event loop: a `timerfd` (a kernel
+/// high-resolution timer) registered with the reactor.
+struct PreciseTimer {
+    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+}
+
+impl PreciseTimer {
+    fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: timerfd_create has no memory-safety preconditions; the descriptor it
+        // returns is owned from here on.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        // SAFETY: the `OwnedFd` keeps the descriptor open, and always the same one, for
+        // as long as the `AsyncFd` owns it.
+        let fd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        }
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(PreciseTimer { fd })
+    }
+
+    async fn sleep_until(&mut self, deadline: Instant) {
+        use std::os::fd::AsRawFd;
+        let now = Instant::now();
+        if deadline <= now {
+            return;
+        }
+        let d = deadline - now;
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos().max(1) as libc::c_long,
+            },
+        };
+        let fd = self.fd.get_ref().as_raw_fd();
+        // SAFETY: `fd` is a timerfd we own; `spec` is a valid itimerspec.
+        if unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) } < 0 {
+            std::thread::sleep(d);
+            return;
+        }
+        loop {
+            let Ok(mut guard) = self.fd.readable().await else {
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                return;
+            };
+            let mut expirations = [0u8; 8];
+            // SAFETY: reading 8 bytes into an 8-byte buffer from our timerfd.
+            let n = unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
+            if n == 8 {
+                return;
+            }
+            guard.clear_ready();
+        }
     }
 }
 

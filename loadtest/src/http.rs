@@ -3,7 +3,9 @@
 //! Each in-flight request owns one keep-alive connection (HTTP/1.1 has no multiplexing),
 //! leased from a [`Pool`] that opens connections up to a bound and hands them out in
 //! turn (least recently used first, so that none idles into the server's keep-alive
-//! timeout and a burst never pays a handshake). Nothing sits between the driver's clock and the socket:
+//! timeout and a burst never pays a handshake). A connection belongs to the thread
+//! that opened it (the client shards run one single-threaded runtime each), so the pool
+//! keeps one queue per thread. Nothing sits between the driver's clock and the socket:
 //! no redirect policy, no timeouts beyond the one asked for, no hidden retries except one
 //! for a GET whose reused connection turns out to have been closed by the server's
 //! keep-alive timer before the request reached it.
@@ -17,9 +19,10 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -182,7 +185,7 @@ impl std::fmt::Display for Failure {
 /// Connections to one target, opened on demand up to `max`, used in turn.
 pub struct Pool {
     pub target: Arc<Target>,
-    idle: Mutex<VecDeque<Conn>>,
+    idle: Mutex<HashMap<ThreadId, VecDeque<Conn>>>,
     slots: Semaphore,
 }
 
@@ -190,18 +193,24 @@ impl Pool {
     pub fn new(target: Arc<Target>, max: usize) -> Self {
         Pool {
             target,
-            idle: Mutex::new(VecDeque::with_capacity(max)),
+            idle: Mutex::new(HashMap::new()),
             slots: Semaphore::new(max.max(1)),
         }
     }
 
-    /// Opens `n` connections ahead of time, so handshakes do not land in measurements.
+    /// Opens `n` connections for the calling thread ahead of time, so handshakes do not
+    /// land in measurements.
     pub async fn warm(&self, n: usize) -> anyhow::Result<()> {
         let mut opened = Vec::with_capacity(n);
         for _ in 0..n {
             opened.push(self.target.connect().await?);
         }
-        self.idle.lock().expect("pool lock").extend(opened);
+        self.idle
+            .lock()
+            .expect("pool lock")
+            .entry(std::thread::current().id())
+            .or_default()
+            .extend(opened);
         Ok(())
     }
 
@@ -213,7 +222,12 @@ impl Pool {
             .acquire()
             .await
             .expect("pool semaphore is never closed");
-        let conn = self.idle.lock().expect("pool lock").pop_front();
+        let conn = self
+            .idle
+            .lock()
+            .expect("pool lock")
+            .get_mut(&std::thread::current().id())
+            .and_then(VecDeque::pop_front);
         Lease {
             pool: self,
             conn,
@@ -326,7 +340,13 @@ impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.conn.take() {
             if !c.sender.is_closed() {
-                self.pool.idle.lock().expect("pool lock").push_back(c);
+                self.pool
+                    .idle
+                    .lock()
+                    .expect("pool lock")
+                    .entry(std::thread::current().id())
+                    .or_default()
+                    .push_back(c);
             }
         }
     }

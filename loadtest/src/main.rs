@@ -46,12 +46,10 @@ use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let threads = cli
-        .common
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    // Set-up, syncs and reports run here; lookups and writes run on client shards of
+    // their own (see `driver`).
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
         .enable_all()
         .build()
         .expect("building the runtime");
@@ -138,7 +136,6 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         Scenario::Lookup => {
             let bank = Arc::new(lookup::bank(&ds, &s.lookup, s.seed, 100_000));
             let pool = Arc::new(Pool::new(target.clone(), connections));
-            pool.warm(warm).await?;
             let mut backends = vec![Backend::Api(pool)];
             if let Some(url) = &s.baseline_postgres {
                 backends.push(load_baseline(url, &setup, pg_connections).await?);
@@ -155,7 +152,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
                     vec![(format!("{system} lookup"), rec.clone())],
                     warmup,
                     s.progress,
-                    driver::run(w, rec.clone(), load, warmup),
+                    driver::run(w, rec.clone(), load, warmup, s.threads, warm),
                 )
                 .await;
                 runs.push(report::run_report(
@@ -201,7 +198,6 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         }
         Scenario::Write => {
             let pool = Arc::new(Pool::new(target.clone(), connections));
-            pool.warm(warm).await?;
             let rec = recorder(&s);
             let w = Arc::new(WriteLoad::new(
                 pool,
@@ -214,7 +210,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
                 vec![("write".into(), rec.clone())],
                 warmup,
                 s.progress,
-                driver::run(w, rec.clone(), load, warmup),
+                driver::run(w, rec.clone(), load, warmup, s.threads, warm),
             )
             .await;
             runs.push(report::run_report(
@@ -281,7 +277,6 @@ async fn run_mixed(
     let m = &s.mixed;
     let warmup = Duration::from_secs_f64(s.warmup);
     let pool = Arc::new(Pool::new(target.clone(), s.connections));
-    pool.warm(s.connections.min(16)).await?;
     eprintln!("initial full sync (sets every entity's watermark) ...");
     let setup_syncer = Syncer {
         backend: Backend::Api(pool.clone()),
@@ -328,9 +323,16 @@ async fn run_mixed(
         s.progress,
         async {
             tokio::join!(
-                driver::run(lookup_load, lookups.clone(), open(m.lookup_rate), warmup),
-                driver::run(write_load, writes.clone(), open(m.write_rate), warmup),
-                driver::run(incremental, syncs.clone(), open(m.sync_rate), warmup),
+                driver::run(
+                    lookup_load,
+                    lookups.clone(),
+                    open(m.lookup_rate),
+                    warmup,
+                    1,
+                    8
+                ),
+                driver::run(write_load, writes.clone(), open(m.write_rate), warmup, 1, 8),
+                driver::run(incremental, syncs.clone(), open(m.sync_rate), warmup, 1, 2),
                 mixed::periodic_full(syncer, every),
             )
         },

@@ -285,6 +285,12 @@ fn thousands(n: f64) -> String {
 
 fn load_text(r: &RunReport) -> String {
     match r.load {
+        // Each operation of mixed's sync part is a whole incremental sync (its pages
+        // are the requests).
+        Some(Load::Open { rate }) if r.workload.ends_with("sync") => format!(
+            "open loop, target {rate} incremental syncs/s, {}/s requests",
+            thousands(r.achieved_rate)
+        ),
         Some(Load::Open { rate }) => format!(
             "open loop, target {}/s, achieved {}/s",
             thousands(rate),
@@ -358,17 +364,24 @@ pub fn table(report: &Report) -> String {
             }
         }
         if let Some(s) = &r.sync {
-            let _ = writeln!(
+            let _ = write!(
                 out,
-                "full sync: {} rounds, {} records in {:.2} s = {} records/s; incremental: {} rounds, {} records in {:.2} s",
+                "full sync: {} rounds, {} records in {:.2} s = {} records/s",
                 s.full_rounds,
                 thousands(s.full_records as f64),
                 s.full_secs,
                 thousands(s.full_records_per_s),
-                s.incremental_rounds,
-                thousands(s.incremental_records as f64),
-                s.incremental_secs
             );
+            if s.incremental_rounds > 0 {
+                let _ = write!(
+                    out,
+                    "; incremental: {} rounds, {} records in {:.2} s",
+                    s.incremental_rounds,
+                    thousands(s.incremental_records as f64),
+                    s.incremental_secs
+                );
+            }
+            let _ = writeln!(out);
         }
         if let Some(lag) = &r.schedule_lag_us {
             let _ = writeln!(

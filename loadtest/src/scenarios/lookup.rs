@@ -54,6 +54,14 @@ pub struct LookupLoad {
 }
 
 impl Workload for LookupLoad {
+    async fn warm(self: Arc<Self>, share: usize) {
+        if let Backend::Api(pool) = &self.backend {
+            if let Err(e) = pool.warm(share).await {
+                eprintln!("opening connections: {e:#}");
+            }
+        }
+    }
+
     async fn op(self: Arc<Self>, seq: u64, intended: Instant) {
         let l = &self.bank[seq as usize % self.bank.len()];
         let describe = |why: String| format!("{} search {:?}: {why}", l.kind, l.query);

@@ -32,6 +32,14 @@ pub async fn initial_watermarks(syncer: &Syncer) -> HashMap<&'static str, String
 }
 
 impl Workload for IncrementalLoad {
+    async fn warm(self: Arc<Self>, share: usize) {
+        if let super::Backend::Api(pool) = &self.syncer.backend {
+            if let Err(e) = pool.warm(share).await {
+                eprintln!("opening connections: {e:#}");
+            }
+        }
+    }
+
     async fn op(self: Arc<Self>, seq: u64, intended: Instant) {
         let entity = ENTITIES[seq as usize % ENTITIES.len()];
         let since = self.watermarks.lock().expect("lock").get(entity).cloned();

@@ -315,6 +315,12 @@ impl WriteLoad {
 }
 
 impl Workload for WriteLoad {
+    async fn warm(self: Arc<Self>, share: usize) {
+        if let Err(e) = self.pool.warm(share).await {
+            eprintln!("opening connections: {e:#}");
+        }
+    }
+
     async fn op(self: Arc<Self>, seq: u64, intended: Instant) {
         let mut rng = SmallRng::seed_from_u64(self.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         match self.kind(&mut rng) {
