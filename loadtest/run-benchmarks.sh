@@ -72,7 +72,7 @@ run sync sync --streams 3 --duration 30 --warmup 5 --baseline-postgres "$PG_URL"
 run write write --rate 500 --duration 30 --warmup 5
 # A day at the agency: all three at once for MIXED_SECS.
 run mixed mixed --duration "$MIXED_SECS" --warmup 10 \
-  --lookup-rate 500 --write-rate 50 --sync-rate 2 --full-sync-every 300
+  --lookup-rate 200 --write-rate 40 --sync-rate 2 --full-sync-every 300
 
 echo "reports in $OUT"
 exit "$status"
