@@ -7,7 +7,8 @@
 # Settings (environment): PEOPLE (100000), OUT (bench-results/<UTC time>), PG_URL
 # (postgres://postgres@127.0.0.1:5432/loadbase; created when missing), API_PORT (18443),
 # ADMIN_PORT (18444), WORKERS (server HTTPS workers; default one per CPU), MIXED_SECS
-# (600), CARGO_TARGET_DIR (target).
+# (600), CARGO_TARGET_DIR (target); QUICK=1 shortens every run to a few seconds (a check
+# of the script itself, not a measurement).
 #
 # Client and server share the machine, so note what else runs on it: the reports record
 # the load average before and after each run.
@@ -19,8 +20,9 @@ OUT="${OUT:-bench-results/$(date -u +%Y%m%dT%H%M%SZ)}"
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/loadbase}"
 API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
-MIXED_SECS="${MIXED_SECS:-600}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+if [ "${QUICK:-0}" = 1 ]; then long=3 short=2 warm_long=1 warm_short=1; MIXED_SECS="${MIXED_SECS:-5}"
+else long=60 short=30 warm_long=10 warm_short=5; MIXED_SECS="${MIXED_SECS:-600}"; fi
 
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
@@ -63,15 +65,15 @@ run() {
 
 # Lookups at a fixed arrival rate (coordinated-omission corrected), then the same
 # schedule as SQL against PostgreSQL.
-run lookup-open-5000 lookup --rate 5000 --duration 60 --warmup 10 --baseline-postgres "$PG_URL"
+run lookup-open-5000 lookup --rate 5000 --duration "$long" --warmup "$warm_long" --baseline-postgres "$PG_URL"
 # Maximum lookup throughput (closed loop), recruitd and PostgreSQL.
-run lookup-closed lookup --concurrency 32 --duration 30 --warmup 5 --baseline-postgres "$PG_URL"
+run lookup-closed lookup --concurrency 32 --duration "$short" --warmup "$warm_short" --baseline-postgres "$PG_URL"
 # Full syncs of every entity at limit=500 plus incremental rounds, and the keyset baseline.
-run sync sync --streams 3 --duration 30 --warmup 5 --baseline-postgres "$PG_URL"
+run sync sync --streams 3 --duration "$short" --warmup "$warm_short" --baseline-postgres "$PG_URL"
 # Writes at a fixed rate (SQLite, fsync on commit, group commit).
-run write write --rate 500 --duration 30 --warmup 5
+run write write --rate 500 --duration "$short" --warmup "$warm_short"
 # A day at the agency: all three at once for MIXED_SECS.
-run mixed mixed --duration "$MIXED_SECS" --warmup 10 \
+run mixed mixed --duration "$MIXED_SECS" --warmup "$warm_long" \
   --lookup-rate 200 --write-rate 40 --sync-rate 2 --full-sync-every 300
 
 echo "reports in $OUT"

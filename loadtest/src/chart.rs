@@ -23,6 +23,7 @@ fn nines_label(x: &f64) -> String {
         3 => "99.9%".into(),
         4 => "99.99%".into(),
         5 => "99.999%".into(),
+        6 => "99.9999%".into(),
         _ => String::new(),
     }
 }
@@ -75,7 +76,14 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let path = out.join(format!("{}.svg", report.name));
     {
         let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
-        let ymin = ys.clone().fold(f64::INFINITY, f64::min).max(0.001) * 0.8;
+        // The scale starts at the lowest first-percentile value: a few instant answers
+        // (the baseline answers too-short numbers without a query) must not squash it.
+        let ymin = series
+            .iter()
+            .filter_map(|s| s.1.iter().find(|p| p.0 >= nines(0.01)).map(|p| p.1))
+            .fold(f64::INFINITY, f64::min)
+            .max(0.001)
+            * 0.8;
         let ymax = ys.fold(0.0, f64::max).max(ymin * 10.0) * 1.25;
         let root = SVGBackend::new(&path, (1100, 650)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
@@ -101,7 +109,10 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         for (i, (name, pts)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|&(x, y)| (x, y.max(ymin))),
+                    color.stroke_width(2),
+                ))
                 .map_err(|e| anyhow!("{e}"))?
                 .label(name)
                 .legend(move |(x, y)| {

@@ -77,10 +77,10 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
             .to_string(),
         (None, None) => bail!("give --admin-token or --data-dir (which holds admin-token)"),
     };
-    let work_dir = common
-        .out
+    // The snapshot is kept next to the server's data (it is large, and reused).
+    let work_dir = data_dir
         .clone()
-        .or_else(|| data_dir.clone())
+        .or_else(|| common.out.clone())
         .unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&work_dir)?;
     let snapshot = match &a.snapshot {

@@ -224,7 +224,11 @@ impl Recorder {
         };
         g.interval.reset();
         g.interval_errors = 0;
-        if now > self.measure_from && now <= self.measure_to + Duration::from_millis(500) {
+        // Only whole seconds of the window (the first tick may close a second that was
+        // mostly warm-up, whose samples are not recorded).
+        let inside = now >= self.measure_from + Duration::from_millis(900)
+            && now <= self.measure_to + Duration::from_millis(500);
+        if inside {
             g.timeline.push(tick.clone());
         }
         tick
