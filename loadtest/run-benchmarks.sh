@@ -38,8 +38,10 @@ fi
 
 DATA="$(mktemp -d)"
 server_pid=""
+sampler_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$sampler_pid" ]; then kill "$sampler_pid" 2>/dev/null || true; fi
   rm -rf "$DATA"
 }
 trap cleanup EXIT
@@ -51,6 +53,13 @@ if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
   >"$OUT/server.out" 2>"$OUT/server.log" &
 server_pid=$!
 for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+
+# What else the machine did meanwhile: load average and the busiest processes.
+(while true; do
+  echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) | $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | tr -s ' ' | tr '\n' ';')"
+  sleep 10
+done) >"$OUT/machine.log" 2>&1 &
+sampler_pid=$!
 
 LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
 "${LT[@]}" prepare --people "$PEOPLE" --admin-url "http://127.0.0.1:$ADMIN_PORT" 2>&1 | tee "$OUT/prepare.log"

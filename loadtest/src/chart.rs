@@ -140,11 +140,16 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .iter()
             .flat_map(|r| r.timeline.iter().map(|t| t.t))
             .fold(1.0, f64::max);
-        let ymax = timelines
+        // Logarithmic, so a flat sub-millisecond line stays readable next to spikes.
+        let p99s = timelines
             .iter()
-            .flat_map(|r| r.timeline.iter().map(|t| t.p99_us as f64 / 1e3))
-            .fold(0.01, f64::max)
-            * 1.2;
+            .flat_map(|r| r.timeline.iter().map(|t| t.p99_us as f64 / 1e3));
+        let ymax = p99s.clone().fold(0.01, f64::max) * 1.5;
+        let ymin = p99s
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min)
+            .min(ymax / 10.0)
+            * 0.8;
         let root = SVGBackend::new(&path, (1100, 500)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let mut chart = ChartBuilder::on(&root)
@@ -155,19 +160,22 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..tmax, 0f64..ymax)
+            .build_cartesian_2d(0f64..tmax, (ymin..ymax).log_scale())
             .map_err(|e| anyhow!("{e}"))?;
         chart
             .configure_mesh()
             .x_desc("seconds into the measured window")
             .y_desc("p99 (ms)")
+            .y_label_formatter(&|y| format!("{y}"))
             .draw()
             .map_err(|e| anyhow!("{e}"))?;
         for (i, r) in timelines.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             chart
                 .draw_series(LineSeries::new(
-                    r.timeline.iter().map(|t| (t.t, t.p99_us as f64 / 1e3)),
+                    r.timeline
+                        .iter()
+                        .map(|t| (t.t, (t.p99_us as f64 / 1e3).max(ymin))),
                     color.stroke_width(2),
                 ))
                 .map_err(|e| anyhow!("{e}"))?
