@@ -1,182 +1,354 @@
-//! `recruitd-loadtest`: drives a running recruitd over HTTPS and reports latency
-//! percentiles from HDR histograms.
+//! `recruitd-loadtest`: benchmarks a running recruitd the way its clients use it, over
+//! HTTPS only, and reports the truth about tail latency.
 //!
-//! Scenarios:
-//! - `write`: closed loop — `--concurrency` clients each POST a note to `/v1/notes`, wait
-//!   for the answer and send the next, for `--duration` seconds after `--warmup`. Reports
-//!   writes/s and latency percentiles; every answer must be a 2xx with an id.
+//! ## Map
+//! - [`cli`]: flags and the TOML file, resolved into [`cli::Settings`].
+//! - [`prepare`]: generate a workspace, import it, create a key (operator surface only).
+//! - [`http`]: the measured HTTP/1.1-over-rustls client and its connection pool.
+//! - [`data`]: the harvested workspace and the answers lookups must get.
+//! - [`driver`]: open-loop (fixed arrival rate, coordinated-omission corrected) and
+//!   closed-loop drivers, the progress line.
+//! - [`scenarios`]: `lookup`, `sync`, `write`, `mixed`.
+//! - [`baseline`]: the same lookups and syncs as SQL on PostgreSQL.
+//! - [`stats`]: HDR histograms per endpoint, errors, mismatches, timelines.
+//! - [`report`]: table, JSON (raw histograms included), comparison; [`chart`]: SVG.
+//!
+//! The exit status is 0 when every run was clean, 2 when any request failed or any
+//! answer was wrong (the reports are written either way), 1 on a set-up error.
 
-use anyhow::{bail, Context};
-use clap::{Parser, Subcommand};
-use hdrhistogram::Histogram;
-use serde_json::json;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod baseline;
+mod chart;
+mod cli;
+mod data;
+mod driver;
+mod http;
+mod prepare;
+mod report;
+mod scenarios;
+mod stats;
+
+use anyhow::Context;
+use clap::Parser;
+use cli::{Cli, Command, Scenario, Settings};
+use data::Dataset;
+use driver::Load;
+use http::{Pool, Target};
+use report::{Machine, Report, RunMeta, RunReport};
+use scenarios::lookup::{self, LookupLoad};
+use scenarios::mixed::{self, IncrementalLoad};
+use scenarios::sync::{self, Syncer};
+use scenarios::write::WriteLoad;
+use scenarios::Backend;
+use stats::Recorder;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[derive(Parser)]
-#[command(name = "recruitd-loadtest", version, about)]
-struct Cli {
-    /// Base URL of the API.
-    #[arg(long, default_value = "https://127.0.0.1:8443")]
-    url: String,
-    /// API key (needs notes:write for `write`).
-    #[arg(long, env = "RECRUITD_KEY", hide_env_values = true)]
-    key: String,
-    /// PEM certificate to trust (the server's self-signed one, `<data-dir>/tls/cert.pem`).
-    #[arg(long)]
-    cacert: Option<PathBuf>,
-    #[command(subcommand)]
-    scenario: Scenario,
-}
-
-#[derive(Subcommand)]
-enum Scenario {
-    /// Closed-loop note creation.
-    Write {
-        /// Concurrent clients.
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Seconds measured.
-        #[arg(long, default_value_t = 10)]
-        duration: u64,
-        /// Seconds run before measuring.
-        #[arg(long, default_value_t = 2)]
-        warmup: u64,
-        /// `parent_type` of the notes.
-        #[arg(long, default_value = "company")]
-        parent_type: String,
-        /// `parent_id` of the notes (a record of that type in the key's workspace).
-        #[arg(long)]
-        parent_id: String,
-    },
-}
-
-fn client(cacert: Option<&PathBuf>, pool: usize) -> anyhow::Result<reqwest::Client> {
-    let mut b = reqwest::Client::builder()
-        .use_rustls_tls()
-        .pool_max_idle_per_host(pool)
-        .timeout(Duration::from_secs(30));
-    if let Some(path) = cacert {
-        let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        b = b.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
-    }
-    Ok(b.build()?)
-}
-
-struct Report {
-    latencies: Histogram<u64>,
-    errors: u64,
-    elapsed: Duration,
-}
-
-impl Report {
-    fn print(&self, what: &str) {
-        let h = &self.latencies;
-        let ms = |v: u64| v as f64 / 1000.0;
-        println!(
-            "{what}: {} ok, {} errors in {:.1} s = {:.0}/s; latency ms p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
-            h.len(),
-            self.errors,
-            self.elapsed.as_secs_f64(),
-            h.len() as f64 / self.elapsed.as_secs_f64(),
-            ms(h.value_at_quantile(0.5)),
-            ms(h.value_at_quantile(0.9)),
-            ms(h.value_at_quantile(0.99)),
-            ms(h.value_at_quantile(0.999)),
-            ms(h.max()),
-        );
-    }
-}
-
-async fn write(
-    cli: &Cli,
-    concurrency: usize,
-    duration: Duration,
-    warmup: Duration,
-    parent_type: &str,
-    parent_id: &str,
-) -> anyhow::Result<Report> {
-    let http = client(cli.cacert.as_ref(), concurrency)?;
-    let url = format!("{}/v1/notes", cli.url.trim_end_matches('/'));
-    let measuring = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let errors = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for c in 0..concurrency {
-        let (http, url, key) = (http.clone(), url.clone(), cli.key.clone());
-        let (measuring, stop, errors) = (measuring.clone(), stop.clone(), errors.clone());
-        let body = json!({"parent_type": parent_type, "parent_id": parent_id, "body_html": ""});
-        tasks.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                let mut b = body.clone();
-                b["body_html"] = json!(format!("<p>load {c}-{n}</p>"));
-                let sent = Instant::now();
-                let ok = match http.post(&url).bearer_auth(&key).json(&b).send().await {
-                    Ok(res) if res.status().is_success() => res
-                        .json::<serde_json::Value>()
-                        .await
-                        .is_ok_and(|v| v["data"]["id"].is_string()),
-                    _ => false,
-                };
-                if measuring.load(Ordering::Relaxed) {
-                    if ok {
-                        h.saturating_record(sent.elapsed().as_micros() as u64);
-                    } else {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            h
-        }));
-    }
-    tokio::time::sleep(warmup).await;
-    measuring.store(true, Ordering::Relaxed);
-    let started = Instant::now();
-    tokio::time::sleep(duration).await;
-    measuring.store(false, Ordering::Relaxed);
-    let elapsed = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
-    for t in tasks {
-        all.add(t.await?)?;
-    }
-    Ok(Report {
-        latencies: all,
-        errors: errors.load(Ordering::Relaxed),
-        elapsed,
-    })
-}
-
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match &cli.scenario {
-        Scenario::Write {
-            concurrency,
-            duration,
-            warmup,
-            parent_type,
-            parent_id,
-        } => {
-            if *concurrency == 0 {
-                bail!("--concurrency must be at least 1");
-            }
-            let r = write(
-                &cli,
-                *concurrency,
-                Duration::from_secs(*duration),
-                Duration::from_secs(*warmup),
-                parent_type,
-                parent_id,
-            )
-            .await?;
-            r.print(&format!("write x{concurrency}"));
+    // Set-up, syncs and reports run here; lookups and writes run on client shards of
+    // their own (see `driver`).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .enable_all()
+        .build()
+        .expect("building the runtime");
+    match rt.block_on(run(cli)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(2),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
         }
     }
-    Ok(())
+}
+
+/// `Ok(clean)`.
+async fn run(cli: Cli) -> anyhow::Result<bool> {
+    let args = match &cli.command {
+        Command::Prepare(a) => {
+            prepare::run(&cli.common, a).await?;
+            return Ok(true);
+        }
+        Command::Compare { before, after } => {
+            let (b, a) = (report::read_json(before)?, report::read_json(after)?);
+            print!("{}", report::compare(&b, &a));
+            return Ok(true);
+        }
+        Command::Lookup(a) | Command::Sync(a) | Command::Write(a) | Command::Mixed(a) => a,
+    };
+    let scenario = cli.command.scenario().expect("a scenario command");
+    let s = Settings::resolve(&cli.common, scenario, args)?;
+    run_scenario(s).await
+}
+
+/// When the measurement window of a part starting now begins and ends.
+fn recorder(s: &Settings) -> Arc<Recorder> {
+    // A short lead so that every task is running before the first slot.
+    let from = Instant::now() + Duration::from_millis(100) + Duration::from_secs_f64(s.warmup);
+    Arc::new(Recorder::new(
+        from,
+        from + Duration::from_secs_f64(s.duration),
+    ))
+}
+
+fn meta<'a>(s: &Settings, system: &'a str, workload: &'a str, load: Option<Load>) -> RunMeta<'a> {
+    RunMeta {
+        system,
+        workload,
+        load,
+        duration_s: s.duration,
+        warmup_s: s.warmup,
+        rounds: Vec::new(),
+    }
+}
+
+async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
+    let mut machine = Machine::probe();
+    let started_at = chrono::Utc::now();
+    let target = Arc::new(Target::new(
+        &s.url,
+        &s.cacert,
+        &s.key,
+        Duration::from_secs_f64(s.timeout),
+    )?);
+    let setup = Pool::new(target.clone(), 4);
+    eprintln!("harvesting the workspace from {} ...", s.url);
+    let t = Instant::now();
+    let ds = Arc::new(Dataset::harvest(&setup).await.context("harvesting")?);
+    eprintln!("{} (in {:.1} s)", ds.summary(), t.elapsed().as_secs_f64());
+    let warmup = Duration::from_secs_f64(s.warmup);
+    let load = match s.rate {
+        Some(rate) => Load::Open { rate },
+        None => Load::Closed {
+            concurrency: s.concurrency,
+        },
+    };
+    let connections = match load {
+        Load::Open { .. } => s.connections,
+        Load::Closed { concurrency } => concurrency,
+    };
+    let warm = connections.min(32);
+    let pg_connections = connections.min(64) as u32;
+    let mut runs: Vec<RunReport> = Vec::new();
+    let name = s.scenario.name();
+    match s.scenario {
+        Scenario::Lookup => {
+            let bank = Arc::new(lookup::bank(&ds, &s.lookup, s.seed, 100_000));
+            let pool = Arc::new(Pool::new(target.clone(), connections));
+            let mut backends = vec![Backend::Api(pool)];
+            if let Some(url) = &s.baseline_postgres {
+                backends.push(load_baseline(url, &setup, pg_connections).await?);
+            }
+            for backend in backends {
+                let system = backend.system();
+                let rec = recorder(&s);
+                let w = Arc::new(LookupLoad {
+                    backend,
+                    rec: rec.clone(),
+                    bank: bank.clone(),
+                });
+                driver::with_progress(
+                    vec![(format!("{system} lookup"), rec.clone())],
+                    warmup,
+                    s.progress,
+                    driver::run(w, rec.clone(), load, warmup, s.threads, warm),
+                )
+                .await;
+                runs.push(report::run_report(
+                    meta(&s, system, name, Some(load)),
+                    rec.finish(),
+                ));
+            }
+        }
+        Scenario::Sync => {
+            let streams = s.sync.streams;
+            let pool = Arc::new(Pool::new(target.clone(), streams));
+            pool.warm(streams).await?;
+            let mut backends = vec![Backend::Api(pool)];
+            if let Some(url) = &s.baseline_postgres {
+                backends.push(load_baseline(url, &setup, streams as u32).await?);
+            }
+            for backend in backends {
+                let system = backend.system();
+                let rec = recorder(&s);
+                let syncer = Arc::new(Syncer {
+                    backend,
+                    rec: rec.clone(),
+                    limit: s.sync.limit,
+                });
+                let rounds = driver::with_progress(
+                    vec![(format!("{system} sync"), rec.clone())],
+                    warmup,
+                    s.progress,
+                    sync::rounds(syncer, streams, s.sync.incremental_rounds, warmup),
+                )
+                .await?;
+                let mut m = meta(
+                    &s,
+                    system,
+                    name,
+                    Some(Load::Closed {
+                        concurrency: streams,
+                    }),
+                );
+                m.rounds = rounds;
+                runs.push(report::run_report(m, rec.finish()));
+            }
+        }
+        Scenario::Write => {
+            let pool = Arc::new(Pool::new(target.clone(), connections));
+            let rec = recorder(&s);
+            let w = Arc::new(WriteLoad::new(
+                pool,
+                rec.clone(),
+                ds.clone(),
+                s.seed,
+                &s.write.mix,
+            )?);
+            driver::with_progress(
+                vec![("write".into(), rec.clone())],
+                warmup,
+                s.progress,
+                driver::run(w, rec.clone(), load, warmup, s.threads, warm),
+            )
+            .await;
+            runs.push(report::run_report(
+                meta(&s, "recruitd", name, Some(load)),
+                rec.finish(),
+            ));
+        }
+        Scenario::Mixed => {
+            runs.extend(run_mixed(&s, &target, &ds).await?);
+        }
+    }
+    machine.load_after = report::load_average();
+    let clean = runs.iter().all(RunReport::clean);
+    let report = Report {
+        format: report::FORMAT.into(),
+        name: s
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{name}-{}", started_at.format("%Y%m%dT%H%M%SZ"))),
+        scenario: name.into(),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        machine,
+        settings: s.clone(),
+        dataset: Some(ds.summary()),
+        runs,
+        clean,
+    };
+    print!("{}", report::table(&report));
+    let json = report::write_json(&report, &s.out)?;
+    let charts = chart::write(&report, &s.out)?;
+    println!("report: {}", json.display());
+    for c in charts {
+        println!("chart: {}", c.display());
+    }
+    if let Some(earlier) = &s.compare {
+        let before = report::read_json(earlier)?;
+        print!("{}", report::compare(&before, &report));
+    }
+    Ok(clean)
+}
+
+async fn load_baseline(url: &str, api: &Pool, connections: u32) -> anyhow::Result<Backend> {
+    eprintln!(
+        "copying the workspace into PostgreSQL ({}) ...",
+        baseline::SCHEMA
+    );
+    let t = Instant::now();
+    let pg = baseline::Pg::load(url, api, connections).await?;
+    eprintln!(
+        "baseline loaded: {} records in {:.1} s",
+        pg.counts.values().sum::<u64>(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(Backend::Pg(Arc::new(pg)))
+}
+
+/// Lookups, writes and incremental syncs at once, plus periodic full syncs; one report
+/// part each.
+async fn run_mixed(
+    s: &Settings,
+    target: &Arc<Target>,
+    ds: &Arc<Dataset>,
+) -> anyhow::Result<Vec<RunReport>> {
+    let m = &s.mixed;
+    let warmup = Duration::from_secs_f64(s.warmup);
+    let pool = Arc::new(Pool::new(target.clone(), s.connections));
+    eprintln!("initial full sync (sets every entity's watermark) ...");
+    let setup_syncer = Syncer {
+        backend: Backend::Api(pool.clone()),
+        rec: Arc::new(Recorder::new(Instant::now(), Instant::now())),
+        limit: s.sync.limit,
+    };
+    let watermarks = mixed::initial_watermarks(&setup_syncer).await;
+
+    let lookups = recorder(s);
+    let (from, to) = (lookups.measure_from, lookups.measure_to);
+    let writes = Arc::new(Recorder::new(from, to));
+    let syncs = Arc::new(Recorder::new(from, to));
+    let bank = Arc::new(lookup::bank(ds, &s.lookup, s.seed, 100_000));
+    let lookup_load = Arc::new(LookupLoad {
+        backend: Backend::Api(pool.clone()),
+        rec: lookups.clone(),
+        bank,
+    });
+    let write_load = Arc::new(WriteLoad::new(
+        pool.clone(),
+        writes.clone(),
+        ds.clone(),
+        s.seed,
+        &s.write.mix,
+    )?);
+    let syncer = Arc::new(Syncer {
+        backend: Backend::Api(pool.clone()),
+        rec: syncs.clone(),
+        limit: s.sync.limit,
+    });
+    let incremental = Arc::new(IncrementalLoad {
+        syncer: syncer.clone(),
+        watermarks: std::sync::Mutex::new(watermarks),
+    });
+    let every = Duration::from_secs_f64(m.full_sync_every);
+    let open = |rate: f64| Load::Open { rate };
+    let (_, _, _, rounds) = driver::with_progress(
+        vec![
+            ("lookup".into(), lookups.clone()),
+            ("write".into(), writes.clone()),
+            ("sync".into(), syncs.clone()),
+        ],
+        warmup,
+        s.progress,
+        async {
+            tokio::join!(
+                driver::run(
+                    lookup_load,
+                    lookups.clone(),
+                    open(m.lookup_rate),
+                    warmup,
+                    1,
+                    8
+                ),
+                driver::run(write_load, writes.clone(), open(m.write_rate), warmup, 1, 8),
+                driver::run(incremental, syncs.clone(), open(m.sync_rate), warmup, 1, 2),
+                mixed::periodic_full(syncer, every),
+            )
+        },
+    )
+    .await;
+    let mut sync_meta = meta(s, "recruitd", "mixed: sync", Some(open(m.sync_rate)));
+    sync_meta.rounds = rounds;
+    Ok(vec![
+        report::run_report(
+            meta(s, "recruitd", "mixed: lookup", Some(open(m.lookup_rate))),
+            lookups.finish(),
+        ),
+        report::run_report(
+            meta(s, "recruitd", "mixed: write", Some(open(m.write_rate))),
+            writes.finish(),
+        ),
+        report::run_report(sync_meta, syncs.finish()),
+    ])
 }

@@ -1,0 +1,188 @@
+//! `prepare`: puts a workspace into a running server through its operator surface only
+//! (see `operations.md`): `recruitd generate` writes a synthetic snapshot, the admin
+//! interface imports it (`POST /admin/v1/import`) and creates a key with every scope and
+//! a per-minute budget far above any benchmark rate (`POST /admin/v1/keys`), written to
+//! a file the scenarios read.
+
+use crate::cli::{self, Common, PrepareArgs};
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The `recruitd` binary: as given, else the one built next to this binary (the same
+/// cargo target directory), else from PATH.
+pub fn recruitd_binary(given: Option<&Path>) -> PathBuf {
+    if let Some(p) = given {
+        return p.to_path_buf();
+    }
+    if let Ok(me) = std::env::current_exe() {
+        if let Some(dir) = me.parent() {
+            let sibling = dir.join(format!("recruitd{}", std::env::consts::EXE_SUFFIX));
+            if sibling.is_file() {
+                return sibling;
+            }
+        }
+    }
+    PathBuf::from("recruitd")
+}
+
+#[derive(Deserialize)]
+struct SnapshotHead {
+    workspace: WorkspaceHead,
+    #[serde(default)]
+    users: Vec<UserHead>,
+}
+
+#[derive(Deserialize)]
+struct WorkspaceHead {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct UserHead {
+    email: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    status: String,
+}
+
+async fn admin_ready(http: &reqwest::Client, base: &str, token: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let r = http
+            .get(format!("{base}/admin/v1/ready"))
+            .bearer_auth(token)
+            .send()
+            .await;
+        match r {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                bail!("the admin interface at {base} refused the admin token")
+            }
+            _ if Instant::now() > deadline => bail!("the server at {base} is not ready"),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
+    let data_dir = cli::data_dir(common)?;
+    let token = match (&a.admin_token, &data_dir) {
+        (Some(t), _) => t.clone(),
+        (None, Some(d)) => std::fs::read_to_string(d.join("admin-token"))
+            .with_context(|| format!("reading {}", d.join("admin-token").display()))?
+            .trim()
+            .to_string(),
+        (None, None) => bail!("give --admin-token or --data-dir (which holds admin-token)"),
+    };
+    // The snapshot is kept next to the server's data (it is large, and reused).
+    let work_dir = data_dir
+        .clone()
+        .or_else(|| common.out.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&work_dir)?;
+    let snapshot = match &a.snapshot {
+        Some(s) => s.clone(),
+        None => {
+            let path = work_dir.join(format!("workspace-{}-seed{}.json", a.people, a.gen_seed));
+            if path.exists() {
+                eprintln!("reusing {}", path.display());
+            } else {
+                let bin = recruitd_binary(a.recruitd.as_deref());
+                eprintln!("generating {} people with {}", a.people, bin.display());
+                let status = std::process::Command::new(&bin)
+                    .args(["generate", "--people", &a.people.to_string()])
+                    .args(["--seed", &a.gen_seed.to_string()])
+                    .arg("--out")
+                    .arg(&path)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .with_context(|| format!("running {}", bin.display()))?;
+                if !status.success() {
+                    let _ = std::fs::remove_file(&path);
+                    bail!("{} generate failed: {status}", bin.display());
+                }
+            }
+            path
+        }
+    };
+    let bytes =
+        std::fs::read(&snapshot).with_context(|| format!("reading {}", snapshot.display()))?;
+    let head: SnapshotHead = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a snapshot", snapshot.display()))?;
+    let owner = head
+        .users
+        .iter()
+        .find(|u| u.status == "active" && u.role == "owner")
+        .or_else(|| head.users.iter().find(|u| u.status == "active"))
+        .context("the snapshot has no active user to create the key")?
+        .email
+        .clone();
+
+    let base = a.admin_url.trim_end_matches('/').to_string();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3600))
+        .build()?;
+    admin_ready(&http, &base, &token).await?;
+    let started = Instant::now();
+    let r = http
+        .post(format!("{base}/admin/v1/import"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(bytes)
+        .send()
+        .await
+        .context("importing the snapshot")?;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    if !status.is_success() {
+        bail!("import refused: HTTP {status} {body}");
+    }
+    eprintln!(
+        "imported {} in {:.1} s: {}",
+        snapshot.display(),
+        started.elapsed().as_secs_f64(),
+        body["data"]["upserted"]
+    );
+    let r = http
+        .post(format!("{base}/admin/v1/keys"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({
+            "workspace_id": head.workspace.id,
+            "created_by_email": owner,
+            "scopes": ["read", "notes:write", "tasks:write", "records:write"],
+            "rate_limit_per_minute": a.rate_limit_per_minute,
+        }))
+        .send()
+        .await
+        .context("creating a key")?;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    let Some(secret) = body["data"]["secret"].as_str() else {
+        bail!("key creation refused: HTTP {status} {body}");
+    };
+    let key_path = a
+        .write_key
+        .clone()
+        .or_else(|| data_dir.as_ref().map(|d| d.join("loadtest.key")))
+        .unwrap_or_else(|| work_dir.join("loadtest.key"));
+    write_secret(&key_path, secret)?;
+    println!("workspace {}", head.workspace.id);
+    println!("key file {}", key_path.display());
+    Ok(())
+}
+
+fn write_secret(path: &Path, secret: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    writeln!(f, "{secret}")?;
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! The workloads: what each scenario sends, and how every answer is judged.
+//!
+//! - [`lookup`]: phone and e-mail searches from a pre-computed bank of queries with
+//!   their expected answers.
+//! - [`sync`]: full syncs of every entity page by page, counted against `/v1/counts`
+//!   and `total_count`, then incremental syncs from each entity's watermark.
+//! - [`write`]: note and task creation (with idempotency references, some repeated),
+//!   PATCHes of notes, tasks and candidates.
+//! - [`mixed`]: the three together, each at its own open-loop rate.
+//!
+//! Lookups and syncs run against a [`Backend`]: recruitd over HTTPS, or the PostgreSQL
+//! baseline.
+
+pub mod lookup;
+pub mod mixed;
+pub mod sync;
+pub mod write;
+
+use crate::baseline::Pg;
+use crate::http::{Answer, Failure, Pool};
+use crate::stats::Verdict;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub enum Backend {
+    Api(Arc<Pool>),
+    Pg(Arc<Pg>),
+}
+
+impl Backend {
+    pub fn system(&self) -> &'static str {
+        match self {
+            Backend::Api(_) => "recruitd",
+            Backend::Pg(_) => "postgresql",
+        }
+    }
+}
+
+/// The verdict on an HTTP exchange that must answer `want`, with `content` judging the
+/// body of such an answer (`Some(why)` when it is wrong).
+pub fn judge(
+    result: Result<Answer, Failure>,
+    want: u16,
+    content: impl FnOnce(&Answer) -> Option<String>,
+) -> Verdict {
+    match result {
+        Ok(a) if a.status == want => match content(&a) {
+            None => Verdict::Ok,
+            Some(why) => Verdict::Mismatch(why),
+        },
+        Ok(a) => Verdict::Status(a.status, a.error_code()),
+        Err(f) => Verdict::Failed(f.label(), f.to_string()),
+    }
+}

@@ -1,0 +1,431 @@
+//! `sync`: what an integration does. Rounds of a full sync of every entity (`limit`
+//! records a page, following `next_cursor` until it is null, several entities in
+//! parallel), each followed by incremental rounds from every entity's watermark (the
+//! `updated_at` of the last record received, `updated_since` inclusive).
+//!
+//! Checked while measuring: every page is 200 and decodes; `updated_at` never goes
+//! backwards within an entity and is never before the watermark; `total_count` is on
+//! the first page only; a full sync receives exactly as many records as `/v1/counts`
+//! and the first page's `total_count` announced (at least as many while writers add
+//! records, in `mixed`); an incremental sync sees at least the boundary record again.
+//!
+//! Records/s is a full round's records over its wall time; a round counts when it
+//! starts inside the measurement window.
+
+use super::Backend;
+use crate::data::ENTITIES;
+use crate::stats::{Recorder, Verdict};
+use hyper::Method;
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+#[derive(Deserialize)]
+struct Page<'a> {
+    #[serde(borrow)]
+    data: Vec<Rec<'a>>,
+    next_cursor: Option<String>,
+    total_count: Option<u64>,
+}
+
+/// Only what the checks need; serde skips the rest of each record.
+#[derive(Deserialize)]
+struct Rec<'a> {
+    #[serde(borrow)]
+    updated_at: Cow<'a, str>,
+}
+
+/// What a sync of one entity must receive.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect {
+    /// Exactly this many records, and the same `total_count` (nothing writes meanwhile).
+    Exactly(u64),
+    /// At least the first page's `total_count` (writers may add or move records).
+    AtLeastTotal,
+    /// At least this many (an incremental sync sees its boundary record again).
+    AtLeast(u64),
+}
+
+#[derive(Debug, Default)]
+pub struct EntitySync {
+    pub records: u64,
+    /// The `updated_at` of the last record received.
+    pub watermark: Option<String>,
+    pub failed: bool,
+}
+
+pub struct Syncer {
+    pub backend: Backend,
+    pub rec: Arc<Recorder>,
+    pub limit: u32,
+}
+
+/// Checks one page's records against the watermark and the previous record.
+fn check_order(
+    records: &[Rec<'_>],
+    since: Option<&str>,
+    prev: &mut Option<String>,
+) -> Option<String> {
+    for r in records {
+        if let Some(s) = since {
+            if *r.updated_at < *s {
+                return Some(format!(
+                    "updated_at {} before updated_since {s}",
+                    r.updated_at
+                ));
+            }
+        }
+        if let Some(p) = prev.as_deref() {
+            if *r.updated_at < *p {
+                return Some(format!(
+                    "updated_at {} after {p}: out of order",
+                    r.updated_at
+                ));
+            }
+        }
+    }
+    if let Some(last) = records.last() {
+        *prev = Some(last.updated_at.to_string());
+    }
+    None
+}
+
+fn check_count(expect: Expect, received: u64, total: Option<u64>) -> Option<String> {
+    match expect {
+        Expect::Exactly(n) if received != n || total.is_some_and(|t| t != n) => Some(format!(
+            "full sync received {received} records, total_count {total:?}, /v1/counts {n}"
+        )),
+        Expect::AtLeastTotal if total.is_some_and(|t| received < t) => Some(format!(
+            "full sync received {received} records, fewer than total_count {total:?}"
+        )),
+        Expect::AtLeast(n) if received < n => Some(format!(
+            "sync received {received} records, expected at least {n}"
+        )),
+        _ => None,
+    }
+}
+
+impl Syncer {
+    /// Syncs one entity from `since` (or whole), page by page. Samples count when `unit`
+    /// is inside the window; the first page's latency runs from `first_intended`.
+    pub async fn entity(
+        &self,
+        entity: &str,
+        since: Option<&str>,
+        expect: Expect,
+        unit: Instant,
+        first_intended: Instant,
+    ) -> EntitySync {
+        match &self.backend {
+            Backend::Api(pool) => {
+                let label = format!(
+                    "GET /v1/{entity} {}",
+                    if since.is_some() { "since" } else { "full" }
+                );
+                let mut lease = pool.lease().await;
+                let mut out = EntitySync::default();
+                let mut cursor: Option<String> = None;
+                let mut prev: Option<String> = None;
+                let mut total: Option<u64> = None;
+                let mut intended = first_intended;
+                loop {
+                    let mut path = format!("/v1/{entity}?limit={}", self.limit);
+                    if let Some(s) = since {
+                        path += &format!("&updated_since={}", crate::http::encode(s));
+                    }
+                    if let Some(c) = &cursor {
+                        path += &format!("&cursor={}", crate::http::encode(c));
+                    }
+                    let result = lease.send(Method::GET, &path, None).await;
+                    let done = Instant::now();
+                    let mut n = 0;
+                    let mut next = None;
+                    let verdict = match result {
+                        Ok(a) if a.status == 200 => match serde_json::from_slice::<Page>(&a.body) {
+                            Ok(page) => {
+                                n = page.data.len() as u64;
+                                out.records += n;
+                                next = page.next_cursor.clone();
+                                let first = cursor.is_none();
+                                let total_wrong = if first {
+                                    total = page.total_count;
+                                    total
+                                        .is_none()
+                                        .then(|| "no total_count on the first page".to_string())
+                                } else {
+                                    page.total_count
+                                        .map(|_| "total_count on a later page".to_string())
+                                };
+                                let problem = total_wrong
+                                    .or_else(|| check_order(&page.data, since, &mut prev))
+                                    .or_else(|| {
+                                        if next.is_none() {
+                                            check_count(expect, out.records, total)
+                                        } else {
+                                            None
+                                        }
+                                    });
+                                match problem {
+                                    None => Verdict::Ok,
+                                    Some(p) => Verdict::Mismatch(format!("{entity}: {p}")),
+                                }
+                            }
+                            Err(e) => Verdict::Mismatch(format!("{entity}: undecodable page: {e}")),
+                        },
+                        Ok(a) => Verdict::Status(a.status, a.error_code()),
+                        Err(f) => Verdict::Failed(f.label(), f.to_string()),
+                    };
+                    let stop = !matches!(verdict, Verdict::Ok | Verdict::Mismatch(_));
+                    out.failed |= !matches!(verdict, Verdict::Ok);
+                    self.rec.record_in(&label, unit, intended, done, verdict, n);
+                    if stop {
+                        break;
+                    }
+                    match next {
+                        Some(c) => cursor = Some(c),
+                        None => break,
+                    }
+                    intended = Instant::now();
+                }
+                out.watermark = prev;
+                out
+            }
+            Backend::Pg(pg) => {
+                let label = format!(
+                    "SQL keyset {entity} {}",
+                    if since.is_some() { "since" } else { "full" }
+                );
+                let mut out = EntitySync::default();
+                let mut after: Option<(String, String)> = None;
+                let mut prev: Option<String> = None;
+                let mut intended = first_intended;
+                loop {
+                    let result = pg.page(entity, since, after.as_ref(), self.limit).await;
+                    let mut n = 0;
+                    let mut next = None;
+                    let verdict = match result {
+                        Ok((docs, cursor)) => {
+                            // Decoded as recruitd's pages are: the client's cost is the same.
+                            let recs: Result<Vec<Rec>, _> = docs
+                                .iter()
+                                .map(|d| serde_json::from_str::<Rec>(d))
+                                .collect();
+                            match recs {
+                                Ok(recs) => {
+                                    n = recs.len() as u64;
+                                    out.records += n;
+                                    next = cursor;
+                                    let problem =
+                                        check_order(&recs, since, &mut prev).or_else(|| {
+                                            if next.is_none() {
+                                                check_count(expect, out.records, None)
+                                            } else {
+                                                None
+                                            }
+                                        });
+                                    match problem {
+                                        None => Verdict::Ok,
+                                        Some(p) => Verdict::Mismatch(format!("{entity}: {p}")),
+                                    }
+                                }
+                                Err(e) => {
+                                    Verdict::Mismatch(format!("{entity}: undecodable row: {e}"))
+                                }
+                            }
+                        }
+                        Err(e) => Verdict::Failed("sql", e.to_string()),
+                    };
+                    let done = Instant::now();
+                    let stop = matches!(verdict, Verdict::Failed(..));
+                    out.failed |= !matches!(verdict, Verdict::Ok);
+                    self.rec.record_in(&label, unit, intended, done, verdict, n);
+                    if stop {
+                        break;
+                    }
+                    match next {
+                        Some(c) => after = Some(c),
+                        None => break,
+                    }
+                    intended = Instant::now();
+                }
+                out.watermark = prev;
+                out
+            }
+        }
+    }
+
+    /// Exact record counts per entity: `/v1/counts` (recorded), or what the baseline
+    /// loaded.
+    pub async fn counts(&self, unit: Instant) -> anyhow::Result<HashMap<String, u64>> {
+        match &self.backend {
+            Backend::Api(pool) => {
+                let sent = Instant::now();
+                let result = pool.send(Method::GET, "/v1/counts", None).await;
+                let done = Instant::now();
+                let parsed = match &result {
+                    Ok(a) if a.status == 200 => {
+                        #[derive(Deserialize)]
+                        struct Counts {
+                            data: HashMap<String, u64>,
+                        }
+                        serde_json::from_slice::<Counts>(&a.body)
+                            .ok()
+                            .map(|c| c.data)
+                    }
+                    _ => None,
+                };
+                let verdict = super::judge(result, 200, |_| {
+                    parsed
+                        .as_ref()
+                        .filter(|c| ENTITIES.iter().all(|e| c.contains_key(*e)))
+                        .is_none()
+                        .then(|| "counts answer lacks an entity".to_string())
+                });
+                self.rec
+                    .record_in("GET /v1/counts", unit, sent, done, verdict, 0);
+                parsed.ok_or_else(|| anyhow::anyhow!("GET /v1/counts failed"))
+            }
+            Backend::Pg(pg) => Ok(pg.counts.iter().map(|(k, v)| (k.clone(), *v)).collect()),
+        }
+    }
+}
+
+/// One round of the sync scenario.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Round {
+    pub kind: String,
+    /// Seconds from the start of the measurement window (negative: warm-up).
+    pub at: f64,
+    pub secs: f64,
+    pub records: u64,
+    pub measured: bool,
+    pub failed: bool,
+}
+
+/// Syncs `work` (entity, since, expectation) over `streams` parallel streams.
+async fn parallel(
+    syncer: &Arc<Syncer>,
+    work: Vec<(&'static str, Option<String>, Expect)>,
+    streams: usize,
+    unit: Instant,
+) -> Vec<(&'static str, EntitySync)> {
+    let queue = Arc::new(Mutex::new(VecDeque::from(work)));
+    let mut set = JoinSet::new();
+    for _ in 0..streams {
+        let (queue, syncer) = (queue.clone(), syncer.clone());
+        set.spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let next = queue.lock().expect("queue lock").pop_front();
+                let Some((entity, since, expect)) = next else {
+                    break;
+                };
+                let r = syncer
+                    .entity(entity, since.as_deref(), expect, unit, Instant::now())
+                    .await;
+                done.push((entity, r));
+            }
+            done
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(r) = set.join_next().await {
+        out.extend(r.expect("sync stream panicked"));
+    }
+    out
+}
+
+/// The sync scenario: rounds until the window closes (a round begun inside it is
+/// finished).
+pub async fn rounds(
+    syncer: Arc<Syncer>,
+    streams: usize,
+    incremental_rounds: usize,
+    warmup: Duration,
+) -> anyhow::Result<Vec<Round>> {
+    let rec = syncer.rec.clone();
+    let start = rec
+        .measure_from
+        .checked_sub(warmup)
+        .unwrap_or(rec.measure_from);
+    tokio::time::sleep_until(start.into()).await;
+    let mut rounds = Vec::new();
+    let mut watermarks: HashMap<&'static str, String> = HashMap::new();
+    let at = |t: Instant| {
+        if t >= rec.measure_from {
+            (t - rec.measure_from).as_secs_f64()
+        } else {
+            -(rec.measure_from - t).as_secs_f64()
+        }
+    };
+    while Instant::now() < rec.measure_to {
+        let t0 = Instant::now();
+        let counts = syncer.counts(t0).await?;
+        let mut entities: Vec<&'static str> = ENTITIES.to_vec();
+        // Largest first, so the longest single stream starts at once.
+        entities.sort_by_key(|e| std::cmp::Reverse(counts.get(*e).copied().unwrap_or(0)));
+        let work = entities
+            .iter()
+            .map(|e| {
+                (
+                    *e,
+                    None,
+                    Expect::Exactly(counts.get(*e).copied().unwrap_or(0)),
+                )
+            })
+            .collect();
+        let done = parallel(&syncer, work, streams, t0).await;
+        let secs = t0.elapsed().as_secs_f64();
+        let mut round = Round {
+            kind: "full".into(),
+            at: at(t0),
+            secs,
+            records: 0,
+            measured: rec.measures(t0),
+            failed: false,
+        };
+        for (e, r) in done {
+            round.records += r.records;
+            round.failed |= r.failed;
+            if let Some(w) = r.watermark {
+                watermarks.insert(e, w);
+            }
+        }
+        rounds.push(round);
+        for _ in 0..incremental_rounds {
+            if Instant::now() >= rec.measure_to {
+                break;
+            }
+            let t0 = Instant::now();
+            let work = entities
+                .iter()
+                .map(|e| {
+                    let since = watermarks.get(e).cloned();
+                    let expect = Expect::AtLeast(u64::from(since.is_some()));
+                    (*e, since, expect)
+                })
+                .collect();
+            let done = parallel(&syncer, work, streams, t0).await;
+            let mut round = Round {
+                kind: "incremental".into(),
+                at: at(t0),
+                secs: t0.elapsed().as_secs_f64(),
+                records: 0,
+                measured: rec.measures(t0),
+                failed: false,
+            };
+            for (e, r) in done {
+                round.records += r.records;
+                round.failed |= r.failed;
+                if let Some(w) = r.watermark {
+                    watermarks.insert(e, w);
+                }
+            }
+            rounds.push(round);
+        }
+    }
+    Ok(rounds)
+}

@@ -1,0 +1,334 @@
+//! `write`: what a call-centre integration writes. Notes (on candidates, contacts,
+//! companies and jobs) and tasks, each with an idempotency `reference`; a share of note
+//! creations repeat an earlier reference, which must answer 200 with the first id; and
+//! PATCHes of notes, task status and candidates' job title.
+//!
+//! Checked: the status the API documents (201 for a new note or task, 200 for a repeat
+//! and for a PATCH), the id, and that a PATCH answer shows the value sent. Nothing the
+//! lookups check is changed (no number or address is edited), so `mixed` can verify
+//! lookups while writing.
+
+use super::judge;
+use crate::data::Dataset;
+use crate::driver::Workload;
+use crate::http::Pool;
+use crate::stats::Recorder;
+use bytes::Bytes;
+use hyper::Method;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Created ids kept as targets of later PATCHes (most recent ones).
+const KEEP: usize = 10_000;
+
+#[derive(Default)]
+struct Created {
+    notes: Vec<String>,
+    tasks: Vec<String>,
+    /// Created notes (reference, id, parent type, parent id), for retries.
+    references: Vec<(String, String, &'static str, String)>,
+}
+
+fn keep(v: &mut Vec<String>, id: String) {
+    if v.len() >= KEEP {
+        v.drain(..KEEP / 2);
+    }
+    v.push(id);
+}
+
+pub struct WriteLoad {
+    pub pool: Arc<Pool>,
+    pub rec: Arc<Recorder>,
+    pub ds: Arc<Dataset>,
+    pub seed: u64,
+    /// (kind, cumulative weight).
+    mix: Vec<(String, u32)>,
+    created: Mutex<Created>,
+    /// Distinguishes references of separate runs against one server.
+    run_id: u64,
+}
+
+impl WriteLoad {
+    pub fn new(
+        pool: Arc<Pool>,
+        rec: Arc<Recorder>,
+        ds: Arc<Dataset>,
+        seed: u64,
+        mix: &BTreeMap<String, u32>,
+    ) -> anyhow::Result<Self> {
+        if ds.candidate_rows.is_empty() {
+            anyhow::bail!("the workspace has no candidates to write notes on");
+        }
+        let mut acc = 0;
+        let mix = mix
+            .iter()
+            .filter(|(_, w)| **w > 0)
+            .map(|(k, w)| {
+                acc += w;
+                (k.clone(), acc)
+            })
+            .collect();
+        let run_id = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(WriteLoad {
+            pool,
+            rec,
+            ds,
+            seed,
+            mix,
+            created: Mutex::new(Created::default()),
+            run_id,
+        })
+    }
+
+    fn kind(&self, rng: &mut SmallRng) -> &str {
+        let total = self.mix.last().map_or(1, |m| m.1);
+        let r = rng.gen_range(0..total);
+        &self.mix.iter().find(|(_, c)| r < *c).expect("weights").0
+    }
+
+    /// A random record to hang a note or task on.
+    fn parent(&self, rng: &mut SmallRng, with_jobs: bool) -> (&'static str, String) {
+        let ds = &self.ds;
+        let mut kinds: Vec<(&'static str, &Vec<String>)> = vec![("candidate", &ds.candidate_rows)];
+        if !ds.contacts.is_empty() {
+            kinds.push(("contact", &ds.contacts));
+        }
+        if !ds.companies.is_empty() {
+            kinds.push(("company", &ds.companies));
+        }
+        if with_jobs && !ds.jobs.is_empty() {
+            kinds.push(("job", &ds.jobs));
+        }
+        let (t, ids) = *kinds.choose(rng).expect("candidates exist");
+        (t, ids.choose(rng).expect("non-empty").clone())
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (Result<crate::http::Answer, crate::http::Failure>, Instant) {
+        let bytes = Bytes::from(serde_json::to_vec(&body).expect("JSON"));
+        let r = self.pool.send(method, path, Some(bytes)).await;
+        (r, Instant::now())
+    }
+
+    async fn create_note(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
+        let repeat = {
+            let c = self.created.lock().expect("lock");
+            (rng.gen_bool(0.1) && !c.references.is_empty())
+                .then(|| c.references.choose(rng).cloned())
+                .flatten()
+        };
+        // A repeat is a client's retry: the same request, the same reference.
+        let (reference, endpoint, want, want_id, (parent_type, parent_id)) = match repeat {
+            Some((r, id, pt, pid)) => (
+                r,
+                "POST /v1/notes (repeated reference)",
+                200,
+                Some(id),
+                (pt, pid),
+            ),
+            None => (
+                format!("loadtest-{}-{seq}", self.run_id),
+                "POST /v1/notes",
+                201,
+                None,
+                self.parent(rng, true),
+            ),
+        };
+        let mut body = json!({
+            "parent_type": parent_type,
+            "parent_id": &parent_id,
+            "title": "Call",
+            "type": "call",
+            "body_html": format!("<p>Spoke about the role; call back next week ({seq}).</p>"),
+            "is_private": false,
+            "reference": &reference,
+        });
+        if let Some(author) = self.ds.active_user_emails.choose(rng) {
+            body["author_email"] = json!(author);
+        }
+        let (r, done) = self.send(Method::POST, "/v1/notes", body).await;
+        let mut new_id = None;
+        let verdict = judge(r, want, |a| {
+            let id = match a.json() {
+                Ok(v) => v["data"]["id"].as_str().map(str::to_string),
+                Err(e) => return Some(format!("undecodable answer: {e}")),
+            };
+            match (&id, &want_id) {
+                (None, _) => Some("no data.id".into()),
+                (Some(got), Some(first)) if got != first => Some(format!(
+                    "repeated reference {reference} gave id {got}, first {first}"
+                )),
+                _ => {
+                    new_id = id;
+                    None
+                }
+            }
+        });
+        if want_id.is_none() {
+            if let Some(id) = new_id {
+                let mut c = self.created.lock().expect("lock");
+                if c.references.len() >= KEEP {
+                    c.references.drain(..KEEP / 2);
+                }
+                c.references
+                    .push((reference, id.clone(), parent_type, parent_id));
+                keep(&mut c.notes, id);
+            }
+        }
+        self.rec.record(endpoint, intended, done, verdict, 0);
+    }
+
+    async fn create_task(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
+        let (parent_type, parent_id) = self.parent(rng, false);
+        let body = json!({
+            "parent_type": parent_type,
+            "parent_id": parent_id,
+            "title": "Follow up the call",
+            "body_html": "<p>Send the job description.</p>",
+            "due_date": format!("2027-0{}-1{}", rng.gen_range(1..10), rng.gen_range(0..10)),
+            "is_private": false,
+            "reference": format!("loadtest-task-{}-{seq}", self.run_id),
+        });
+        let (r, done) = self.send(Method::POST, "/v1/tasks", body).await;
+        let mut new_id = None;
+        let verdict = judge(r, 201, |a| {
+            new_id = match a.json() {
+                Ok(v) => v["data"]["id"].as_str().map(str::to_string),
+                Err(e) => return Some(format!("undecodable answer: {e}")),
+            };
+            new_id.is_none().then(|| "no data.id".to_string())
+        });
+        if let Some(id) = new_id {
+            keep(&mut self.created.lock().expect("lock").tasks, id);
+        }
+        self.rec
+            .record("POST /v1/tasks", intended, done, verdict, 0);
+    }
+
+    async fn patch_note(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
+        let id = self
+            .created
+            .lock()
+            .expect("lock")
+            .notes
+            .choose(rng)
+            .cloned();
+        let Some(id) = id else {
+            return self.create_note(rng, seq, intended).await;
+        };
+        let html = format!("<p>Edited after the call ({seq}).</p>");
+        let (r, done) = self
+            .send(
+                Method::PATCH,
+                &format!("/v1/notes/{id}"),
+                json!({ "body_html": &html }),
+            )
+            .await;
+        let verdict = judge(r, 200, |a| {
+            let v = match a.json() {
+                Ok(v) => v,
+                Err(e) => return Some(format!("undecodable answer: {e}")),
+            };
+            (v["data"]["body_html"] != json!(html))
+                .then(|| format!("note {id}: PATCH answer does not show the new body_html"))
+        });
+        self.rec
+            .record("PATCH /v1/notes/{id}", intended, done, verdict, 0);
+    }
+
+    async fn patch_task(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
+        let id = self
+            .created
+            .lock()
+            .expect("lock")
+            .tasks
+            .choose(rng)
+            .cloned();
+        let Some(id) = id else {
+            return self.create_task(rng, seq, intended).await;
+        };
+        let status = if rng.gen_bool(0.7) {
+            "completed"
+        } else {
+            "open"
+        };
+        let (r, done) = self
+            .send(
+                Method::PATCH,
+                &format!("/v1/tasks/{id}"),
+                json!({ "status": status }),
+            )
+            .await;
+        let verdict = judge(r, 200, |a| {
+            let v = match a.json() {
+                Ok(v) => v,
+                Err(e) => return Some(format!("undecodable answer: {e}")),
+            };
+            (v["data"]["status"] != json!(status)).then(|| {
+                format!(
+                    "task {id}: PATCH status {status} answered {}",
+                    v["data"]["status"]
+                )
+            })
+        });
+        self.rec
+            .record("PATCH /v1/tasks/{id}", intended, done, verdict, 0);
+    }
+
+    async fn patch_candidate(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
+        let id = self
+            .ds
+            .candidate_rows
+            .choose(rng)
+            .expect("candidates")
+            .clone();
+        let title = format!("Senior engineer {}", seq % 1000);
+        let (r, done) = self
+            .send(
+                Method::PATCH,
+                &format!("/v1/candidates/{id}"),
+                json!({ "job_title": &title }),
+            )
+            .await;
+        let verdict = judge(r, 200, |a| {
+            let v = match a.json() {
+                Ok(v) => v,
+                Err(e) => return Some(format!("undecodable answer: {e}")),
+            };
+            (v["data"]["job_title"] != json!(title))
+                .then(|| format!("candidate {id}: PATCH answer does not show the new job_title"))
+        });
+        self.rec
+            .record("PATCH /v1/candidates/{id}", intended, done, verdict, 0);
+    }
+}
+
+impl Workload for WriteLoad {
+    async fn warm(self: Arc<Self>, share: usize) {
+        if let Err(e) = self.pool.warm(share).await {
+            eprintln!("opening connections: {e:#}");
+        }
+    }
+
+    async fn op(self: Arc<Self>, seq: u64, intended: Instant) {
+        let mut rng = SmallRng::seed_from_u64(self.seed ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        match self.kind(&mut rng) {
+            "notes" => self.create_note(&mut rng, seq, intended).await,
+            "tasks" => self.create_task(&mut rng, seq, intended).await,
+            "note_patches" => self.patch_note(&mut rng, seq, intended).await,
+            "task_patches" => self.patch_task(&mut rng, seq, intended).await,
+            _ => self.patch_candidate(&mut rng, seq, intended).await,
+        }
+    }
+}
