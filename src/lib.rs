@@ -14,6 +14,7 @@ pub mod http;
 pub mod keys;
 pub mod metrics;
 pub mod offline;
+pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;
 pub mod signed_urls;
