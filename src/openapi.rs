@@ -564,8 +564,9 @@ fn parameters() -> Value {
             "name": "cursor",
             "in": "query",
             "required": false,
-            "description": "Opaque; pass back `next_cursor` verbatim; do not construct, parse, or reuse across a changed `updated_since`; undecodable gives 400.",
-            "schema": {"type": "string"},
+            "description": "Opaque; pass back `next_cursor` verbatim; do not construct, parse, or reuse across a changed `updated_since`; undecodable gives 400 \
+    (so does an empty one, or one issued for another entity).",
+            "schema": {"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9_-]+$"},
         },
         "ListSort": {
             "name": "sort",
@@ -583,6 +584,11 @@ fn parameters() -> Value {
     date-to-string output) gives 400 BAD_REQUEST naming the expected format; so does a date or time that does not exist. A value with no timezone is read as UTC. \
     Watermark guidance: resume from the `updated_at` of the last record received; the boundary record is seen again, so ingest is idempotent on `id`.",
             "schema": {"type": "string", "pattern": UPDATED_SINCE_PATTERN},
+            "examples": {
+                "utc": {"value": "2026-09-01T00:00:00Z"},
+                "offset": {"value": "2026-09-01T10:00:00.000+01:00"},
+                "date": {"value": "2026-09-01"},
+            },
         },
         "NotesLimit": limit(subresources::NOTES_DEFAULT_LIMIT, subresources::NOTES_MAX_LIMIT,
             "Plain decimal digits, at least 1; larger values are treated as 500. Anything else: 400 BAD_REQUEST."),
@@ -1151,23 +1157,23 @@ fn input(kind: In, nullable: bool, description: &str) -> Value {
         }
     };
     let mut d = description.to_string();
-    let rule = match kind {
-        In::Text => "Must not be empty or only white space.",
-        In::Email => "An e-mail address: one `@` with something before it, a dot in the domain, no white space; at most 254 bytes.",
-        In::Phone => "Any format with at least one digit, as entered; it is normalised for display and search.",
-        In::Date => "`YYYY-MM-DD`, a real calendar date; unparseable gives 400.",
-        In::Amount => "A JSON number, zero or greater (strings rejected, not coerced).",
-        In::Currency => "An ISO 4217 code in current use, upper case.",
-        In::Bool => "Must be true or false.",
-        In::Uuid => "A UUID in its canonical hyphenated form.",
-        In::Reference => "At most 256 characters.",
-        In::AnyText => "",
+    let rule: String = match kind {
+        In::Text => "Must not be empty or only white space.".into(),
+        In::Email => "An e-mail address: one `@` with something before it, a dot in the domain, no white space; at most 254 characters.".into(),
+        In::Phone => "Any format with at least one digit, as entered; it is normalised for display and search.".into(),
+        In::Date => "`YYYY-MM-DD`, a real calendar date; unparseable gives 400.".into(),
+        In::Amount => "A JSON number, zero or greater (strings rejected, not coerced).".into(),
+        In::Currency => "An ISO 4217 code in current use, upper case.".into(),
+        In::Bool => "Must be true or false.".into(),
+        In::Uuid => "A UUID in its canonical hyphenated form.".into(),
+        In::Reference => format!("At most {} characters.", body::MAX_REFERENCE_LEN),
+        In::AnyText => String::new(),
     };
     if !rule.is_empty() {
         if !d.is_empty() {
             d.push(' ');
         }
-        d.push_str(rule);
+        d.push_str(&rule);
     }
     if nullable {
         d.push_str(" Send null to clear.");
@@ -1457,6 +1463,10 @@ const READ_ITEM_ERRORS: &[u16] = &[400, 401, 404, 429, 500, 503];
 const CREATE_ERRORS: &[u16] = &[400, 401, 403, 429, 500, 503];
 const WRITE_ITEM_ERRORS: &[u16] = &[400, 401, 403, 404, 429, 500, 503];
 
+/// One operation. Its parts are all positional in the table of operations below, where
+/// each call reads as a row: id, tag, summary, description, scope, parameters, body,
+/// responses.
+#[allow(clippy::too_many_arguments)]
 fn op(
     id: String,
     tag: &str,
@@ -1536,6 +1546,10 @@ fn operation(p: &DescribedPath, method: &str) -> Value {
                     "required": true,
                     "description": "Any format; missing gives 400. Also accepted under the aliases `phone` and `q` (aliases given together must agree, else 400).",
                     "schema": {"type": "string"},
+                    "examples": {
+                        "international": {"value": "+44 7700 900123"},
+                        "national": {"value": "07700900123"},
+                    },
                 }),
                 pref("SearchLimit"),
             ],
@@ -1556,6 +1570,7 @@ fn operation(p: &DescribedPath, method: &str) -> Value {
                     "description": "Exact match on the full address, case-insensitive; raw or percent-encoded `+` both work. Missing, empty or blank gives 400. \
 Also accepted under the aliases `email` and `q` (aliases given together must agree, else 400).",
                     "schema": {"type": "string", "minLength": 1},
+                    "examples": {"address": {"value": "ann+cv@mail.example"}},
                 }),
                 pref("SearchLimit"),
             ],
@@ -1584,6 +1599,7 @@ Also accepted under the aliases `email` and `q` (aliases given together must agr
                     "required": false,
                     "description": "`false` returns JSON; any other value or absence gives the redirect.",
                     "schema": {"type": "string"},
+                    "examples": {"json": {"summary": "JSON instead of a redirect", "value": "false"}},
                 }),
             ],
             None,

@@ -53,7 +53,11 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(c) = Cursor::decode(raw, &key, e, s) {
             assert_eq!(c.entity, e);
             assert_eq!(c.since, s);
-            assert_eq!(c.encode(&key), raw, "a second spelling of a cursor was accepted");
+            assert_eq!(
+                c.encode(&key),
+                raw,
+                "a second spelling of a cursor was accepted"
+            );
         }
     } else {
         let Ok(c) = built(&mut u) else {
@@ -63,7 +67,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-        assert_eq!(Cursor::decode(&text, &key, c.entity, c.since), Ok(c.clone()));
+        assert_eq!(
+            Cursor::decode(&text, &key, c.entity, c.since),
+            Ok(c.clone())
+        );
         let other = Entity::ALL[(c.entity.tag() as usize + 1) % Entity::ALL.len()];
         assert!(Cursor::decode(&text, &key, other, c.since).is_err());
         let moved = c.since.map(|s| Stamp::from_millis(s.millis() ^ 1));

@@ -31,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
         ),
         Some(n) => {
             let body = n.strip_prefix('+').unwrap_or(&n);
-            assert!(!body.is_empty() && body.bytes().all(|b| b.is_ascii_digit()), "{raw:?} -> {n:?}");
+            assert!(
+                !body.is_empty() && body.bytes().all(|b| b.is_ascii_digit()),
+                "{raw:?} -> {n:?}"
+            );
             if let Some(key) = phone_key(&n) {
                 assert!(key.len() == 8 || key.len() == 9);
             }

@@ -49,7 +49,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(valid, "{raw:?} accepted");
             for (k, v) in &parts {
                 let (k, v) = (k.as_deref().unwrap(), v.as_deref().unwrap());
-                let given = parts.iter().filter(|(other, _)| other.as_deref() == Some(k)).count();
+                let given = parts
+                    .iter()
+                    .filter(|(other, _)| other.as_deref() == Some(k))
+                    .count();
                 match q.get(k) {
                     Ok(found) => {
                         assert_eq!(given, 1, "{k:?} given {given} times in {raw:?}");

@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(stamp) = parse_updated_since(raw) else {
         return;
     };
-    assert!(documented().is_match(raw), "accepted {raw:?}, which the document rules out");
+    assert!(
+        documented().is_match(raw),
+        "accepted {raw:?}, which the document rules out"
+    );
     // Four-digit years with an offset stay within a day of years 0000..=9999.
     let year_ms = 366 * 86_400_000i64;
     assert!(stamp.millis() >= -62_167_219_200_000 - year_ms, "{raw:?}");
