@@ -806,7 +806,7 @@ fn note() -> Value {
         "Present only when `parent_type` is `candidate`; may be null; absent (not null) otherwise.",
     );
     s["properties"]["company_id"] =
-        string("Present only when `parent_type` is `contact`; absent (not null) otherwise.");
+        nstring("Present only when `parent_type` is `contact`; absent (not null) otherwise.");
     s["description"] = json!("One entity for notes on four parent kinds. Meeting transcripts and summaries are not exposed as notes.");
     s["allOf"] = json!([
         {
@@ -1411,6 +1411,17 @@ fn schema_name(e: Entity) -> &'static str {
     }
 }
 
+/// `candidates` → `a candidate`, `applications` → `an application`, for summaries.
+fn singular(e: Entity) -> String {
+    let name = schema_name(e).to_ascii_lowercase();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
+}
+
 /// `candidates` → `Candidates`, for operation ids.
 fn title_case(s: &str) -> String {
     let mut c = s.chars();
@@ -1626,7 +1637,7 @@ Also accepted under the aliases `email` and `q` (aliases given together must agr
             op(
                 format!("list{}Notes", title_case(schema_name(e))),
                 "sub-resources",
-                &format!("Notes of a record of {}", e.name()),
+                &format!("Notes of {}", singular(e)),
                 &format!("Not cursor-paginated: returns the most recent `limit` notes, newest first. {} \
 An id that does not exist or belongs to another workspace gives 200 with empty `data` and `total_count: 0`.",
                     if whole_person {
@@ -1654,7 +1665,7 @@ An id that does not exist or belongs to another workspace gives 200 with empty `
             op(
                 format!("list{}Attachments", title_case(schema_name(e))),
                 "sub-resources",
-                &format!("Files of a record of {}", e.name()),
+                &format!("Files of {}", singular(e)),
                 &format!("Newest first, not cursor-paginated. {}Unknown or foreign id: 200 with empty `data`, `total_count: 0`.",
                     if whole_person { "Returns the whole person's attachments. " } else { "" }),
                 "read",
@@ -1740,7 +1751,7 @@ It respects `updated_since` (records modified at or after that instant)."},
             op(
                 format!("get{}", schema_name(e)),
                 "records",
-                &format!("One record of {}", e.name()),
+                &format!("Get {}", singular(e)),
                 &format!("No query parameters. Unknown id, id of another workspace, or id in an unexpected format: 404 NOT_FOUND.{extra}"),
                 "read",
                 vec![pref("RecordId")],
@@ -1768,7 +1779,7 @@ It respects `updated_since` (records modified at or after that instant)."},
             op(
                 format!("update{}", schema_name(e)),
                 "writes",
-                &format!("Update a record of {}", e.name()),
+                &format!("Update {}", singular(e)),
                 &format!("{what} Answers only after the store has committed the change."),
                 scope,
                 vec![pref("RecordId")],
@@ -1789,7 +1800,7 @@ It respects `updated_since` (records modified at or after that instant)."},
             op(
                 format!("delete{}", schema_name(e)),
                 "writes",
-                &format!("Delete a record of {}", e.name()),
+                &format!("Delete {}", singular(e)),
                 "Returns `{ data: { deleted: true } }`; deleting an already-gone record gives 404.",
                 scope,
                 vec![pref("RecordId")],

@@ -73,8 +73,14 @@ fuzz_target!(|data: &[u8]| {
         );
         let other = Entity::ALL[(c.entity.tag() as usize + 1) % Entity::ALL.len()];
         assert!(Cursor::decode(&text, &key, other, c.since).is_err());
-        let moved = c.since.map(|s| Stamp::from_millis(s.millis() ^ 1));
+        // Any other `updated_since`, absent included, refuses it.
+        let moved = Some(c.since.map_or(Stamp::from_millis(0), |s| {
+            Stamp::from_millis(s.millis() ^ 1)
+        }));
         assert!(Cursor::decode(&text, &key, c.entity, moved).is_err());
+        if c.since.is_some() {
+            assert!(Cursor::decode(&text, &key, c.entity, None).is_err());
+        }
         assert!(Cursor::decode(&text, &CursorKey::new([8u8; 32]), c.entity, c.since).is_err());
     }
 });

@@ -98,14 +98,15 @@ def _pool():
     return _POOL
 
 
-def _pick(values, seed):
-    """A value of the pool on about half of the cases, chosen by `seed` (a generated value)."""
+def _pick(values, seed, keep=2):
+    """A value of the pool, chosen by `seed` (a generated value), except on one case in
+    `keep`, where the generated value stays (half of the cases by default)."""
     if not values:
         return None
     h = zlib.crc32(repr(seed).encode())
-    if h % 2:
+    if h % keep == 0:
         return None
-    return values[(h // 2) % len(values)]
+    return values[(h // keep) % len(values)]
 
 
 _PARENT_POOLS = {"candidate": "candidates", "contact": "contacts", "company": "companies", "job": "jobs"}
@@ -147,7 +148,8 @@ def map_case(ctx, case):
                 body["parent_id"] = real
         for field in ("author_email", "owner_email"):
             if isinstance(body.get(field), str):
-                real = _pick(pool.get("member_emails"), body[field])
+                # Mostly a member: any other address refuses a task outright.
+                real = _pick(pool.get("member_emails"), body[field], keep=8)
                 if real is not None:
                     body[field] = real
         if isinstance(body.get("owning_recruiter_id"), str):
