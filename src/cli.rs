@@ -169,6 +169,17 @@ pub struct ServeArgs {
     pub write_batch_max: u64,
 }
 
+/// Prints one line of a command's output. A reader that has gone away (`| head -n1`,
+/// which leaves after the secret) is not an error: what it wanted has been written.
+/// `println!` would panic there instead.
+fn say(line: impl std::fmt::Display) -> anyhow::Result<()> {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{line}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 /// People in the demo workspace.
 pub const DEMO_PEOPLE: usize = 500;
 pub const DEMO_SEED: u64 = 20261121;
@@ -215,8 +226,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 if status != 200 {
                     anyhow::bail!("{}", admin_error(&json));
                 }
-                println!("{}", json["data"]["secret"].as_str().unwrap_or_default());
-                println!("id: {}", json["data"]["id"].as_str().unwrap_or_default());
+                say(json["data"]["secret"].as_str().unwrap_or_default())?;
+                say(format_args!(
+                    "id: {}",
+                    json["data"]["id"].as_str().unwrap_or_default()
+                ))?;
                 return Ok(());
             }
             let (key, secret) = crate::offline::create_key(
@@ -229,8 +243,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 },
             )
             .await?;
-            println!("{secret}");
-            println!("id: {}", key.id);
+            say(&secret)?;
+            say(format_args!("id: {}", key.id))?;
             Ok(())
         }),
         Command::Key(KeyCommand::Revoke { key_id, admin }) => actix_web::rt::System::new()
@@ -242,7 +256,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     if status != 200 {
                         anyhow::bail!("{}", admin_error(&json));
                     }
-                    println!("revoked {key_id}");
+                    say(format_args!("revoked {key_id}"))?;
                     return Ok(());
                 }
                 let store =
@@ -250,7 +264,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         .await?;
                 match store.revoke_key(&key_id).await? {
                     Some(_) => {
-                        println!("revoked {key_id}");
+                        say(format_args!("revoked {key_id}"))?;
                         Ok(())
                     }
                     None => anyhow::bail!("no key with id {key_id:?}"),

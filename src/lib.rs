@@ -15,6 +15,7 @@ pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod offline;
+pub mod openapi;
 pub mod ratelimit;
 pub mod secrets;
 pub mod signed_urls;

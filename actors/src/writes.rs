@@ -714,12 +714,13 @@ pub fn is_currency(code: &str) -> bool {
 }
 
 /// A plausible e-mail address: one `@` with something on both sides, a dot in the domain,
-/// no spaces, at most 254 bytes. (Deliverability is not ours to judge.)
+/// no spaces, at most 254 characters (the OpenAPI document's `maxLength`, which counts
+/// characters). (Deliverability is not ours to judge.)
 pub fn is_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };
-    s.len() <= 254
+    s.chars().count() <= 254
         && !local.is_empty()
         && domain.contains('.')
         && !domain.starts_with('.')
@@ -757,5 +758,10 @@ mod tests {
         ] {
             assert!(!is_email(bad), "{bad}");
         }
+        // The length is counted in characters, as the OpenAPI document's maxLength counts.
+        let long = format!("{}@mail.example", "é".repeat(254 - 13));
+        assert_eq!(long.chars().count(), 254);
+        assert!(is_email(&long));
+        assert!(!is_email(&format!("é{long}")));
     }
 }

@@ -15,7 +15,8 @@ use uuid::Uuid;
 /// larger is refused before it is parsed.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
-/// Longest `reference` (idempotency key) accepted.
+/// Longest `reference` (idempotency key) accepted, in characters (as the OpenAPI
+/// document's `maxLength` counts them).
 pub const MAX_REFERENCE_LEN: usize = 256;
 
 /// Reads the body of a write: `Content-Type: application/json`, at most
@@ -231,13 +232,15 @@ impl Fields {
         })
     }
 
-    /// An idempotency key: a non-empty string of at most [`MAX_REFERENCE_LEN`] bytes.
+    /// An idempotency key: a non-empty string of at most [`MAX_REFERENCE_LEN`] characters.
     pub fn reference(&mut self, name: &'static str) -> Result<Option<String>, ApiError> {
         let r = self.string_value_only(name)?;
-        if r.as_ref().is_some_and(|r| r.len() > MAX_REFERENCE_LEN) {
+        if r.as_ref()
+            .is_some_and(|r| r.chars().count() > MAX_REFERENCE_LEN)
+        {
             return Err(bad(
                 name,
-                &format!("must be at most {MAX_REFERENCE_LEN} bytes"),
+                &format!("must be at most {MAX_REFERENCE_LEN} characters"),
             ));
         }
         Ok(r)

@@ -13,6 +13,13 @@
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
 //! - [`files`]: `/files/…`, the bytes behind signed URLs; outside the API (no key, its own
 //!   object-store-style answers).
+//! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (built by
+//!   [`crate::openapi`]).
+//!
+//! [`API_RESOURCES`] lists every resource of the API and [`allowed_methods`] the methods
+//! each serves per entity: [`configure`] registers exactly those resources, 405 answers
+//! take their `Allow` header from the same function, and the OpenAPI document is built
+//! from both, so a route cannot be added without the document knowing of it.
 //!
 //! Every handler is an adapter: parse input, read the workspace state (or ask its actor),
 //! render the response view.
@@ -23,6 +30,7 @@ pub mod context;
 pub mod downloads;
 pub mod errors;
 pub mod files;
+pub mod openapi;
 pub mod query;
 pub mod records;
 pub mod search;
@@ -57,25 +65,71 @@ pub struct Downloads {
     pub clock: Clock,
 }
 
+/// `GET /v1/openapi.json`.
+pub const OPENAPI: &str = "/v1/openapi.json";
+/// `GET /v1/counts`.
+pub const COUNTS: &str = "/v1/counts";
+/// `GET /v1/search/phone`.
+pub const SEARCH_PHONE: &str = "/v1/search/phone";
+/// `GET /v1/search/email`.
+pub const SEARCH_EMAIL: &str = "/v1/search/email";
+/// `GET /v1/attachments/{id}/download`.
+pub const DOWNLOAD: &str = "/v1/attachments/{id}/download";
+/// `GET /v1/{entity}/{id}/notes`.
+pub const SUB_NOTES: &str = "/v1/{entity}/{id}/notes";
+/// `GET /v1/{entity}/{id}/attachments`.
+pub const SUB_ATTACHMENTS: &str = "/v1/{entity}/{id}/attachments";
+/// `GET /v1/{entity}`, `POST /v1/notes`, `POST /v1/tasks`.
+pub const COLLECTION: &str = "/v1/{entity}";
+/// `GET`, `PATCH`, `DELETE` of `/v1/{entity}/{id}`.
+pub const ITEM: &str = "/v1/{entity}/{id}";
+
+/// Every resource of the API, in routing order: fixed paths before the `{entity}`
+/// patterns that would otherwise take them (`/v1/search/phone` is no record of an entity
+/// named `search`, `/v1/openapi.json` no list of one named `openapi.json`).
+pub const API_RESOURCES: [&str; 9] = [
+    OPENAPI,
+    COUNTS,
+    SEARCH_PHONE,
+    SEARCH_EMAIL,
+    DOWNLOAD,
+    SUB_NOTES,
+    SUB_ATTACHMENTS,
+    COLLECTION,
+    ITEM,
+];
+
+/// The methods served on a resource of [`API_RESOURCES`] (for an `{entity}` pattern, on
+/// that entity's path), as an `Allow` header lists them. The sub-resources of an entity
+/// that has none still exist as paths (GET answers 400, saying why).
+pub fn allowed_methods(pattern: &str, entity: Option<Entity>) -> &'static str {
+    match (pattern, entity) {
+        (COLLECTION, Some(e)) => collection_methods(e),
+        (ITEM, Some(e)) => item_methods(e),
+        _ => "GET",
+    }
+}
+
 /// The name of the signed-file route (its pattern).
 const FILES_ROUTE: &str = "/files/{workspace}/{object}";
 
 /// Every route, by the name it is registered under (its pattern): logs and metrics label
 /// requests with these `'static` strings instead of allocating the matched pattern.
-pub const ROUTES: &[&str] = &[
-    "/v1/counts",
-    "/v1/search/phone",
-    "/v1/search/email",
-    "/v1/attachments/{id}/download",
-    "/v1/{entity}/{id}/notes",
-    "/v1/{entity}/{id}/attachments",
+pub const ROUTES: [&str; 10] = [
+    OPENAPI,
+    COUNTS,
+    SEARCH_PHONE,
+    SEARCH_EMAIL,
+    DOWNLOAD,
+    SUB_NOTES,
+    SUB_ATTACHMENTS,
+    COLLECTION,
+    ITEM,
     FILES_ROUTE,
-    "/v1/{entity}",
-    "/v1/{entity}/{id}",
 ];
 
 /// Methods served on `/v1/{entity}`.
-pub(crate) fn collection_methods(e: Entity) -> &'static str {
+fn collection_methods(e: Entity) -> &'static str {
     match e {
         Entity::Notes | Entity::Tasks => "GET, POST",
         _ => "GET",
@@ -83,7 +137,7 @@ pub(crate) fn collection_methods(e: Entity) -> &'static str {
 }
 
 /// Methods served on `/v1/{entity}/{id}`.
-pub(crate) fn item_methods(e: Entity) -> &'static str {
+fn item_methods(e: Entity) -> &'static str {
     match e {
         Entity::Notes | Entity::Tasks => "GET, PATCH, DELETE",
         Entity::Candidates | Entity::Contacts | Entity::Companies | Entity::Jobs => "GET, PATCH",
@@ -100,34 +154,17 @@ pub fn refuse_methods_but(allow: &'static str) -> actix_web::Route {
     })
 }
 
-async fn collection_fallback(req: HttpRequest) -> Refusal {
-    Err(
-        match req.match_info().get("entity").and_then(Entity::parse) {
-            Some(e) => ApiError::method_not_allowed(collection_methods(e)),
-            None => ApiError::not_found("no such path"),
-        },
-    )
-}
-
-async fn item_fallback(req: HttpRequest) -> Refusal {
-    Err(
-        match req.match_info().get("entity").and_then(Entity::parse) {
-            Some(e) => ApiError::method_not_allowed(item_methods(e)),
-            None => ApiError::not_found("no such path"),
-        },
-    )
-}
-
-/// Methods served on the sub-resources of `/v1/{entity}/{id}/`: an unknown entity is no
-/// path at all (404); a known one has the path, GET only (entities without the
-/// sub-resource answer GET with 400, which says why).
-async fn subresource_fallback(req: HttpRequest) -> Refusal {
-    Err(
-        match req.match_info().get("entity").and_then(Entity::parse) {
-            Some(_) => ApiError::method_not_allowed("GET"),
-            None => ApiError::not_found("no such path"),
-        },
-    )
+/// The default service of an `{entity}` resource: an unknown entity is no path at all
+/// (404); a known one has the path, and any method it does not serve is refused with 405.
+fn entity_fallback(pattern: &'static str) -> actix_web::Route {
+    web::to(move |req: HttpRequest| async move {
+        Err::<actix_web::HttpResponse, _>(
+            match req.match_info().get("entity").and_then(Entity::parse) {
+                Some(e) => ApiError::method_not_allowed(allowed_methods(pattern, Some(e))),
+                None => ApiError::not_found("no such path"),
+            },
+        )
+    })
 }
 
 /// The default service of an application: 404 for any path it does not know.
@@ -135,66 +172,57 @@ pub async fn no_such_path() -> Refusal {
     Err(ApiError::not_found("no such path"))
 }
 
-/// Registers the API's routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/v1/counts")
-            .name("/v1/counts")
+/// The resource behind one pattern of [`API_RESOURCES`].
+fn resource(pattern: &'static str) -> actix_web::Resource {
+    // Named by its pattern: logs and metrics read the name (see `ROUTES`).
+    let r = web::resource(pattern).name(pattern);
+    match pattern {
+        OPENAPI => r
+            .route(web::get().to(openapi::document))
+            .default_service(refuse_methods_but("GET")),
+        COUNTS => r
             .route(web::get().to(records::counts))
             .default_service(refuse_methods_but("GET")),
-    )
-    // Before `/v1/{entity}/{id}`, which would otherwise take these paths.
-    .service(
-        web::resource("/v1/search/phone")
-            .name("/v1/search/phone")
+        SEARCH_PHONE => r
             .route(web::get().to(search::phone))
             .default_service(refuse_methods_but("GET")),
-    )
-    .service(
-        web::resource("/v1/search/email")
-            .name("/v1/search/email")
+        SEARCH_EMAIL => r
             .route(web::get().to(search::email))
             .default_service(refuse_methods_but("GET")),
-    )
-    .service(
-        web::resource("/v1/attachments/{id}/download")
-            .name("/v1/attachments/{id}/download")
+        DOWNLOAD => r
             .route(web::get().to(downloads::download))
             .default_service(refuse_methods_but("GET")),
-    )
-    .service(
-        web::resource("/v1/{entity}/{id}/notes")
-            .name("/v1/{entity}/{id}/notes")
+        SUB_NOTES => r
             .route(web::get().to(subresources::notes))
-            .default_service(web::to(subresource_fallback)),
-    )
-    .service(
-        web::resource("/v1/{entity}/{id}/attachments")
-            .name("/v1/{entity}/{id}/attachments")
+            .default_service(entity_fallback(pattern)),
+        SUB_ATTACHMENTS => r
             .route(web::get().to(subresources::attachments))
-            .default_service(web::to(subresource_fallback)),
-    )
+            .default_service(entity_fallback(pattern)),
+        COLLECTION => r
+            .route(web::get().to(records::list))
+            .route(web::post().to(writes::create))
+            .default_service(entity_fallback(pattern)),
+        ITEM => r
+            .route(web::get().to(records::get))
+            .route(web::patch().to(writes::patch))
+            .route(web::delete().to(writes::delete))
+            .default_service(entity_fallback(pattern)),
+        other => unreachable!("{other} is not a resource of the API"),
+    }
+}
+
+/// Registers the API's routes: the resources of [`API_RESOURCES`], in that order, and
+/// the file route behind signed URLs, which is not part of the API.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    for pattern in API_RESOURCES {
+        cfg.service(resource(pattern));
+    }
     // Not part of the API: the bytes behind signed URLs, reached without a key.
-    .service(
+    cfg.service(
         web::resource(format!("{FILES_PATH}/{{workspace}}/{{object}}"))
             .name(FILES_ROUTE)
             .route(web::get().to(files::serve))
             .default_service(refuse_methods_but("GET")),
-    )
-    .service(
-        web::resource("/v1/{entity}")
-            .name("/v1/{entity}")
-            .route(web::get().to(records::list))
-            .route(web::post().to(writes::create))
-            .default_service(web::to(collection_fallback)),
-    )
-    .service(
-        web::resource("/v1/{entity}/{id}")
-            .name("/v1/{entity}/{id}")
-            .route(web::get().to(records::get))
-            .route(web::patch().to(writes::patch))
-            .route(web::delete().to(writes::delete))
-            .default_service(web::to(item_fallback)),
     );
 }
 

@@ -18,7 +18,7 @@ use super::body::{read_object, Fields};
 use super::context::RequestId;
 use super::errors::ApiError;
 use super::records::{data_body, entity_or_404, json_response, parse_record_id};
-use super::{collection_methods, item_methods};
+use super::{allowed_methods, COLLECTION, ITEM};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
@@ -30,7 +30,7 @@ use serde_json::json;
 use std::sync::Arc;
 use uuid::Uuid;
 
-const NEW_NOTE_FIELDS: &[&str] = &[
+pub const NEW_NOTE_FIELDS: &[&str] = &[
     "parent_type",
     "parent_id",
     "body_html",
@@ -40,8 +40,8 @@ const NEW_NOTE_FIELDS: &[&str] = &[
     "is_private",
     "reference",
 ];
-const NOTE_PATCH_FIELDS: &[&str] = &["body_html", "title", "type", "is_private"];
-const NEW_TASK_FIELDS: &[&str] = &[
+pub const NOTE_PATCH_FIELDS: &[&str] = &["body_html", "title", "type", "is_private"];
+pub const NEW_TASK_FIELDS: &[&str] = &[
     "parent_type",
     "parent_id",
     "title",
@@ -51,7 +51,7 @@ const NEW_TASK_FIELDS: &[&str] = &[
     "is_private",
     "reference",
 ];
-const TASK_PATCH_FIELDS: &[&str] = &[
+pub const TASK_PATCH_FIELDS: &[&str] = &[
     "title",
     "body_html",
     "due_date",
@@ -59,7 +59,7 @@ const TASK_PATCH_FIELDS: &[&str] = &[
     "is_private",
     "status",
 ];
-const CANDIDATE_FIELDS: &[&str] = &[
+pub const CANDIDATE_FIELDS: &[&str] = &[
     "name",
     "email",
     "phone",
@@ -71,15 +71,15 @@ const CANDIDATE_FIELDS: &[&str] = &[
     "expected_salary_currency",
     "owning_recruiter_id",
 ];
-const CONTACT_FIELDS: &[&str] = &[
+pub const CONTACT_FIELDS: &[&str] = &[
     "name",
     "email",
     "phone",
     "company_id",
     "owning_recruiter_id",
 ];
-const COMPANY_FIELDS: &[&str] = &["name", "phone", "owning_recruiter_id"];
-const JOB_FIELDS: &[&str] = &[
+pub const COMPANY_FIELDS: &[&str] = &["name", "phone", "owning_recruiter_id"];
+pub const JOB_FIELDS: &[&str] = &[
     "title",
     "salary_amount",
     "salary_currency",
@@ -184,7 +184,10 @@ pub async fn create(
             };
             Ok(with_status(status, render_written(&done, &rid)?))
         }
-        e => Err(ApiError::method_not_allowed(collection_methods(e))),
+        e => Err(ApiError::method_not_allowed(allowed_methods(
+            COLLECTION,
+            Some(e),
+        ))),
     }
 }
 
@@ -293,7 +296,7 @@ pub async fn patch(
             let mut f = read_object(&req, payload, allowed).await?;
             submit(|| record_patch(entity, id, &mut f), caller).await?
         }
-        e => return Err(ApiError::method_not_allowed(item_methods(e))),
+        e => return Err(ApiError::method_not_allowed(allowed_methods(ITEM, Some(e)))),
     };
     Ok(json_response(render_written(&done, &rid)?))
 }
@@ -398,7 +401,7 @@ pub async fn delete(
             let id = item_id(entity, &raw_id)?;
             submit(|| Ok(WriteOp::DeleteTask(id)), caller).await?
         }
-        e => return Err(ApiError::method_not_allowed(item_methods(e))),
+        e => return Err(ApiError::method_not_allowed(allowed_methods(ITEM, Some(e)))),
     };
     Ok(json_response(render_written(&done, &rid)?))
 }

@@ -149,3 +149,44 @@ async fn keys_through_a_running_server(b: Backend) {
 }
 
 store_test!(offline_import_and_keys, keys_through_a_running_server);
+
+/// `recruitd key create | head -n1` takes the secret and leaves: the command must not
+/// fail (it used to panic writing the id line to the closed pipe).
+#[actix_web::test]
+async fn key_create_into_a_pipe_closed_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    std::fs::write(&file, serde_json::to_vec(&example()).unwrap()).unwrap();
+    let (ok, out, err) = recruitd(
+        dir.path(),
+        &Backend::Sqlite,
+        &["import", file.to_str().unwrap()],
+    )
+    .await;
+    assert!(ok, "{out}{err}");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_recruitd"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args([
+            "key",
+            "create",
+            "--workspace",
+            "Northwind Talent",
+            "--created-by",
+            "raj@northwind.example",
+            "--admin-listen",
+            "127.0.0.1:9",
+        ])
+        .env_remove("RECRUITD_ADMIN_TOKEN")
+        .env_remove("RECRUITD_DATABASE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader leaves before anything is printed (the command opens the store first).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

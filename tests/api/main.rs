@@ -36,6 +36,7 @@ mod downloads;
 mod errors;
 mod lists;
 mod observability;
+mod openapi;
 mod outage;
 mod pagination;
 mod process;

@@ -376,6 +376,14 @@ async fn references_are_idempotent(b: Backend) {
         "repeating the reference updated the note"
     );
     assert_eq!(count(&app, "notes").await, 2);
+    // The length limit counts characters, as the OpenAPI document's maxLength does: 256
+    // two-byte characters are a reference, 257 are not.
+    let long = |n: usize| json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x", "reference": "é".repeat(n)});
+    let (s, body) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &long(256)).await;
+    assert_eq!(s.as_u16(), 201, "{body}");
+    let (s, body) = send(&app, Method::POST, "/v1/notes", WRITE_KEY, &long(257)).await;
+    assert!(assert_error(s, &body, 400, "BAD_REQUEST").starts_with("reference"));
+    assert_eq!(count(&app, "notes").await, 3);
     // Concurrent retries of a new reference: one record, one id.
     let mut handles = Vec::new();
     for i in 0..16 {
@@ -404,7 +412,7 @@ async fn references_are_idempotent(b: Backend) {
     assert_eq!(created, 1);
     ids.dedup();
     assert_eq!(ids.len(), 1);
-    assert_eq!(count(&app, "notes").await, 3);
+    assert_eq!(count(&app, "notes").await, 4);
     // Tasks keep their own references: the same string makes a task, not a note update.
     let (s, t) = send(
         &app,
