@@ -69,8 +69,12 @@ pub async fn run<W: Workload>(
         .unwrap_or(rec.measure_from);
     let shards = shards.max(1);
     let mut threads = Vec::with_capacity(shards);
+    // Every shard's runtime keeps running until all shards are done: a connection (to
+    // the server or the baseline database) opened on one thread's runtime may be in use
+    // on another's, and dropping its runtime early would fail that request.
+    let all_done = Arc::new(tokio::sync::Barrier::new(shards));
     for k in 0..shards {
-        let (w, rec) = (w.clone(), rec.clone());
+        let (w, rec, all_done) = (w.clone(), rec.clone(), all_done.clone());
         let share = warm / shards + usize::from(k < warm % shards);
         let t = std::thread::Builder::new()
             .name(format!("client-{k}"))
@@ -87,6 +91,7 @@ pub async fn run<W: Workload>(
                             closed_shard(w, rec, concurrency, start, k, shards).await
                         }
                     }
+                    all_done.wait().await;
                 });
             })
             .expect("spawning a client thread");
