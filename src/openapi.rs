@@ -1592,7 +1592,9 @@ Also accepted under the aliases `email` and `q` (aliases given together must agr
             "downloadAttachment".into(),
             "downloads",
             "Redirect to signed URL",
-            "A successful redirect does not guarantee the bytes exist: fetching the signed URL may fail with an error body whose `code` is `NoSuchKey` \
+            "The signed URL is served by the service itself, outside the API (`/files/…` under the service's public address): \
+it needs no key, and its answers are object-store-style, not the API's envelope, so it is not described here. \
+A successful redirect does not guarantee the bytes exist: fetching the signed URL may fail with an error body whose `code` is `NoSuchKey` \
 (delivered with HTTP 400 and a body field `statusCode` of `404`); that means the file is gone and is not retried.",
             "read",
             vec![
