@@ -8,7 +8,8 @@
 # (postgres://postgres@127.0.0.1:5432/loadbase; created when missing), API_PORT (18443),
 # ADMIN_PORT (18444), WORKERS (server HTTPS workers; default one per CPU), MIXED_SECS
 # (600), CARGO_TARGET_DIR (target); QUICK=1 shortens every run to a few seconds (a check
-# of the script itself, not a measurement).
+# of the script itself, not a measurement); RUNS="lookup-open-5000 sync" runs only the
+# runs named (default: all).
 #
 # Client and server share the machine, so note what else runs on it: the reports record
 # the load average before and after each run.
@@ -67,6 +68,7 @@ LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PO
 status=0
 run() {
   local name="$1"; shift
+  if [ -n "${RUNS:-}" ] && [[ " $RUNS " != *" $name "* ]]; then return 0; fi
   echo "== $name: $*" | tee -a "$OUT/summary.txt"
   # A run with errors exits 2 but still writes its report; keep going, remember it.
   "${LT[@]}" --name "$name" "$@" 2>"$OUT/$name.log" | tee -a "$OUT/summary.txt" || status=$?

@@ -63,8 +63,8 @@ pub struct Common {
     /// Seed of every random choice (queries, parents, shares).
     #[arg(long, global = true)]
     pub seed: Option<u64>,
-    /// Client threads sending requests (default: 1 for an open loop, one per CPU for a
-    /// closed loop).
+    /// Client threads sending lookups and writes (default: 1 for an open loop, one per
+    /// CPU for a closed loop; `mixed` uses one per part).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
 }

@@ -293,6 +293,8 @@ pub struct Dataset {
     pub contacts: Vec<String>,
     pub companies: Vec<String>,
     pub candidate_rows: Vec<String>,
+    /// The person (index into `persons`) of each candidate record.
+    pub row_person: Vec<u32>,
     pub jobs: Vec<String>,
     pub active_user_emails: Vec<String>,
     /// Numbers someone holds, as the API shows them (companies' without extension).
@@ -337,6 +339,7 @@ impl Dataset {
                 ds.persons.push(c.person_id.clone());
             }
             ds.candidate_rows.push(c.id);
+            ds.row_person.push(p);
             let numbers = [c.phone, c.mobile];
             ds.add(Owner::Person(p), numbers.iter().flatten(), &c.emails);
         }

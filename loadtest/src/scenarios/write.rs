@@ -4,7 +4,11 @@
 //! PATCHes of notes, task status and candidates' job title.
 //!
 //! Checked: the status the API documents (201 for a new note or task, 200 for a repeat
-//! and for a PATCH), the id, and that a PATCH answer shows the value sent. Nothing the
+//! and for a PATCH), the id, and that a PATCH answer shows the value sent. When another
+//! write of this run to the same record (for candidates: the same person, whose
+//! records move together) overlapped it, the answer may show that write's value
+//! instead (writes are committed in groups and answered as the record then stands), so
+//! it must show a value one of them sent. Nothing the
 //! lookups check is changed (no number or address is edited), so `mixed` can verify
 //! lookups while writing.
 
@@ -19,12 +23,49 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Created ids kept as targets of later PATCHes (most recent ones).
 const KEEP: usize = 10_000;
+
+/// Writes in flight per record, to tell when two overlapped.
+#[derive(Default)]
+struct Overlaps(Mutex<HashMap<String, (u32, u64)>>);
+
+/// A write's place among the writes to its record.
+struct Turn {
+    key: String,
+    started: u64,
+    overlapped: bool,
+}
+
+impl Overlaps {
+    fn begin(&self, key: String) -> Turn {
+        let mut m = self.0.lock().expect("lock");
+        let e = m.entry(key.clone()).or_default();
+        e.0 += 1;
+        e.1 += 1;
+        Turn {
+            overlapped: e.0 > 1,
+            started: e.1,
+            key,
+        }
+    }
+
+    /// Whether another write to the record ran at any time during this one.
+    fn end(&self, t: Turn) -> bool {
+        let mut m = self.0.lock().expect("lock");
+        let e = m.get_mut(&t.key).expect("begun");
+        let overlapped = t.overlapped || e.1 != t.started;
+        e.0 -= 1;
+        if e.0 == 0 {
+            m.remove(&t.key);
+        }
+        overlapped
+    }
+}
 
 #[derive(Default)]
 struct Created {
@@ -49,6 +90,7 @@ pub struct WriteLoad {
     /// (kind, cumulative weight).
     mix: Vec<(String, u32)>,
     created: Mutex<Created>,
+    overlaps: Overlaps,
     /// Distinguishes references of separate runs against one server.
     run_id: u64,
 }
@@ -83,6 +125,7 @@ impl WriteLoad {
             seed,
             mix,
             created: Mutex::new(Created::default()),
+            overlaps: Overlaps::default(),
             run_id,
         })
     }
@@ -157,7 +200,14 @@ impl WriteLoad {
         if let Some(author) = self.ds.active_user_emails.choose(rng) {
             body["author_email"] = json!(author);
         }
+        // A retry rewrites its note: it counts as a write to that note.
+        let turn = want_id
+            .as_ref()
+            .map(|id| self.overlaps.begin(format!("note:{id}")));
         let (r, done) = self.send(Method::POST, "/v1/notes", body).await;
+        if let Some(t) = turn {
+            self.overlaps.end(t);
+        }
         let mut new_id = None;
         let verdict = judge(r, want, |a| {
             let id = match a.json() {
@@ -228,6 +278,7 @@ impl WriteLoad {
             return self.create_note(rng, seq, intended).await;
         };
         let html = format!("<p>Edited after the call ({seq}).</p>");
+        let turn = self.overlaps.begin(format!("note:{id}"));
         let (r, done) = self
             .send(
                 Method::PATCH,
@@ -235,13 +286,18 @@ impl WriteLoad {
                 json!({ "body_html": &html }),
             )
             .await;
+        let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {
                 Ok(v) => v,
                 Err(e) => return Some(format!("undecodable answer: {e}")),
             };
-            (v["data"]["body_html"] != json!(html))
-                .then(|| format!("note {id}: PATCH answer does not show the new body_html"))
+            let shown = v["data"]["body_html"].as_str().unwrap_or_default();
+            let ours = shown.starts_with("<p>Edited after the call (")
+                || shown.starts_with("<p>Spoke about the role;");
+            (shown != html && !(overlapped && ours)).then(|| {
+                format!("note {id}: PATCH answer shows body_html {shown:?}, not the one sent")
+            })
         });
         self.rec
             .record("PATCH /v1/notes/{id}", intended, done, verdict, 0);
@@ -263,6 +319,7 @@ impl WriteLoad {
         } else {
             "open"
         };
+        let turn = self.overlaps.begin(format!("task:{id}"));
         let (r, done) = self
             .send(
                 Method::PATCH,
@@ -270,12 +327,15 @@ impl WriteLoad {
                 json!({ "status": status }),
             )
             .await;
+        let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {
                 Ok(v) => v,
                 Err(e) => return Some(format!("undecodable answer: {e}")),
             };
-            (v["data"]["status"] != json!(status)).then(|| {
+            let shown = &v["data"]["status"];
+            let ours = shown == "open" || shown == "completed";
+            (*shown != json!(status) && !(overlapped && ours)).then(|| {
                 format!(
                     "task {id}: PATCH status {status} answered {}",
                     v["data"]["status"]
@@ -287,13 +347,13 @@ impl WriteLoad {
     }
 
     async fn patch_candidate(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
-        let id = self
-            .ds
-            .candidate_rows
-            .choose(rng)
-            .expect("candidates")
-            .clone();
+        let row = rng.gen_range(0..self.ds.candidate_rows.len());
+        let id = &self.ds.candidate_rows[row];
         let title = format!("Senior engineer {}", seq % 1000);
+        // A person's records share their job title: the person is the record here.
+        let turn = self
+            .overlaps
+            .begin(format!("person:{}", self.ds.row_person[row]));
         let (r, done) = self
             .send(
                 Method::PATCH,
@@ -301,13 +361,17 @@ impl WriteLoad {
                 json!({ "job_title": &title }),
             )
             .await;
+        let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {
                 Ok(v) => v,
                 Err(e) => return Some(format!("undecodable answer: {e}")),
             };
-            (v["data"]["job_title"] != json!(title))
-                .then(|| format!("candidate {id}: PATCH answer does not show the new job_title"))
+            let shown = v["data"]["job_title"].as_str().unwrap_or_default();
+            let ours = shown.starts_with("Senior engineer ");
+            (shown != title && !(overlapped && ours)).then(|| {
+                format!("candidate {id}: PATCH answer shows job_title {shown:?}, not the one sent")
+            })
         });
         self.rec
             .record("PATCH /v1/candidates/{id}", intended, done, verdict, 0);
