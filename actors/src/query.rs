@@ -363,7 +363,7 @@ mod tests {
     proptest! {
         #[test]
         fn limit_accepts_exactly_digit_strings(s in "\\PC{0,8}") {
-            let ok = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && s.trim_start_matches('0') != "";
+            let ok = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && !s.trim_start_matches('0').is_empty();
             prop_assert_eq!(Limit::parse(&s, 500).is_ok(), ok);
             if let Ok(l) = Limit::parse(&s, 500) {
                 prop_assert!(l.get() >= 1 && l.get() <= 500);

@@ -15,11 +15,14 @@ use uuid::Uuid;
 
 const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
-/// A memory store whose commits take a while and are counted.
+/// A memory store whose commits take a while and are counted, and which can lose the
+/// answer to a commit that took effect, or stop answering.
 struct SlowStore {
     inner: Arc<MemoryStore>,
     commits: AtomicUsize,
     delay: Duration,
+    /// 0: normal; 1: commit, then report the store unavailable; 2: never answer.
+    mode: std::sync::atomic::AtomicU8,
 }
 
 #[async_trait::async_trait]
@@ -33,7 +36,16 @@ impl Store for SlowStore {
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         tokio::time::sleep(self.delay).await;
         self.commits.fetch_add(1, Ordering::SeqCst);
-        self.inner.commit(workspace, changes).await
+        match self.mode.load(Ordering::SeqCst) {
+            0 => self.inner.commit(workspace, changes).await,
+            1 => {
+                self.inner.commit(workspace, changes).await?;
+                Err(StoreError::Unavailable(
+                    "connection reset after COMMIT".into(),
+                ))
+            }
+            _ => std::future::pending().await,
+        }
     }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         self.inner.committed(workspace, batch).await
@@ -51,6 +63,7 @@ async fn workspace(delay: Duration) -> (Arc<SlowStore>, crate::registry::Workspa
         inner: MemoryStore::new(),
         commits: AtomicUsize::new(0),
         delay,
+        mode: std::sync::atomic::AtomicU8::new(0),
     });
     let registry = Registry::new(
         store.clone(),
@@ -188,64 +201,6 @@ async fn concurrent_retries_of_one_reference_make_one_note() {
         .is_some_and(|b| b.starts_with("try ")));
 }
 
-/// A store that can lose the answer to a commit that took effect, or stop answering.
-struct FlakyStore {
-    inner: Arc<MemoryStore>,
-    /// 0: normal; 1: commit, then report the store unavailable; 2: never answer.
-    mode: std::sync::atomic::AtomicU8,
-}
-
-#[async_trait::async_trait]
-impl Store for FlakyStore {
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
-        self.inner.workspaces().await
-    }
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
-        self.inner.load_records(workspace, sink).await
-    }
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        match self.mode.load(Ordering::SeqCst) {
-            0 => self.inner.commit(workspace, changes).await,
-            1 => {
-                self.inner.commit(workspace, changes).await?;
-                Err(StoreError::Unavailable(
-                    "connection reset after COMMIT".into(),
-                ))
-            }
-            _ => std::future::pending().await,
-        }
-    }
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
-        self.inner.committed(workspace, batch).await
-    }
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
-        self.inner.keys().await
-    }
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
-        self.inner.revoke_key(id).await
-    }
-}
-
-async fn flaky_workspace() -> (Arc<FlakyStore>, crate::registry::WorkspaceHandle) {
-    let store = Arc::new(FlakyStore {
-        inner: MemoryStore::new(),
-        mode: std::sync::atomic::AtomicU8::new(0),
-    });
-    let registry = Registry::new(
-        store.clone(),
-        Arc::new(MemoryBlobs::default()),
-        actix::Arbiter::current(),
-    );
-    let snap = parse_slice(include_bytes!(
-        "../../../tests/fixtures/snapshot-small.json"
-    ))
-    .unwrap();
-    let w = snap.workspace.clone().unwrap();
-    let h = registry.handle_or_create(&w).unwrap();
-    h.addr.send(Import(snap)).await.unwrap().unwrap();
-    (store, h)
-}
-
 fn created(w: &Written) -> Uuid {
     match w {
         Written::Created(_, id) => *id,
@@ -255,7 +210,7 @@ fn created(w: &Written) -> Uuid {
 
 #[actix::test]
 async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
-    let (store, h) = flaky_workspace().await;
+    let (store, h) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.mode.store(1, Ordering::SeqCst);
     let lost = h
@@ -291,7 +246,7 @@ async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
 
 #[actix::test]
 async fn an_unconfirmed_commit_is_settled_without_further_writes() {
-    let (store, h) = flaky_workspace().await;
+    let (store, h) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.mode.store(1, Ordering::SeqCst);
     let lost = h.addr.send(Write(note("made it", None))).await.unwrap();
@@ -304,7 +259,7 @@ async fn an_unconfirmed_commit_is_settled_without_further_writes() {
 
 #[actix::test]
 async fn a_commit_that_never_happened_is_dropped() {
-    let (store, h) = flaky_workspace().await;
+    let (store, h) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.inner.fail.store(true, Ordering::SeqCst);
     let failed = h
@@ -332,7 +287,7 @@ async fn a_commit_that_never_happened_is_dropped() {
 
 #[actix::test]
 async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
-    let (store, h) = flaky_workspace().await;
+    let (store, h) = workspace(Duration::ZERO).await;
     store.mode.store(2, Ordering::SeqCst);
     let started = std::time::Instant::now();
     let hung = h.addr.send(Write(note("hangs", None))).await.unwrap();
