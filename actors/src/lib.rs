@@ -15,6 +15,8 @@
 //!   person's) newest children, for the sub-resource endpoints.
 //! - [`views`]: the API's records derived from raw records (`status`,
 //!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
+//! - [`rendered`]: each row's rendered JSON, cached with the row and used while nothing
+//!   its view reads has changed.
 //! - [`query`]: `limit`, `updated_since` and cursor parsing.
 //! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, and the plan
 //!   of changes an import makes.
@@ -33,13 +35,15 @@
 //!   any lock; a reader keeps one consistent state for its whole request.
 //! - The key ring is a concurrent map read on every request; it is written by the admin
 //!   paths after their store commit.
-//! - No lock is ever held across an `.await`.
+//! - No lock is ever held across an `.await`. The one lock on the read path guards a
+//!   row's cached JSON, for the length of a copy.
 
 pub mod actor;
 pub mod model;
 pub mod phone;
 pub mod query;
 pub mod registry;
+pub mod rendered;
 pub mod search;
 pub mod snapshot;
 pub mod state;

@@ -8,11 +8,13 @@
 
 use crate::model::*;
 use crate::phone::normalise_phone;
+use crate::rendered::DerivedInputs;
+pub use crate::rendered::RenderCache;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
 use crate::subresources::{AttachmentsByParent, NotesByParent};
 use crate::time::{Stamp, CHANGE_TRACKING_START};
-use imbl::OrdSet;
+use imbl::OrdMap;
 
 /// The persistent hash map of the state: `imbl`'s, with foldhash instead of SipHash. Keys
 /// are ids from imports (trusted input, mostly random UUIDs), and every rendered record
@@ -24,29 +26,50 @@ use std::hash::Hash;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// A record in a table: the record itself and, when the record is visible through the
-/// API, the `updated_at` it reports (its position in the sync order).
+/// A record in a table: the record itself, when the record is visible through the API
+/// the `updated_at` it reports (its position in the sync order), and the cache of its
+/// rendered JSON.
+///
+/// Every change to a row (a new record, a new position) makes a new `Row` with an empty
+/// cache, so a cached rendering never outlives the row version it was made from; what a
+/// rendering reads from the rest of the workspace is covered by [`DerivedInputs`].
 #[derive(Debug)]
 pub struct Row<V> {
     pub rec: Arc<V>,
     pub order: Option<Stamp>,
+    pub rendered: RenderCache,
 }
 
-// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned.
+impl<V> Row<V> {
+    fn new(rec: Arc<V>, order: Option<Stamp>) -> Self {
+        Row {
+            rec,
+            order,
+            rendered: RenderCache::default(),
+        }
+    }
+}
+
+// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned. A clone
+// is the same row version (a copied map node), so it starts with the same rendering.
 impl<V> Clone for Row<V> {
     fn clone(&self) -> Self {
         Row {
             rec: self.rec.clone(),
             order: self.order,
+            rendered: self.rendered.clone(),
         }
     }
 }
 
 /// Records of one kind by id, plus the visible ones ordered by (`updated_at`, id).
+///
+/// The ordered map holds the rows themselves (the same `Arc`s as the map by id), so a
+/// page is read in order without a lookup by id per record.
 #[derive(Debug)]
 pub struct Table<K: Hash + Eq + Ord + Clone, V> {
     rows: HashMap<K, Row<V>>,
-    order: OrdSet<(Stamp, K)>,
+    order: OrdMap<(Stamp, K), Row<V>>,
 }
 
 impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
@@ -62,7 +85,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
     fn default() -> Self {
         Table {
             rows: HashMap::default(),
-            order: OrdSet::new(),
+            order: OrdMap::new(),
         }
     }
 }
@@ -91,20 +114,25 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
                 self.order.remove(&(o, id.clone()));
             }
         }
+        let row = Row::new(rec, order);
         if let Some(o) = order {
-            self.order.insert((o, id.clone()));
+            self.order.insert((o, id.clone()), row.clone());
         }
-        self.rows.insert(id, Row { rec, order });
+        self.rows.insert(id, row);
     }
 
     /// Replaces a record in place, keeping its position.
     pub fn replace(&mut self, id: &K, rec: Arc<V>) {
         if let Some(row) = self.rows.get_mut(id) {
-            row.rec = rec;
+            *row = Row::new(rec, row.order);
+            if let Some(o) = row.order {
+                self.order.insert((o, id.clone()), row.clone());
+            }
         }
     }
 
-    /// Moves a record to a new position (or hides it) without replacing it.
+    /// Moves a record to a new position (or hides it) without replacing it. The row's
+    /// rendering starts afresh: what moved it (a cv's candidate row) is what it shows.
     pub fn reorder(&mut self, id: &K, order: Option<Stamp>) {
         if let Some(row) = self.rows.get(id).cloned() {
             self.put(id.clone(), row.rec, order);
@@ -143,6 +171,19 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
     where
         K: MinKey,
     {
+        self.rows_from(since, after)
+            .map(|(st, k, r)| (st, k, &r.rec))
+    }
+
+    /// [`Self::iter_from`], with each record's whole row.
+    pub fn rows_from(
+        &self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &K, &Row<V>)> + '_
+    where
+        K: MinKey,
+    {
         use std::ops::Bound;
         let since_bound = since.map(|s| (s, K::min_key()));
         let lower = match (since_bound, after) {
@@ -153,7 +194,12 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         };
         self.order
             .range((lower, Bound::Unbounded))
-            .filter_map(|(st, k)| self.rows.get(k).map(|r| (*st, k, &r.rec)))
+            .map(|((st, k), r)| (*st, k, r))
+    }
+
+    /// The row of a visible record.
+    pub fn visible_row(&self, id: &K) -> Option<&Row<V>> {
+        self.rows.get(id).filter(|r| r.order.is_some())
     }
 
     /// Number of visible records with stamp >= `since` (all visible records without it).
@@ -275,6 +321,8 @@ pub struct WorkspaceState {
     /// Idempotency keys of API-created notes and tasks: `reference` → id.
     note_refs: HashMap<Box<str>, Uuid>,
     task_refs: HashMap<Box<str>, Uuid>,
+    /// Changes to the tables other records' views read (`rendered`).
+    pub derived: DerivedInputs,
 }
 
 impl WorkspaceState {
@@ -305,6 +353,7 @@ impl WorkspaceState {
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
             task_refs: HashMap::default(),
+            derived: DerivedInputs::default(),
         }
     }
 
@@ -497,6 +546,7 @@ impl WorkspaceState {
         match rec {
             Record::User(u) => {
                 self.bump_clock(u.updated_at);
+                self.derived.users += 1;
                 if let Some(old) = self.users.get(&u.id) {
                     if let Some(e) = &old.email {
                         let key = e.to_lowercase().into_boxed_str();
@@ -514,10 +564,12 @@ impl WorkspaceState {
                 self.users.put(u.id, Arc::new(u), order);
             }
             Record::Stage(s) => {
+                self.derived.stages += 1;
                 self.stages.insert(s.id, Arc::new(s));
             }
             Record::Company(c) => {
                 self.bump_clock(c.updated_at);
+                self.derived.companies += 1;
                 let order = Some(reported_updated_at(c.created_at, c.updated_at));
                 if !self.search.is_deferred() {
                     let before = self.companies.get(&c.id).map(|o| self.company_keys(o));
@@ -529,6 +581,7 @@ impl WorkspaceState {
             }
             Record::Contact(c) => {
                 self.bump_clock(c.updated_at);
+                self.derived.contacts += 1;
                 let order = Some(reported_updated_at(c.created_at, c.updated_at));
                 let rec = ContactRec {
                     phone: self.normalise(c.phone.as_deref()),
@@ -548,6 +601,7 @@ impl WorkspaceState {
             }
             Record::Job(j) => {
                 self.bump_clock(j.updated_at);
+                self.derived.jobs += 1;
                 let order = Some(reported_updated_at(j.created_at, j.updated_at));
                 self.jobs.put(j.id, Arc::new(j), order);
             }
@@ -718,6 +772,7 @@ impl WorkspaceState {
         match kind {
             RecordKind::User => match self.users.remove(&uuid) {
                 Some(old) => {
+                    self.derived.users += 1;
                     if let Some(e) = &old.email {
                         let key = e.to_lowercase().into_boxed_str();
                         if self.users_by_email.get(&key) == Some(&uuid) {
@@ -728,9 +783,13 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Stage => self.stages.remove(&uuid).is_some(),
+            RecordKind::Stage => {
+                self.derived.stages += 1;
+                self.stages.remove(&uuid).is_some()
+            }
             RecordKind::Company => match self.companies.remove(&uuid) {
                 Some(old) => {
+                    self.derived.companies += 1;
                     if !self.search.is_deferred() {
                         let before = self.company_keys(&old);
                         self.search
@@ -742,6 +801,7 @@ impl WorkspaceState {
             },
             RecordKind::Contact => match self.contacts.remove(&uuid) {
                 Some(old) => {
+                    self.derived.contacts += 1;
                     self.search.update(
                         Owner::Contact(uuid),
                         &contact_keys(&old),
@@ -751,7 +811,10 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
+            RecordKind::Job => {
+                self.derived.jobs += 1;
+                self.jobs.remove(&uuid).is_some()
+            }
             RecordKind::Candidate => {
                 let Some(person) = self.candidates.get(&uuid).map(|c| c.raw.person_id) else {
                     return false;

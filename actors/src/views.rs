@@ -5,6 +5,7 @@
 //! spec and `snapshot-format.md` ("Derived in the API").
 
 use crate::model::*;
+use crate::rendered::{DerivedInputs, Reads, Rendered};
 use crate::state::{reported_updated_at, CandidateRec, ContactRec, WorkspaceState};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
@@ -479,5 +480,55 @@ impl Serialize for View<'_, User> {
             updated_at: reported_updated_at(u.created_at, u.updated_at),
         }
         .serialize(s)
+    }
+}
+
+// What each view reads beyond its own row (`rendered`). A cv attachment reads its
+// candidate row's timestamps, but that row's every change replaces the attachment's row
+// too (`WorkspaceState::reorder_cvs`), so it counts as its row alone.
+
+/// Implements [`Rendered`] for a view type: `$reads` computes its tables from `$v`.
+macro_rules! rendered {
+    ($ty:ty, |$v:ident| $reads:expr) => {
+        impl Rendered for $ty {
+            fn reads(&self) -> Reads {
+                let $v = self;
+                $reads
+            }
+            fn derived(&self) -> &DerivedInputs {
+                &self.ws.derived
+            }
+        }
+    };
+}
+
+rendered!(View<'_, CandidateRec>, |_v| Reads::STAGES
+    .and(Reads::USERS)
+    .and(Reads::JOBS));
+rendered!(View<'_, ContactRec>, |_v| Reads::COMPANIES);
+rendered!(View<'_, Job>, |v| if v.rec.company_id.is_some() {
+    Reads::COMPANIES
+} else {
+    Reads::NOTHING
+});
+rendered!(
+    View<'_, Note>,
+    |v| if v.rec.parent_type == ParentType::Contact && v.rec.company_id.is_none() {
+        Reads::CONTACTS
+    } else {
+        Reads::NOTHING
+    }
+);
+rendered!(View<'_, Company>, |_v| Reads::NOTHING);
+rendered!(View<'_, Task>, |_v| Reads::NOTHING);
+rendered!(View<'_, Attachment>, |_v| Reads::NOTHING);
+rendered!(View<'_, User>, |_v| Reads::NOTHING);
+
+impl Rendered for ApplicationView<'_> {
+    fn reads(&self) -> Reads {
+        Reads::STAGES
+    }
+    fn derived(&self) -> &DerivedInputs {
+        &self.0.ws.derived
     }
 }

@@ -6,9 +6,10 @@ use super::errors::ApiError;
 use super::query::QueryParams;
 use super::AppState;
 use actix_web::{web, HttpResponse};
-use actors::model::{split_attachment_id, Entity, ATTACHMENT_PREFIXES};
+use actors::model::{split_attachment_id, Attachment, Entity, ATTACHMENT_PREFIXES};
 use actors::query::{parse_updated_since, Cursor, CursorId, CursorKey, Limit};
-use actors::state::{MinKey, Table, WorkspaceState};
+use actors::rendered::{write_row, Rendered};
+use actors::state::{MinKey, Row, Table, WorkspaceState};
 use actors::time::Stamp;
 use actors::views::{ApplicationView, View};
 use serde::Serialize;
@@ -91,9 +92,10 @@ impl CursorKeyed for Arc<str> {
     }
 }
 
-/// Writes one page of a table as the list response body.
-#[allow(clippy::too_many_arguments)]
+/// Writes one page of a table as the list response body. Records come from their rows'
+/// cached JSON where it is still valid (`actors::rendered`).
 fn render_page<'s, K, V, T, F>(
+    ws: &'s WorkspaceState,
     table: &'s Table<K, V>,
     entity: Entity,
     p: ListParams,
@@ -103,7 +105,7 @@ fn render_page<'s, K, V, T, F>(
 ) -> Result<Vec<u8>, ApiError>
 where
     K: Hash + Eq + Ord + Clone + MinKey + CursorKeyed,
-    T: Serialize,
+    T: Rendered,
     F: Fn(&'s V) -> T,
     V: 's,
 {
@@ -116,15 +118,16 @@ where
         )),
         None => None,
     };
-    let mut buf = Vec::with_capacity(256 + p.limit * 512);
+    // Most records render to well under 1 KiB: one allocation for most pages.
+    let mut buf = Vec::with_capacity(256 + p.limit * 1024);
     buf.extend_from_slice(b"{\"data\":[");
     let mut n = 0;
     let mut last: Option<(Stamp, &K)> = None;
-    for (stamp, k, rec) in table.iter_from(p.since, after).take(p.limit) {
+    for (stamp, k, row) in table.rows_from(p.since, after).take(p.limit) {
         if n > 0 {
             buf.push(b',');
         }
-        serde_json::to_writer(&mut buf, &view(rec)).map_err(ApiError::internal)?;
+        write_row(row, &ws.derived, &view, &mut buf).map_err(ApiError::internal)?;
         last = Some((stamp, k));
         n += 1;
     }
@@ -183,23 +186,25 @@ pub async fn list(
     let ws: &WorkspaceState = &caller.state;
     let key = &app.cursor_key;
     let body = match entity {
-        Entity::Candidates => {
-            render_page(&ws.candidates, entity, p, key, &rid, |r| View::new(ws, r))?
-        }
-        Entity::Applications => render_page(&ws.applications, entity, p, key, &rid, |r| {
+        Entity::Candidates => render_page(ws, &ws.candidates, entity, p, key, &rid, |r| {
+            View::new(ws, r)
+        })?,
+        Entity::Applications => render_page(ws, &ws.applications, entity, p, key, &rid, |r| {
             ApplicationView(View::new(ws, r))
         })?,
-        Entity::Contacts => render_page(&ws.contacts, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Companies => {
-            render_page(&ws.companies, entity, p, key, &rid, |r| View::new(ws, r))?
+        Entity::Contacts => {
+            render_page(ws, &ws.contacts, entity, p, key, &rid, |r| View::new(ws, r))?
         }
-        Entity::Jobs => render_page(&ws.jobs, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Notes => render_page(&ws.notes, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Tasks => render_page(&ws.tasks, entity, p, key, &rid, |r| View::new(ws, r))?,
-        Entity::Attachments => {
-            render_page(&ws.attachments, entity, p, key, &rid, |r| View::new(ws, r))?
-        }
-        Entity::Users => render_page(&ws.users, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Companies => render_page(ws, &ws.companies, entity, p, key, &rid, |r| {
+            View::new(ws, r)
+        })?,
+        Entity::Jobs => render_page(ws, &ws.jobs, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Notes => render_page(ws, &ws.notes, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Tasks => render_page(ws, &ws.tasks, entity, p, key, &rid, |r| View::new(ws, r))?,
+        Entity::Attachments => render_page(ws, &ws.attachments, entity, p, key, &rid, |r| {
+            View::new(ws, r)
+        })?,
+        Entity::Users => render_page(ws, &ws.users, entity, p, key, &rid, |r| View::new(ws, r))?,
     };
     Ok(json_response(body))
 }
@@ -213,18 +218,31 @@ pub fn parse_record_id(raw: &str) -> Option<Uuid> {
     Uuid::try_parse(raw).ok()
 }
 
-/// Finds a visible attachment by id, with or without its prefix.
-pub fn find_attachment<'a>(
-    ws: &'a WorkspaceState,
-    raw: &str,
-) -> Option<&'a Arc<actors::model::Attachment>> {
+/// Finds a visible attachment's row by id, with or without its prefix.
+pub fn find_attachment<'a>(ws: &'a WorkspaceState, raw: &str) -> Option<&'a Row<Attachment>> {
     if raw.contains(':') {
         split_attachment_id(raw)?;
-        return ws.attachments.get_visible(&Arc::from(raw));
+        return ws.attachments.visible_row(&Arc::from(raw));
     }
     ATTACHMENT_PREFIXES
         .iter()
-        .find_map(|p| ws.attachments.get_visible(&Arc::from(format!("{p}:{raw}"))))
+        .find_map(|p| ws.attachments.visible_row(&Arc::from(format!("{p}:{raw}"))))
+}
+
+/// `{"data": <record>, "request_id": …}`, the record from its row's cache when valid.
+fn record_body<'r, V, T: Rendered>(
+    ws: &WorkspaceState,
+    row: &'r Row<V>,
+    view: impl FnOnce(&'r V) -> T,
+    rid: &RequestId,
+) -> Result<Vec<u8>, ApiError> {
+    let mut buf = Vec::with_capacity(1024);
+    buf.extend_from_slice(b"{\"data\":");
+    write_row(row, &ws.derived, view, &mut buf).map_err(ApiError::internal)?;
+    buf.extend_from_slice(b",\"request_id\":");
+    serde_json::to_writer(&mut buf, rid.as_str()).map_err(ApiError::internal)?;
+    buf.push(b'}');
+    Ok(buf)
 }
 
 pub async fn get(
@@ -237,46 +255,31 @@ pub async fn get(
     let ws: &WorkspaceState = &caller.state;
     let missing = || ApiError::not_found(format!("no {} record with id {raw_id:?}", entity.name()));
     if entity == Entity::Attachments {
-        let a = find_attachment(ws, &raw_id).ok_or_else(missing)?;
-        return Ok(json_response(data_body(&View::new(ws, &**a), &rid)?));
+        let row = find_attachment(ws, &raw_id).ok_or_else(missing)?;
+        return Ok(json_response(record_body(
+            ws,
+            row,
+            |r| View::new(ws, r),
+            &rid,
+        )?));
     }
     let id = parse_record_id(&raw_id).ok_or_else(missing)?;
+    /// The body of the visible row `id` of `table`, seen through `view`.
+    macro_rules! body {
+        ($table:expr, $view:expr) => {{
+            let row = $table.visible_row(&id).ok_or_else(missing)?;
+            record_body(ws, row, $view, &rid)?
+        }};
+    }
     let body = match entity {
-        Entity::Candidates => data_body(
-            &View::new(ws, &**ws.candidates.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Applications => data_body(
-            &ApplicationView(View::new(
-                ws,
-                &**ws.applications.get_visible(&id).ok_or_else(missing)?,
-            )),
-            &rid,
-        )?,
-        Entity::Contacts => data_body(
-            &View::new(ws, &**ws.contacts.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Companies => data_body(
-            &View::new(ws, &**ws.companies.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Jobs => data_body(
-            &View::new(ws, &**ws.jobs.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Notes => data_body(
-            &View::new(ws, &**ws.notes.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Tasks => data_body(
-            &View::new(ws, &**ws.tasks.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
-        Entity::Users => data_body(
-            &View::new(ws, &**ws.users.get_visible(&id).ok_or_else(missing)?),
-            &rid,
-        )?,
+        Entity::Candidates => body!(ws.candidates, |r| View::new(ws, r)),
+        Entity::Applications => body!(ws.applications, |r| ApplicationView(View::new(ws, r))),
+        Entity::Contacts => body!(ws.contacts, |r| View::new(ws, r)),
+        Entity::Companies => body!(ws.companies, |r| View::new(ws, r)),
+        Entity::Jobs => body!(ws.jobs, |r| View::new(ws, r)),
+        Entity::Notes => body!(ws.notes, |r| View::new(ws, r)),
+        Entity::Tasks => body!(ws.tasks, |r| View::new(ws, r)),
+        Entity::Users => body!(ws.users, |r| View::new(ws, r)),
         Entity::Attachments => unreachable!("handled above"),
     };
     Ok(json_response(body))
