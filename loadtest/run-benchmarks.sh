@@ -55,9 +55,10 @@ if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
 server_pid=$!
 for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
 
-# What else the machine did meanwhile: load average and the busiest processes.
+# What else the machine did meanwhile: load average and the busiest processes; and the
+# server's resident memory (it grows as full syncs fill the rows' JSON caches).
 (while true; do
-  echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) | $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | tr -s ' ' | tr '\n' ';')"
+  echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) | recruitd rss $(ps -o rss= -p "$server_pid" | tr -d ' ') KiB | $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | tr -s ' ' | tr '\n' ';')"
   sleep 10
 done) >"$OUT/machine.log" 2>&1 &
 sampler_pid=$!
