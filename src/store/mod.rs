@@ -740,6 +740,52 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(1));
     }
 
+    /// Commits reach the database file itself in the background (the writer never
+    /// checkpoints): a copy of `recruit.db` taken without its WAL holds them.
+    #[tokio::test]
+    async fn sqlite_checkpoints_in_the_background() {
+        let b = Backend::sqlite();
+        std::fs::create_dir_all(&b.dir).unwrap();
+        let db = b.dir.join("recruit.db");
+        let store = sqlite::SqliteStore::open(&db).await.unwrap();
+        let expected = sorted(one_of_each());
+        store
+            .commit(
+                ws(WS),
+                &ChangeSet {
+                    workspace: Some(workspace(WS, "Acme")),
+                    upserts: one_of_each(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let copy = b.dir.join("copy");
+        std::fs::create_dir_all(&copy).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // The database file alone, as a crash that lost the WAL would leave it.
+            let _ = std::fs::remove_file(copy.join("recruit.db"));
+            std::fs::copy(&db, copy.join("recruit.db")).unwrap();
+            let only_file = sqlite::SqliteStore::open(&copy.join("recruit.db"))
+                .await
+                .unwrap();
+            let got = loaded(&only_file, WS).await;
+            only_file.close().await;
+            if got == expected {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no checkpoint within 10 s: the file holds {} of {} records",
+                got.len(),
+                expected.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        store.close().await;
+    }
+
     /// A port on which nothing listens (bound, then released).
     fn dead_port() -> u16 {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
