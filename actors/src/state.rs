@@ -37,7 +37,7 @@ use uuid::Uuid;
 pub struct Row<V> {
     pub rec: Arc<V>,
     pub order: Option<Stamp>,
-    pub rendered: RenderCache,
+    pub(crate) rendered: RenderCache,
 }
 
 impl<V> Row<V> {

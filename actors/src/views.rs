@@ -5,7 +5,7 @@
 //! spec and `snapshot-format.md` ("Derived in the API").
 
 use crate::model::*;
-use crate::rendered::{DerivedInputs, Reads, Rendered};
+use crate::rendered::{Reads, Rendered};
 use crate::state::{reported_updated_at, CandidateRec, ContactRec, WorkspaceState};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
@@ -495,9 +495,6 @@ macro_rules! rendered {
                 let $v = self;
                 $reads
             }
-            fn derived(&self) -> &DerivedInputs {
-                &self.ws.derived
-            }
         }
     };
 }
@@ -527,8 +524,5 @@ rendered!(View<'_, User>, |_v| Reads::NOTHING);
 impl Rendered for ApplicationView<'_> {
     fn reads(&self) -> Reads {
         Reads::STAGES
-    }
-    fn derived(&self) -> &DerivedInputs {
-        &self.0.ws.derived
     }
 }

@@ -85,48 +85,20 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .max(0.001)
             * 0.8;
         let ymax = ys.fold(0.0, f64::max).max(ymin * 10.0) * 1.25;
-        let root = SVGBackend::new(&path, (1100, 650)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{}: latency by percentile", report.name),
-                ("sans-serif", 20),
-            )
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, (ymin..ymax).log_scale())
-            .map_err(|e| anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("latency (ms)")
-            .x_labels(xmax as usize + 1)
-            .x_label_formatter(&nines_label)
-            .y_label_formatter(&|y| format!("{y}"))
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    pts.iter().map(|&(x, y)| (x, y.max(ymin))),
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| anyhow!("{e}"))?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow!("{e}"))?;
+        draw_lines(
+            &path,
+            &Axes {
+                caption: format!("{}: latency by percentile", report.name),
+                size: (1100, 650),
+                x: 0f64..xmax,
+                y: ymin..ymax,
+                x_desc: "percentile",
+                y_desc: "latency (ms)",
+                x_labels: Some((xmax as usize + 1, nines_label)),
+                legend: SeriesLabelPosition::UpperLeft,
+            },
+            &series,
+        )?;
     }
     written.push(path);
     let timelines: Vec<_> = report
@@ -150,49 +122,93 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .fold(f64::INFINITY, f64::min)
             .min(ymax / 10.0)
             * 0.8;
-        let root = SVGBackend::new(&path, (1100, 500)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{}: p99 latency, second by second", report.name),
-                ("sans-serif", 20),
-            )
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..tmax, (ymin..ymax).log_scale())
-            .map_err(|e| anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds into the measured window")
-            .y_desc("p99 (ms)")
-            .y_label_formatter(&|y| format!("{y}"))
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        for (i, r) in timelines.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    r.timeline
-                        .iter()
-                        .map(|t| (t.t, (t.p99_us as f64 / 1e3).max(ymin))),
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| anyhow!("{e}"))?
-                .label(format!("{} {}", r.system, r.workload))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow!("{e}"))?;
+        let lines: Vec<(String, Vec<(f64, f64)>)> = timelines
+            .iter()
+            .map(|r| {
+                let pts = r.timeline.iter().map(|t| (t.t, t.p99_us as f64 / 1e3));
+                (format!("{} {}", r.system, r.workload), pts.collect())
+            })
+            .collect();
+        draw_lines(
+            &path,
+            &Axes {
+                caption: format!("{}: p99 latency, second by second", report.name),
+                size: (1100, 500),
+                x: 0f64..tmax,
+                y: ymin..ymax,
+                x_desc: "seconds into the measured window",
+                y_desc: "p99 (ms)",
+                x_labels: None,
+                legend: SeriesLabelPosition::UpperRight,
+            },
+            &lines,
+        )?;
         written.push(path.clone());
     }
     Ok(written)
+}
+
+/// Writes an axis value as a label.
+type LabelFormatter = fn(&f64) -> String;
+
+/// The frame of one chart: a linear x axis and a logarithmic latency axis.
+struct Axes<'a> {
+    caption: String,
+    size: (u32, u32),
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    /// How many x labels, and how to write them (the default numbers otherwise).
+    x_labels: Option<(usize, LabelFormatter)>,
+    legend: SeriesLabelPosition,
+}
+
+/// Writes `series` (name, points) as lines with a legend to the SVG file `path`; values
+/// below the axis are drawn on it.
+fn draw_lines(
+    path: &Path,
+    axes: &Axes,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<()> {
+    let root = SVGBackend::new(path, axes.size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&axes.caption, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(axes.x.clone(), axes.y.clone().log_scale())
+        .map_err(|e| anyhow!("{e}"))?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .y_label_formatter(&|y| format!("{y}"));
+    if let Some((n, label)) = &axes.x_labels {
+        mesh.x_labels(*n).x_label_formatter(label);
+    }
+    mesh.draw().map_err(|e| anyhow!("{e}"))?;
+    let floor = axes.y.start;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|&(x, y)| (x, y.max(floor))),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(axes.legend.clone())
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow!("{e}"))?;
+    Ok(())
 }

@@ -109,6 +109,26 @@ fn check_count(expect: Expect, received: u64, total: Option<u64>) -> Option<Stri
 }
 
 impl Syncer {
+    /// Records one page's outcome; whether the sync goes on (a wrong page is counted
+    /// and the sync continues, a failed request ends it).
+    #[allow(clippy::too_many_arguments)]
+    fn record_page(
+        &self,
+        label: &str,
+        unit: Instant,
+        intended: Instant,
+        done: Instant,
+        verdict: Verdict,
+        records: u64,
+        out: &mut EntitySync,
+    ) -> bool {
+        let go_on = matches!(verdict, Verdict::Ok | Verdict::Mismatch(_));
+        out.failed |= !matches!(verdict, Verdict::Ok);
+        self.rec
+            .record_in(label, unit, intended, done, verdict, records);
+        go_on
+    }
+
     /// Syncs one entity from `since` (or whole), page by page. Samples count when `unit`
     /// is inside the window; the first page's latency runs from `first_intended`.
     pub async fn entity(
@@ -178,10 +198,7 @@ impl Syncer {
                         Ok(a) => Verdict::Status(a.status, a.error_code()),
                         Err(f) => Verdict::Failed(f.label(), f.to_string()),
                     };
-                    let stop = !matches!(verdict, Verdict::Ok | Verdict::Mismatch(_));
-                    out.failed |= !matches!(verdict, Verdict::Ok);
-                    self.rec.record_in(&label, unit, intended, done, verdict, n);
-                    if stop {
+                    if !self.record_page(&label, unit, intended, done, verdict, n, &mut out) {
                         break;
                     }
                     match next {
@@ -204,6 +221,8 @@ impl Syncer {
                 let mut intended = first_intended;
                 loop {
                     let result = pg.page(entity, since, after.as_ref(), self.limit).await;
+                    // Answered here: decoding is the client's time, as for recruitd's pages.
+                    let done = Instant::now();
                     let mut n = 0;
                     let mut next = None;
                     let verdict = match result {
@@ -238,11 +257,7 @@ impl Syncer {
                         }
                         Err(e) => Verdict::Failed("sql", e.to_string()),
                     };
-                    let done = Instant::now();
-                    let stop = matches!(verdict, Verdict::Failed(..));
-                    out.failed |= !matches!(verdict, Verdict::Ok);
-                    self.rec.record_in(&label, unit, intended, done, verdict, n);
-                    if stop {
+                    if !self.record_page(&label, unit, intended, done, verdict, n, &mut out) {
                         break;
                     }
                     match next {
