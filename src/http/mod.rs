@@ -114,19 +114,17 @@ pub fn allowed_methods(pattern: &str, entity: Option<Entity>) -> &'static str {
 const FILES_ROUTE: &str = "/files/{workspace}/{object}";
 
 /// Every route, by the name it is registered under (its pattern): logs and metrics label
-/// requests with these `'static` strings instead of allocating the matched pattern.
-pub const ROUTES: [&str; 10] = [
-    OPENAPI,
-    COUNTS,
-    SEARCH_PHONE,
-    SEARCH_EMAIL,
-    DOWNLOAD,
-    SUB_NOTES,
-    SUB_ATTACHMENTS,
-    COLLECTION,
-    ITEM,
-    FILES_ROUTE,
-];
+/// requests with these `'static` strings instead of allocating the matched pattern. The
+/// API's resources, then the signed-file route.
+pub const ROUTES: [&str; API_RESOURCES.len() + 1] = {
+    let mut routes = [FILES_ROUTE; API_RESOURCES.len() + 1];
+    let mut i = 0;
+    while i < API_RESOURCES.len() {
+        routes[i] = API_RESOURCES[i];
+        i += 1;
+    }
+    routes
+};
 
 /// Methods served on `/v1/{entity}`.
 fn collection_methods(e: Entity) -> &'static str {

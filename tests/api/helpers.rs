@@ -83,6 +83,8 @@ pub struct TestApp {
 
 pub const READ_KEY: &str = "rk_example_read_0123456789abcdef";
 pub const WRITE_KEY: &str = "rk_example_write_0123456789abcdef";
+/// The example snapshot's company.
+pub const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
 /// The worked example of `snapshot-format.md`.
 pub fn example() -> Value {
@@ -169,6 +171,23 @@ impl TestApp {
             Some(k) => r.bearer_auth(k),
             None => r,
         }
+    }
+
+    /// `POST /v1/notes` of a note on the example company with the write key; returns the
+    /// status, the `Retry-After` header and the JSON body.
+    pub async fn post_company_note(&self, text: &str) -> (u16, Option<String>, Value) {
+        let res = self
+            .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
+            .json(&serde_json::json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text}))
+            .send()
+            .await
+            .unwrap();
+        let retry = res
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        let (s, body) = json_of(res).await;
+        (s.as_u16(), retry, body)
     }
 
     /// GET with a key; returns status and JSON body.

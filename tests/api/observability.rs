@@ -4,8 +4,6 @@ use crate::helpers::*;
 use reqwest::Method;
 use serde_json::json;
 
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
-
 async fn metrics_text(app: &TestApp) -> String {
     let res = app
         .client
@@ -45,13 +43,7 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     }
     let (s, _) = app.get("/v1/candidates/not-an-id", READ_KEY).await;
     assert_eq!(s, 404);
-    let res = app
-        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
-        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
+    assert_eq!(app.post_company_note("x").await.0, 201);
     let text = metrics_text(&app).await;
     assert_eq!(
         sample(

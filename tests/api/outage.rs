@@ -5,16 +5,12 @@
 //! succeed again without a restart and memory equals what the store holds.
 
 use crate::helpers::*;
-use reqwest::Method;
-use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
 const OPEN: u8 = 0;
 const FROZEN: u8 = 1;
@@ -109,21 +105,6 @@ fn host_port(url: &str) -> String {
     }
 }
 
-async fn post_note(app: &TestApp, text: &str) -> (u16, Option<String>, Value) {
-    let res = app
-        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
-        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text}))
-        .send()
-        .await
-        .unwrap();
-    let retry = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let (s, body) = json_of(res).await;
-    (s.as_u16(), retry, body)
-}
-
 /// Reads and searches answer from memory whatever the store does.
 async fn reads_answer(app: &TestApp) {
     let (s, body) = app.get("/v1/notes?limit=500", READ_KEY).await;
@@ -138,7 +119,7 @@ async fn reads_answer(app: &TestApp) {
 /// A write during the outage: 503 with an integer Retry-After, in bounded time.
 async fn refused_in_time(app: &TestApp, text: &str) {
     let started = Instant::now();
-    let (s, retry, body) = post_note(app, text).await;
+    let (s, retry, body) = app.post_company_note(text).await;
     assert_error(s.try_into().unwrap(), &body, 503, "SERVICE_UNAVAILABLE");
     assert!(retry.is_some_and(|r| r.parse::<u64>().is_ok()));
     assert!(
@@ -152,7 +133,7 @@ async fn refused_in_time(app: &TestApp, text: &str) {
 async fn writes_resume(app: &TestApp, text: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let (s, _, body) = post_note(app, text).await;
+        let (s, _, body) = app.post_company_note(text).await;
         if s == 201 {
             return;
         }

@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
-
 /// A `recruitd serve` child process on free ports.
 struct Server {
     child: tokio::process::Child,

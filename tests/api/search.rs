@@ -12,7 +12,6 @@ const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
 const RAJ: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
 const OLIVIA: &str = "c26c9743-a728-5f14-b348-d08024212444";
 const HANA: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
 const MIA: &str = "10000000-0000-4000-8000-000000000001";
 const NOAH: &str = "10000000-0000-4000-8000-000000000002";

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
 const LEO_JOB_ROW: &str = "b509f583-def1-5a25-9cb1-a1532b926c94";
 

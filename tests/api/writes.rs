@@ -12,7 +12,6 @@ const LEO_PRIMARY: &str = "a214ca67-7691-5c62-8910-a410373e10c9";
 const LEO_JOB_ROW: &str = "b509f583-def1-5a25-9cb1-a1532b926c94";
 const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
 const HANA: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
-const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 const TASK: &str = "9b9318fa-d687-5079-970e-cb43c3d145bb";
 const PUBLIC_NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
 
@@ -835,18 +834,13 @@ async fn scopes_and_methods(b: Backend) {
 async fn writes_wait_for_the_store(b: Backend) {
     let app = app(b).await;
     app.registry.store.close().await;
-    let res = app
-        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
-        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "x"}))
-        .send()
-        .await
-        .unwrap();
-    let retry = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let (s, body) = json_of(res).await;
-    assert_error(s, &body, 503, "SERVICE_UNAVAILABLE");
+    let (s, retry, body) = app.post_company_note("x").await;
+    assert_error(
+        reqwest::StatusCode::from_u16(s).unwrap(),
+        &body,
+        503,
+        "SERVICE_UNAVAILABLE",
+    );
     assert!(retry.is_some_and(|r| r.parse::<u64>().is_ok()));
     // Memory is untouched, and reads still answer.
     assert_eq!(count(&app, "notes").await, 1);

@@ -353,6 +353,42 @@ async fn parallel(
     out
 }
 
+/// Syncs one round's `work`, begun at `t0`, and moves each entity's watermark to the
+/// last record it received.
+async fn round(
+    syncer: &Arc<Syncer>,
+    kind: &str,
+    t0: Instant,
+    work: Vec<(&'static str, Option<String>, Expect)>,
+    streams: usize,
+    watermarks: &mut HashMap<&'static str, String>,
+) -> Round {
+    let rec = &syncer.rec;
+    let done = parallel(syncer, work, streams, t0).await;
+    // Seconds from the start of the measurement window (negative: warm-up).
+    let at = if t0 >= rec.measure_from {
+        (t0 - rec.measure_from).as_secs_f64()
+    } else {
+        -(rec.measure_from - t0).as_secs_f64()
+    };
+    let mut round = Round {
+        kind: kind.into(),
+        at,
+        secs: t0.elapsed().as_secs_f64(),
+        records: 0,
+        measured: rec.measures(t0),
+        failed: false,
+    };
+    for (e, r) in done {
+        round.records += r.records;
+        round.failed |= r.failed;
+        if let Some(w) = r.watermark {
+            watermarks.insert(e, w);
+        }
+    }
+    round
+}
+
 /// The sync scenario: rounds until the window closes (a round begun inside it is
 /// finished).
 pub async fn rounds(
@@ -369,13 +405,6 @@ pub async fn rounds(
     tokio::time::sleep_until(start.into()).await;
     let mut rounds = Vec::new();
     let mut watermarks: HashMap<&'static str, String> = HashMap::new();
-    let at = |t: Instant| {
-        if t >= rec.measure_from {
-            (t - rec.measure_from).as_secs_f64()
-        } else {
-            -(rec.measure_from - t).as_secs_f64()
-        }
-    };
     while Instant::now() < rec.measure_to {
         let t0 = Instant::now();
         let counts = syncer.counts(t0).await?;
@@ -392,29 +421,11 @@ pub async fn rounds(
                 )
             })
             .collect();
-        let done = parallel(&syncer, work, streams, t0).await;
-        let secs = t0.elapsed().as_secs_f64();
-        let mut round = Round {
-            kind: "full".into(),
-            at: at(t0),
-            secs,
-            records: 0,
-            measured: rec.measures(t0),
-            failed: false,
-        };
-        for (e, r) in done {
-            round.records += r.records;
-            round.failed |= r.failed;
-            if let Some(w) = r.watermark {
-                watermarks.insert(e, w);
-            }
-        }
-        rounds.push(round);
+        rounds.push(round(&syncer, "full", t0, work, streams, &mut watermarks).await);
         for _ in 0..incremental_rounds {
             if Instant::now() >= rec.measure_to {
                 break;
             }
-            let t0 = Instant::now();
             let work = entities
                 .iter()
                 .map(|e| {
@@ -423,23 +434,8 @@ pub async fn rounds(
                     (*e, since, expect)
                 })
                 .collect();
-            let done = parallel(&syncer, work, streams, t0).await;
-            let mut round = Round {
-                kind: "incremental".into(),
-                at: at(t0),
-                secs: t0.elapsed().as_secs_f64(),
-                records: 0,
-                measured: rec.measures(t0),
-                failed: false,
-            };
-            for (e, r) in done {
-                round.records += r.records;
-                round.failed |= r.failed;
-                if let Some(w) = r.watermark {
-                    watermarks.insert(e, w);
-                }
-            }
-            rounds.push(round);
+            let t0 = Instant::now();
+            rounds.push(round(&syncer, "incremental", t0, work, streams, &mut watermarks).await);
         }
     }
     Ok(rounds)
