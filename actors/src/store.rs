@@ -63,7 +63,10 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a change set to one workspace atomically: all of it or nothing.
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
 
-    /// Whether the change set tagged `batch` is the last one committed for `workspace`.
+    /// Whether the change set tagged `batch` committed, asked after its `commit` did not
+    /// report (cut off at a deadline, connection lost). The answer must be final: never
+    /// "no" while the batch's transaction could still commit. An adapter that cannot be
+    /// sure yet waits, or fails with `Unavailable`, and is asked again.
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError>;
 
     /// Every API key, of every workspace.

@@ -68,7 +68,10 @@ pub(crate) fn map_error(
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
+        | sqlx::Error::WorkerCrashed
+        // A stream out of step (a connection broken mid-message) is the connection's
+        // state, never the statement's.
+        | sqlx::Error::Protocol(_) => true,
         sqlx::Error::Database(db) => transient(db.as_ref()),
         _ => false,
     };
@@ -703,6 +706,84 @@ mod tests {
     async fn postgres_store_keeps_the_contract() {
         if let Some(b) = Backend::postgres().await {
             contract(&b).await;
+            b.cleanup().await;
+        }
+    }
+
+    /// Commits cut off at many points (the caller stops waiting, as the actor does at
+    /// its deadline) are settled by `committed` with an answer that is certain: the
+    /// batch's records are all in the store when it says yes, and none of them when it
+    /// says no, also after the cut-off transaction has had every chance to finish.
+    async fn interrupted_commits_settle_with_a_certain_answer(b: &Backend) {
+        let store = b.open().await;
+        let base = ChangeSet {
+            workspace: Some(workspace(WS, "Northwind")),
+            ..ChangeSet::default()
+        };
+        store.commit(ws(WS), &base).await.unwrap();
+        let (mut yes, mut no) = (0, 0);
+        // Cut-offs from "at once" up, tripling, until commits get through (how long one
+        // takes depends on the machine and what else it runs).
+        let mut micros = 0u64;
+        while yes < 2 && micros < 60_000_000 {
+            micros = (micros * 3).max(100);
+            let ids: Vec<Uuid> = (0..3000).map(|_| Uuid::new_v4()).collect();
+            let batch = Uuid::new_v4();
+            let changes = ChangeSet {
+                upserts: ids.iter().map(|id| candidate(*id, "cut off")).collect(),
+                batch: Some(batch),
+                ..ChangeSet::default()
+            };
+            let cut = std::time::Duration::from_micros(micros);
+            let confirmed = matches!(
+                tokio::time::timeout(cut, store.commit(ws(WS), &changes)).await,
+                Ok(Ok(()))
+            );
+            let committed = loop {
+                match store.committed(ws(WS), batch).await {
+                    Ok(c) => break c,
+                    Err(StoreError::Unavailable(_)) => continue,
+                    Err(e) => panic!("{}: {e}", b.name),
+                }
+            };
+            if confirmed {
+                assert!(committed, "{}: a confirmed commit is committed", b.name);
+            }
+            // Whatever the cut-off transaction was doing has ended by now; give a
+            // straggler time to show itself all the same.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let held: std::collections::HashSet<Uuid> = loaded(&*store, WS)
+                .await
+                .iter()
+                .filter_map(|r| Uuid::parse_str(&r.id_string()).ok())
+                .collect();
+            let present = ids.iter().filter(|id| held.contains(id)).count();
+            let want = if committed { ids.len() } else { 0 };
+            assert_eq!(
+                present, want,
+                "{}: cut at {micros} µs, committed = {committed}",
+                b.name
+            );
+            if committed {
+                yes += 1;
+            } else {
+                no += 1;
+            }
+        }
+        // Both answers occurred, or the test proved less than it claims.
+        assert!(yes > 0 && no > 0, "{}: {yes} committed, {no} not", b.name);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn sqlite_interrupted_commits_settle_with_a_certain_answer() {
+        interrupted_commits_settle_with_a_certain_answer(&Backend::sqlite()).await;
+    }
+
+    #[tokio::test]
+    async fn postgres_interrupted_commits_settle_with_a_certain_answer() {
+        if let Some(b) = Backend::postgres().await {
+            interrupted_commits_settle_with_a_certain_answer(&b).await;
             b.cleanup().await;
         }
     }

@@ -25,8 +25,10 @@ use actors::model::{ApiKey, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
+use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 use uuid::Uuid;
@@ -60,7 +62,22 @@ const DELETE_RECORDS: &str = "DELETE FROM records r \
 /// PostgreSQL behind the Store port.
 pub struct PostgresStore {
     pool: PgPool,
+    /// The transaction of each batch whose commit has not reported its outcome: set
+    /// when the batch's first statement answers, cleared once the outcome is known.
+    in_flight: Mutex<HashMap<Uuid, InFlight>>,
 }
+
+/// Which server transaction carries a batch: enough to end it and to ask how it ended.
+#[derive(Clone, Debug)]
+struct InFlight {
+    /// The backend serving the commit's connection.
+    pid: i32,
+    /// Its transaction id (`xid8`, as text).
+    xid: String,
+}
+
+/// How often `committed` looks again while an ended backend finishes its transaction.
+const SETTLE_POLL: Duration = Duration::from_millis(20);
 
 impl PostgresStore {
     /// Connects (failing within `ACQUIRE_TIMEOUT` when the server cannot be reached) and
@@ -84,82 +101,35 @@ impl PostgresStore {
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(acquire_timeout)
             .connect_lazy_with(options);
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore {
+            pool,
+            in_flight: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// Closes every connection; later calls fail as `Unavailable`.
-    pub async fn close(&self) {
-        self.pool.close().await;
-    }
-}
-
-/// PostgreSQL's "try again later" SQLSTATEs: connection exceptions (class 08), server
-/// shutting down or starting (57P01–57P03), out of disk or connections (53100, 53300).
-fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
-    e.code().is_some_and(|c| {
-        c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03" | "53100" | "53300")
-    })
-}
-
-fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
-    move |e| map_error(context, e, transient)
-}
-
-fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
-    decode_key(
-        row.try_get(0).map_err(get)?,
-        row.try_get(1).map_err(get)?,
-        row.try_get(2).map_err(get)?,
-        row.try_get(3).map_err(get)?,
-        row.try_get(4).map_err(get)?,
-        row.try_get(5).map_err(get)?,
-        row.try_get(6).map_err(get)?,
-    )
-}
-
-#[async_trait]
-impl Store for PostgresStore {
-    async fn close(&self) {
-        PostgresStore::close(self).await
-    }
-
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
-        let rows: Vec<(String, Option<String>, Option<String>)> =
-            sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(err("listing workspaces"))?;
-        rows.into_iter()
-            .map(|(id, name, region)| decode_workspace(&id, name, region))
-            .collect()
-    }
-
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
-        let ws = workspace.to_string();
-        // `fetch` reads rows off the socket as they arrive: the server streams the
-        // result and TCP flow control holds it back while the sink is busy.
-        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
-            .bind(&ws)
-            .fetch(&self.pool);
-        let load = err("loading records");
-        while let Some(row) = rows.try_next().await.map_err(&load)? {
-            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            sink(decode_record(kind, id, body)?);
-        }
-        Ok(())
-    }
-
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        if changes.is_empty() {
-            return Ok(());
-        }
+    /// One commit's transaction: the mark first, then the workspace, records and keys.
+    async fn write_changes(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         let fail = err("commit");
         let mut tx = self.pool.begin().await.map_err(&fail)?;
         let ws = workspace.to_string();
+
+        // The mark goes first: its answer names the transaction (backend pid and
+        // transaction id), recorded before anything else can stall, so that `committed`
+        // can settle this batch with a certain answer if its outcome is never reported.
+        // Its row lock also orders concurrent committers of one workspace.
+        if let Some(batch) = changes.batch {
+            let (pid, xid): (i32, String) = sqlx::query_as(
+                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
+                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id \
+                 RETURNING pg_backend_pid(), pg_current_xact_id()::text",
+            )
+            .bind(&ws)
+            .bind(batch.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(&fail)?;
+            self.in_flight.lock().insert(batch, InFlight { pid, xid });
+        }
 
         if let Some(w) = &changes.workspace {
             sqlx::query(
@@ -246,27 +216,179 @@ impl Store for PostgresStore {
             .map_err(&fail)?;
         }
 
-        if let Some(batch) = changes.batch {
-            sqlx::query(
-                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id",
-            )
-            .bind(&ws)
-            .bind(batch.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
         tx.commit().await.map_err(&fail)
     }
 
+    /// Ends the transaction `xid` if it is still in progress and waits until it has
+    /// ended; `Some(true)` if it committed, `Some(false)` if it aborted, `None` when the
+    /// server no longer knows (a transaction older than the commit log keeps). The
+    /// caller bounds the wait.
+    async fn settle_transaction(&self, pid: i32, xid: &str) -> Result<Option<bool>, StoreError> {
+        let fail = err("settling an unconfirmed commit");
+        loop {
+            let status: Option<String> = sqlx::query_scalar("SELECT pg_xact_status($1::xid8)")
+                .bind(xid)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(&fail)?;
+            match status.as_deref() {
+                Some("committed") => return Ok(Some(true)),
+                Some("aborted") => return Ok(Some(false)),
+                Some(_) => {
+                    // `backend_xid` is the 32-bit form of the `xid8`: only the backend
+                    // still running this very transaction is ended.
+                    sqlx::query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE pid = $1 AND backend_xid::text = ($2::xid8::text::numeric % 4294967296)::text",
+                    )
+                    .bind(pid)
+                    .bind(xid)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(&fail)?;
+                    tokio::time::sleep(SETTLE_POLL).await;
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Closes every connection; later calls fail as `Unavailable`.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Whether a database error is the server's state rather than the statement's: every
+/// SQLSTATE but those that judge the statement or its data is "try again later" (503):
+/// connection loss (08), a read-only server after a failover (25006), serialization
+/// failures and deadlocks (40), resources (53), locks (55), shutdowns and cancels (57),
+/// I/O (58), and whatever else a server in trouble may say. The statement-judging
+/// classes — cardinality (21), data (22), constraints (23), invalid transaction and
+/// statement states (24–2F, but 25006), syntax and access rules (42), unsupported
+/// features (0A) — are bugs here, since the domain validates every input before it
+/// reaches the store.
+fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+    let Some(code) = e.code() else {
+        return true;
+    };
+    if code == "25006" {
+        return true;
+    }
+    !matches!(
+        code.get(..2),
+        Some(
+            "0A" | "21"
+                | "22"
+                | "23"
+                | "24"
+                | "25"
+                | "26"
+                | "27"
+                | "28"
+                | "2B"
+                | "2D"
+                | "2F"
+                | "42"
+        )
+    )
+}
+
+fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |e| map_error(context, e, transient)
+}
+
+fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
+    decode_key(
+        row.try_get(0).map_err(get)?,
+        row.try_get(1).map_err(get)?,
+        row.try_get(2).map_err(get)?,
+        row.try_get(3).map_err(get)?,
+        row.try_get(4).map_err(get)?,
+        row.try_get(5).map_err(get)?,
+        row.try_get(6).map_err(get)?,
+    )
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn close(&self) {
+        PostgresStore::close(self).await
+    }
+
+    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        let rows: Vec<(String, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err("listing workspaces"))?;
+        rows.into_iter()
+            .map(|(id, name, region)| decode_workspace(&id, name, region))
+            .collect()
+    }
+
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+        let ws = workspace.to_string();
+        // `fetch` reads rows off the socket as they arrive: the server streams the
+        // result and TCP flow control holds it back while the sink is busy.
+        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
+            .bind(&ws)
+            .fetch(&self.pool);
+        let load = err("loading records");
+        while let Some(row) = rows.try_next().await.map_err(&load)? {
+            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+            let kind: &str = row.try_get(0).map_err(get)?;
+            let id: &str = row.try_get(1).map_err(get)?;
+            let body: &str = row.try_get(2).map_err(get)?;
+            sink(decode_record(kind, id, body)?);
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let res = self.write_changes(workspace, changes).await;
+        if let Some(batch) = changes.batch {
+            // The outcome is known, unless the connection broke or the server stopped
+            // answering on the way: such a batch stays recorded for `committed`.
+            if !matches!(res, Err(StoreError::Unavailable(_))) {
+                self.in_flight.lock().remove(&batch);
+            }
+        }
+        res
+    }
+
+    /// Certain, never a guess: a transaction still in progress (its COMMIT stalled on a
+    /// slow disk, a synchronous standby that does not answer, a frozen backend or a lost
+    /// connection) could commit after any read of the mark. So while it is in progress
+    /// its backend is ended (`pg_terminate_backend`, matched on pid *and* transaction id
+    /// so that no other session is touched), and the answer is read only once the
+    /// transaction has ended: `pg_xact_status` says committed or aborted. A backend ended
+    /// while waiting for a standby finishes its commit locally first, so the batch is
+    /// then committed (and the standby catches up later).
+    ///
+    /// A batch with no recorded transaction never got an answer to its first statement,
+    /// so its COMMIT was never sent and it cannot commit; the mark confirms that.
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+        let recorded = self.in_flight.lock().get(&batch).cloned();
+        if let Some(InFlight { pid, xid }) = recorded {
+            let status = self.settle_transaction(pid, &xid).await?;
+            if let Some(committed) = status {
+                self.in_flight.lock().remove(&batch);
+                return Ok(committed);
+            }
+            // Too old for the commit log to say: the mark does.
+        }
         let mark: Option<String> =
             sqlx::query_scalar("SELECT batch_id FROM commit_marks WHERE workspace_id = $1")
                 .bind(workspace.to_string())
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(err("reading the commit mark"))?;
+        self.in_flight.lock().remove(&batch);
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 

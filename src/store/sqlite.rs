@@ -187,12 +187,16 @@ async fn checkpoints(pool: SqlitePool) {
     }
 }
 
-/// SQLite's "try again later" result codes (primary code = low byte of the extended
-/// one): BUSY, LOCKED, IOERR, FULL, CANTOPEN.
+/// Whether a result code is the database's state rather than the statement's (primary
+/// code = low byte of the extended one). Only the codes that judge the statement or its
+/// data — ERROR (1: SQL error), INTERNAL (2), TOOBIG (18), CONSTRAINT (19), MISMATCH
+/// (20), MISUSE (21), RANGE (25) — are bugs here, since the domain validates every input
+/// first; every other code (BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, CORRUPT,
+/// FULL, CANTOPEN, PROTOCOL, SCHEMA, …) means "try again later" (503).
 fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     e.code()
         .and_then(|c| c.parse::<i64>().ok())
-        .is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10 | 13 | 14))
+        .is_none_or(|c| !matches!(c & 0xff, 1 | 2 | 18 | 19 | 20 | 21 | 25))
 }
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {

@@ -161,6 +161,13 @@ impl TestApp {
         self.handles.1.stop(true).await;
     }
 
+    /// Stops at once, without waiting for idle keep-alive connections to close (a
+    /// graceful stop waits for the test client's pooled connection to time out).
+    pub async fn stop_now(&self) {
+        self.handles.0.stop(false).await;
+        self.handles.1.stop(false).await;
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
