@@ -1765,9 +1765,11 @@ It respects `updated_since` (records modified at or after that instant)."},
             let e = e.expect("an entity");
             let (scope, body, data, what) = match e {
                 Entity::Notes => ("notes:write", "NotePatch", json!({"anyOf": [sref("Note"), sref("IdOnly")]}),
-                    "PATCH accepts any of `body_html`, `title`, `type`, `is_private`; an unknown field or an empty body gives 400."),
+                    "PATCH accepts any of `body_html`, `title`, `type`, `is_private`; an unknown field or an empty body gives 400. \
+                    A private note: 404 NOT_FOUND, as for an unknown id, and nothing changes."),
                 Entity::Tasks => ("tasks:write", "TaskPatch", json!({"anyOf": [sref("Task"), sref("IdOnly")]}),
-                    "PATCH accepts any of `title`, `body_html`, `due_date`, `owner_email`, `is_private`, `status` (`open` or `completed`)."),
+                    "PATCH accepts any of `title`, `body_html`, `due_date`, `owner_email`, `is_private`, `status` (`open` or `completed`). \
+                    A private task: 404 NOT_FOUND, as for an unknown id, and nothing changes."),
                 Entity::Candidates | Entity::Contacts | Entity::Companies | Entity::Jobs => {
                     ("records:write", match e {
                         Entity::Candidates => "CandidatePatch",
@@ -1794,16 +1796,19 @@ It respects `updated_since` (records modified at or after that instant)."},
         }
         (http::ITEM, "DELETE") => {
             let e = e.expect("an entity");
-            let scope = match e {
-                Entity::Notes => "notes:write",
-                Entity::Tasks => "tasks:write",
+            let (scope, item) = match e {
+                Entity::Notes => ("notes:write", "note"),
+                Entity::Tasks => ("tasks:write", "task"),
                 _ => return undescribed(p, method),
             };
             op(
                 format!("delete{}", schema_name(e)),
                 "writes",
                 &format!("Delete {}", singular(e)),
-                "Returns `{ data: { deleted: true } }`; deleting an already-gone record gives 404.",
+                &format!(
+                    "Returns `{{ data: {{ deleted: true }} }}`; deleting an already-gone record gives 404. \
+                    A private {item}: 404 NOT_FOUND, as for an unknown id, and nothing changes."
+                ),
                 scope,
                 vec![pref("RecordId")],
                 None,

@@ -210,18 +210,14 @@ pub fn plan_write(
         WriteOp::CreateNote(n) => create_note(state, n, stamp, &mut out)?,
         WriteOp::UpdateNote(id, p) => update_note(state, id, p, stamp, &mut out)?,
         WriteOp::DeleteNote(id) => {
-            if !state.notes.contains(&id) {
-                return Err(WriteError::NotFound(format!("no note with id {id}")));
-            }
+            shown_note(state, id)?;
             deletes.push((RecordKind::Note, id.to_string()));
             Written::Deleted(RecordKind::Note, id)
         }
         WriteOp::CreateTask(t) => create_task(state, t, stamp, &mut out)?,
         WriteOp::UpdateTask(id, p) => update_task(state, id, p, stamp, &mut out)?,
         WriteOp::DeleteTask(id) => {
-            if !state.tasks.contains(&id) {
-                return Err(WriteError::NotFound(format!("no task with id {id}")));
-            }
+            shown_task(state, id)?;
             deletes.push((RecordKind::Task, id.to_string()));
             Written::Deleted(RecordKind::Task, id)
         }
@@ -340,6 +336,26 @@ fn resolve_parent(
     }
 }
 
+/// The note a PATCH or DELETE by id may reach: only one the API shows. A private note is
+/// never returned by id, so it cannot be changed, published or deleted by id either; it
+/// is refused with the very error of a missing id, so the answer does not tell one from
+/// the other. (A create repeating a `reference` does not go through here: it keeps
+/// updating the note it names, private or not.)
+fn shown_note(state: &WorkspaceState, id: Uuid) -> Result<&Arc<Note>, WriteError> {
+    state
+        .notes
+        .get_visible(&id)
+        .ok_or_else(|| WriteError::NotFound(format!("no note with id {id}")))
+}
+
+/// The task a PATCH or DELETE by id may reach: as [`shown_note`].
+fn shown_task(state: &WorkspaceState, id: Uuid) -> Result<&Arc<Task>, WriteError> {
+    state
+        .tasks
+        .get_visible(&id)
+        .ok_or_else(|| WriteError::NotFound(format!("no task with id {id}")))
+}
+
 fn create_note(
     state: &WorkspaceState,
     n: NewNote,
@@ -395,11 +411,7 @@ fn update_note(
     stamp: Stamp,
     out: &mut Vec<Record>,
 ) -> Result<Written, WriteError> {
-    let mut note = (**state
-        .notes
-        .get(&id)
-        .ok_or_else(|| WriteError::NotFound(format!("no note with id {id}")))?)
-    .clone();
+    let mut note = (**shown_note(state, id)?).clone();
     if let Some(b) = p.body_html {
         note.body_html = Some(b);
     }
@@ -486,11 +498,7 @@ fn update_task(
     stamp: Stamp,
     out: &mut Vec<Record>,
 ) -> Result<Written, WriteError> {
-    let mut task = (**state
-        .tasks
-        .get(&id)
-        .ok_or_else(|| WriteError::NotFound(format!("no task with id {id}")))?)
-    .clone();
+    let mut task = (**shown_task(state, id)?).clone();
     if let Some(t) = p.title {
         task.title = Some(t);
     }
@@ -736,6 +744,119 @@ pub type Published = Arc<WorkspaceState>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(s: &str) -> Stamp {
+        Stamp::parse_rfc3339(s).unwrap()
+    }
+
+    fn private_note(id: u128) -> Note {
+        Note {
+            id: Uuid::from_u128(id),
+            parent_type: ParentType::Company,
+            parent_id: Uuid::from_u128(10),
+            title: Some("t".into()),
+            body_html: Some("b".into()),
+            label: None,
+            is_private: true,
+            author_id: None,
+            job_id: None,
+            company_id: None,
+            reference: None,
+            created_at: at("2026-09-01T00:00:00Z"),
+            updated_at: at("2026-09-01T00:00:00Z"),
+        }
+    }
+
+    fn private_task(id: u128) -> Task {
+        Task {
+            id: Uuid::from_u128(id),
+            parent_type: ParentType::Company,
+            parent_id: Uuid::from_u128(10),
+            title: Some("t".into()),
+            body_html: None,
+            status: TaskStatus::Open,
+            due_date: None,
+            owner_id: None,
+            completed_at: None,
+            is_private: true,
+            placement_row_id: None,
+            reference: None,
+            created_at: at("2026-09-01T00:00:00Z"),
+            updated_at: at("2026-09-01T00:00:00Z"),
+        }
+    }
+
+    #[test]
+    fn private_notes_and_tasks_are_not_found_by_id() {
+        let mut state = WorkspaceState::new(Workspace {
+            id: Uuid::from_u128(1),
+            name: None,
+            default_region: None,
+        });
+        state.put(Record::Note(private_note(2)));
+        state.put(Record::Task(private_task(3)));
+        let (n, t, missing) = (Uuid::from_u128(2), Uuid::from_u128(3), Uuid::from_u128(9));
+        let held = |s: &WorkspaceState| (s.notes.get(&n).cloned(), s.tasks.get(&t).cloned());
+        let before = held(&state);
+        let publish_note = || NotePatch {
+            is_private: Some(false),
+            ..Default::default()
+        };
+        let edit_note = || NotePatch {
+            body_html: Some("changed".into()),
+            ..Default::default()
+        };
+        let publish_task = || TaskPatch {
+            is_private: Some(false),
+            ..Default::default()
+        };
+        // Checked before any field: an owner that would be refused does not tell the
+        // private task from a missing one either.
+        let edit_task = || TaskPatch {
+            status: Some(ClientTaskStatus::Completed),
+            owner_email: Some(Change::Set("nobody@mail.example".into())),
+            ..Default::default()
+        };
+        let ops: Vec<(WriteOp, WriteOp)> = vec![
+            (
+                WriteOp::UpdateNote(n, publish_note()),
+                WriteOp::UpdateNote(missing, publish_note()),
+            ),
+            (
+                WriteOp::UpdateNote(n, edit_note()),
+                WriteOp::UpdateNote(missing, edit_note()),
+            ),
+            (WriteOp::DeleteNote(n), WriteOp::DeleteNote(missing)),
+            (
+                WriteOp::UpdateTask(t, publish_task()),
+                WriteOp::UpdateTask(missing, publish_task()),
+            ),
+            (
+                WriteOp::UpdateTask(t, edit_task()),
+                WriteOp::UpdateTask(missing, edit_task()),
+            ),
+            (WriteOp::DeleteTask(t), WriteOp::DeleteTask(missing)),
+        ];
+        for (op, unknown) in ops {
+            let what = format!("{op:?}");
+            let mut changes = ChangeSet::default();
+            let err = plan_write(&mut state, op, &mut changes).unwrap_err();
+            let unknown_err = plan_write(&mut state, unknown, &mut changes).unwrap_err();
+            let (WriteError::NotFound(msg), WriteError::NotFound(unknown_msg)) = (err, unknown_err)
+            else {
+                panic!("{what}: not NotFound");
+            };
+            assert_eq!(
+                msg.replace(&n.to_string(), &missing.to_string())
+                    .replace(&t.to_string(), &missing.to_string()),
+                unknown_msg,
+                "{what}"
+            );
+            assert!(changes.is_empty(), "{what}");
+            assert_eq!(held(&state), before, "{what}");
+            assert_eq!(state.count(Entity::Notes) + state.count(Entity::Tasks), 0);
+        }
+    }
 
     #[test]
     fn currency_list_is_sorted_and_checked() {

@@ -2,8 +2,12 @@
 //! read-your-writes, and store outages.
 
 use crate::helpers::*;
+use actors::model::{Note, Task};
+use actors::registry::Registry;
+use actors::state::WorkspaceState;
 use reqwest::Method;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 const OLIVIA: &str = "c26c9743-a728-5f14-b348-d08024212444";
 const RAJ: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
@@ -14,6 +18,10 @@ const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
 const HANA: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
 const TASK: &str = "9b9318fa-d687-5079-970e-cb43c3d145bb";
 const PUBLIC_NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
+/// The example's private note (on the contact HANA).
+const PRIVATE_NOTE: &str = "05ace384-620b-5866-bfb7-3cdd82c2fe5e";
+const UNKNOWN: &str = "00000000-0000-4000-8000-000000000000";
+const WORKSPACE: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
 
 async fn app(b: Backend) -> TestApp {
     let app = spawn_app(b).await;
@@ -340,7 +348,18 @@ async fn note_patch_and_delete(b: Backend) {
     let (s, res) = app.get(&path, READ_KEY).await;
     assert_error(s, &res, 404, "NOT_FOUND");
     assert_eq!(count(&app, "notes").await, 0);
-    // Delete, then delete again.
+    // Now private, it is out of reach by id: no DELETE either.
+    let res = app
+        .req(Method::DELETE, &path, Some(WRITE_KEY))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_error(s, &body, 404, "NOT_FOUND");
+    // Delete a visible note, then delete it again.
+    let (s, _, body) = app.post_company_note("to delete").await;
+    assert_eq!(s, 201, "{body}");
+    let path = format!("/v1/notes/{}", body["data"]["id"].as_str().unwrap());
     let res = app
         .req(Method::DELETE, &path, Some(WRITE_KEY))
         .send()
@@ -349,6 +368,7 @@ async fn note_patch_and_delete(b: Backend) {
     let (s, body) = json_of(res).await;
     assert_eq!(s, 200);
     assert_eq!(body["data"], json!({"deleted": true}));
+    assert_eq!(count(&app, "notes").await, 0);
     let res = app
         .req(Method::DELETE, &path, Some(WRITE_KEY))
         .send()
@@ -356,6 +376,192 @@ async fn note_patch_and_delete(b: Backend) {
         .unwrap();
     let (s, body) = json_of(res).await;
     assert_error(s, &body, 404, "NOT_FOUND");
+}
+
+/// A note and a task as the workspace's memory holds them, and as the store holds them
+/// (read afresh, as a restart reads them).
+async fn held(app: &TestApp, note: &str, task: &str) -> [(Option<Note>, Option<Task>); 2] {
+    let (note, task) = (
+        Uuid::parse_str(note).unwrap(),
+        Uuid::parse_str(task).unwrap(),
+    );
+    let ws = Uuid::parse_str(WORKSPACE).unwrap();
+    let pick = |s: &WorkspaceState| {
+        (
+            s.notes.get(&note).map(|n| (**n).clone()),
+            s.tasks.get(&task).map(|t| (**t).clone()),
+        )
+    };
+    let memory = pick(&app.registry.handle(ws).unwrap().state());
+    let store = &*app.registry.store;
+    let w = store
+        .workspaces()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|w| w.id == ws)
+        .unwrap();
+    let stored = pick(&Registry::load_state(store, w).await.unwrap());
+    [memory, stored]
+}
+
+/// PATCH or DELETE (no body) of an item path; returns status and JSON body.
+async fn write_item(
+    app: &TestApp,
+    method: &Method,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> (reqwest::StatusCode, Value) {
+    if *method == Method::DELETE {
+        json_of(
+            app.req(Method::DELETE, path, Some(key))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    } else {
+        send(app, method.clone(), path, key, body).await
+    }
+}
+
+async fn private_items_cannot_be_written_by_id(b: Backend) {
+    let app = app(b).await;
+    let (s, body) = send(
+        &app,
+        Method::POST,
+        "/v1/tasks",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "company", "parent_id": FABRIKAM, "title": "secret",
+            "is_private": true, "reference": "private-task"
+        }),
+    )
+    .await;
+    assert_eq!(s, 201, "{body}");
+    assert_eq!(
+        body["data"].as_object().unwrap().len(),
+        1,
+        "only the id: {body}"
+    );
+    let task = body["data"]["id"].as_str().unwrap().to_string();
+    let before = held(&app, PRIVATE_NOTE, &task).await;
+    for (note, task) in &before {
+        assert!(note.as_ref().is_some_and(|n| n.is_private), "{note:?}");
+        assert!(task.as_ref().is_some_and(|t| t.is_private), "{task:?}");
+    }
+    assert_eq!(before[0], before[1], "memory is what the store holds");
+    let (_, counts) = app.get("/v1/counts", READ_KEY).await;
+
+    // Publishing, editing or deleting a private item by id answers exactly as for an
+    // unknown id (the message differs only by the id it quotes), whatever the scopes.
+    let every_scope = records_key(&app).await;
+    for key in [WRITE_KEY, every_scope.as_str()] {
+        for (entity, id) in [("notes", PRIVATE_NOTE), ("tasks", task.as_str())] {
+            for (method, body) in [
+                (Method::PATCH, json!({"is_private": false})),
+                (
+                    Method::PATCH,
+                    json!({"title": "changed", "is_private": true}),
+                ),
+                (Method::PATCH, json!({"body_html": "<p>changed</p>"})),
+                (Method::DELETE, Value::Null),
+            ] {
+                let path = format!("/v1/{entity}/{id}");
+                let (s, res) = write_item(&app, &method, &path, key, &body).await;
+                let msg = assert_error(s, &res, 404, "NOT_FOUND");
+                let unknown = format!("/v1/{entity}/{UNKNOWN}");
+                let (s, res) = write_item(&app, &method, &unknown, key, &body).await;
+                let unknown_msg = assert_error(s, &res, 404, "NOT_FOUND");
+                assert_eq!(msg.replace(id, UNKNOWN), unknown_msg, "{method} {path}");
+            }
+        }
+    }
+
+    // Nothing changed: still hidden everywhere, and held as before in memory and store.
+    for path in [
+        format!("/v1/notes/{PRIVATE_NOTE}"),
+        format!("/v1/tasks/{task}"),
+    ] {
+        let (s, res) = app.get(&path, READ_KEY).await;
+        assert_error(s, &res, 404, "NOT_FOUND");
+    }
+    for (entity, id) in [("notes", PRIVATE_NOTE), ("tasks", task.as_str())] {
+        let (records, _) = app.paginate(entity, "limit=500", READ_KEY).await;
+        assert!(
+            records.iter().all(|r| r["id"] != id),
+            "{entity}: {records:?}"
+        );
+    }
+    let (_, sub) = app
+        .get(&format!("/v1/contacts/{HANA}/notes"), READ_KEY)
+        .await;
+    assert_eq!((&sub["data"], &sub["total_count"]), (&json!([]), &json!(0)));
+    assert_eq!(
+        app.get("/v1/counts", READ_KEY).await.1["data"],
+        counts["data"]
+    );
+    assert_eq!(held(&app, PRIVATE_NOTE, &task).await, before);
+
+    // A create repeating a private item's `reference` still updates it, answering only
+    // the id.
+    let (s, body) = send(
+        &app,
+        Method::POST,
+        "/v1/tasks",
+        WRITE_KEY,
+        &json!({
+            "parent_type": "company", "parent_id": FABRIKAM, "title": "still secret",
+            "is_private": true, "reference": "private-task"
+        }),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["data"], json!({"id": task}));
+    for (_, t) in held(&app, PRIVATE_NOTE, &task).await {
+        let t = t.unwrap();
+        assert_eq!(t.title.as_deref(), Some("still secret"));
+        assert!(t.is_private);
+    }
+    // Likewise for a note, which stays out of reach by id.
+    let private_note = |text: &str| json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text, "is_private": true, "reference": "private-note"});
+    let (s, first) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &private_note("one"),
+    )
+    .await;
+    assert_eq!(s, 201, "{first}");
+    let (s, again) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        WRITE_KEY,
+        &private_note("two"),
+    )
+    .await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(again["data"], first["data"]);
+    let note = first["data"]["id"].as_str().unwrap();
+    for (n, _) in held(&app, note, &task).await {
+        let n = n.unwrap();
+        assert_eq!(n.body_html.as_deref(), Some("two"));
+        assert!(n.is_private);
+    }
+    let path = format!("/v1/notes/{note}");
+    let (s, res) = send(
+        &app,
+        Method::PATCH,
+        &path,
+        WRITE_KEY,
+        &json!({"is_private": false}),
+    )
+    .await;
+    assert_error(s, &res, 404, "NOT_FOUND");
+    assert_eq!(count(&app, "notes").await, 1);
 }
 
 async fn references_are_idempotent(b: Backend) {
@@ -852,6 +1058,7 @@ store_test!(
     notes_land_where_the_spec_says,
     note_validation,
     note_patch_and_delete,
+    private_items_cannot_be_written_by_id,
     references_are_idempotent,
     tasks,
     candidate_edits_apply_to_the_person,
