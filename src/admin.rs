@@ -59,9 +59,42 @@ async fn ready(
     } else {
         Err(ApiError::new(
             ErrorKind::Unavailable { retry_after: 1 },
-            "not ready: workspaces are still loading",
+            not_ready_message(&state),
         ))
     }
+}
+
+/// Which workspaces are not loaded yet, and why: those whose load failed are named with
+/// the error and the next attempt (the admin interface is the operator's own, so the
+/// store's message is shown).
+fn not_ready_message(state: &AdminState) -> String {
+    let loading = state
+        .registry
+        .slots()
+        .iter()
+        .filter(|(_, s)| matches!(s, actors::registry::Slot::Loading))
+        .count();
+    if loading == 0 {
+        return "not ready: the API listener is not accepting yet".into();
+    }
+    let failures = state.registry.load_failures();
+    let mut msg = format!("not ready: {loading} workspace(s) still loading");
+    if !failures.is_empty() {
+        let now = std::time::Instant::now();
+        let named: Vec<String> = failures
+            .iter()
+            .map(|(id, f)| {
+                format!(
+                    "{id} failed {} time(s), next attempt in {} ms: {}",
+                    f.attempts,
+                    f.retry_at.saturating_duration_since(now).as_millis(),
+                    f.error
+                )
+            })
+            .collect();
+        msg.push_str(&format!("; {}", named.join("; ")));
+    }
+    msg
 }
 
 async fn import(

@@ -116,14 +116,7 @@ impl Application {
         let loader = actix::Arbiter::new();
         {
             let registry = registry.clone();
-            loader.spawn(async move {
-                if let Err(e) = registry.load_all(list).await {
-                    tracing::error!(
-                        "loading workspaces failed: {}",
-                        crate::http::errors::error_chain(&e)
-                    );
-                }
-            });
+            loader.spawn(async move { registry.load_all(list).await });
         }
 
         let tls_config =

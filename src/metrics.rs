@@ -7,11 +7,12 @@
 //! - `recruitd_rate_limited_total{key_id}`: requests refused by a key's budget.
 //! - `recruitd_store_commit_duration_seconds{kind,outcome}`: store transactions of
 //!   write batches and imports.
-//! - `recruitd_workspaces{state}`, `recruitd_search_index_keys{workspace,index}`,
+//! - `recruitd_workspaces{state}` (loading, failing, ready), `recruitd_workspace_load_failures{workspace,error}`, `recruitd_search_index_keys{workspace,index}`,
 //!   `recruitd_search_index_bytes{…}`, `recruitd_search_index_delta_keys{…}`: read from
 //!   the registry when scraped.
 
 use actors::registry::{CommitKind, CommitObserver, Registry, Slot};
+use actors::store::StoreError;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -46,6 +47,13 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LoadFailureLabels {
+    workspace: String,
+    /// The store error's kind: `unavailable`, `corrupt` or `other`.
+    error: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct IndexLabels {
     workspace: String,
     index: &'static str,
@@ -70,6 +78,7 @@ pub struct Metrics {
     rate_limited: Family<KeyLabels, Counter>,
     commits: HistogramFamily<CommitLabels>,
     workspaces: Family<StateLabels, Gauge>,
+    load_failures: Family<LoadFailureLabels, Gauge>,
     index_keys: Family<IndexLabels, Gauge>,
     index_bytes: Family<IndexLabels, Gauge>,
     index_delta: Family<IndexLabels, Gauge>,
@@ -90,6 +99,7 @@ impl Metrics {
             rate_limited: Family::default(),
             commits: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
             workspaces: Family::default(),
+            load_failures: Family::default(),
             index_keys: Family::default(),
             index_bytes: Family::default(),
             index_delta: Family::default(),
@@ -119,6 +129,11 @@ impl Metrics {
             "recruitd_workspaces",
             "Workspaces by load state",
             m.workspaces.clone(),
+        );
+        registry.register(
+            "recruitd_workspace_load_failures",
+            "Failed load attempts in a row of a workspace not loaded yet (retried with backoff), by the last error's kind",
+            m.load_failures.clone(),
         );
         registry.register(
             "recruitd_search_index_keys",
@@ -188,9 +203,27 @@ impl Metrics {
                 }
             }
         }
+        let failures = workspaces.load_failures();
+        // Only workspaces failing now: one that has loaded since leaves the family.
+        self.load_failures.clear();
+        for (id, f) in &failures {
+            self.load_failures
+                .get_or_create(&LoadFailureLabels {
+                    workspace: id.to_string(),
+                    error: match f.error {
+                        StoreError::Unavailable(_) => "unavailable",
+                        StoreError::Corrupt(_) => "corrupt",
+                        StoreError::Other(_) => "other",
+                    },
+                })
+                .set(i64::from(f.attempts));
+        }
         self.workspaces
             .get_or_create(&StateLabels { state: "loading" })
-            .set(loading);
+            .set(loading - failures.len() as i64);
+        self.workspaces
+            .get_or_create(&StateLabels { state: "failing" })
+            .set(failures.len() as i64);
         self.workspaces
             .get_or_create(&StateLabels { state: "ready" })
             .set(ready);

@@ -10,7 +10,7 @@ use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// A loaded workspace: the actor that writes it and the state it last published.
@@ -101,7 +101,25 @@ pub struct Registry {
     /// Most API writes a workspace commits in one transaction (1 turns group commit off).
     write_batch_max: AtomicUsize,
     observer: parking_lot::RwLock<Option<Arc<dyn CommitObserver>>>,
+    /// Workspaces whose last load attempt failed, and why; retried with backoff.
+    load_failures: DashMap<Uuid, LoadFailure>,
 }
+
+/// Why a workspace is not loaded yet: its last load attempt failed.
+#[derive(Clone, Debug)]
+pub struct LoadFailure {
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: StoreError,
+    /// When the next attempt starts.
+    pub retry_at: Instant,
+}
+
+/// First wait before a failed workspace load is tried again; doubled after every
+/// failure up to `LOAD_RETRY_MAX`.
+pub const LOAD_RETRY_FIRST: Duration = Duration::from_millis(500);
+pub const LOAD_RETRY_MAX: Duration = Duration::from_secs(30);
 
 impl Registry {
     pub fn new(
@@ -118,6 +136,7 @@ impl Registry {
             ready: AtomicBool::new(false),
             write_batch_max: AtomicUsize::new(crate::actor::MAX_BATCH),
             observer: parking_lot::RwLock::new(None),
+            load_failures: DashMap::new(),
         })
     }
 
@@ -188,18 +207,61 @@ impl Registry {
     }
 
     /// Loads each discovered workspace in turn, publishing each as soon as it is ready.
-    /// Building the state is CPU work: run this on a thread of its own.
-    pub async fn load_all(self: &Arc<Self>, list: Vec<Workspace>) -> Result<(), StoreError> {
-        for w in list {
-            let started = Instant::now();
-            let state = Self::load_state(&*self.store, w).await?;
-            let id = state.id();
-            let records = state.candidates.len() + state.notes.len() + state.tasks.len();
-            self.install(state);
-            tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
+    /// A workspace whose load fails (the store went away, a record does not decode) is
+    /// tried again after the others, with a backoff from `LOAD_RETRY_FIRST` doubling to
+    /// `LOAD_RETRY_MAX`, until it loads: it never stays "loading" for good, and
+    /// [`load_failures`](Self::load_failures) says which ones wait and why. Building the
+    /// state is CPU work: run this on a thread of its own.
+    pub async fn load_all(self: &Arc<Self>, list: Vec<Workspace>) {
+        let mut pending = list;
+        let mut backoff = LOAD_RETRY_FIRST;
+        loop {
+            let mut failed = Vec::new();
+            for w in pending {
+                let started = Instant::now();
+                match Self::load_state(&*self.store, w.clone()).await {
+                    Ok(state) => {
+                        let id = state.id();
+                        let records =
+                            state.candidates.len() + state.notes.len() + state.tasks.len();
+                        self.install(state);
+                        self.load_failures.remove(&id);
+                        tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
+                    }
+                    Err(error) => {
+                        let attempts = self.load_failures.get(&w.id).map_or(0, |f| f.attempts) + 1;
+                        tracing::error!(workspace = %w.id, attempts, retry_in_ms = backoff.as_millis() as u64, error = %error, "loading the workspace failed; trying again");
+                        self.load_failures.insert(
+                            w.id,
+                            LoadFailure {
+                                attempts,
+                                error,
+                                retry_at: Instant::now() + backoff,
+                            },
+                        );
+                        failed.push(w);
+                    }
+                }
+            }
+            if failed.is_empty() {
+                break;
+            }
+            pending = failed;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(LOAD_RETRY_MAX);
         }
         self.ready.store(true, Ordering::Release);
-        Ok(())
+    }
+
+    /// Workspaces not loaded yet because their last load attempt failed.
+    pub fn load_failures(&self) -> Vec<(Uuid, LoadFailure)> {
+        let mut v: Vec<_> = self
+            .load_failures
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        v.sort_by_key(|(id, _)| *id);
+        v
     }
 
     /// Reads one workspace's records into a fresh state.

@@ -182,6 +182,10 @@ pub enum WriteError {
     /// The store failed; nothing changed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The workspace could not start the write in time (it waited behind an import or
+    /// a slow store); nothing of it was applied: retry later.
+    #[error("{0}")]
+    Busy(String),
     /// The workspace's actor stopped before answering (the server is shutting down).
     #[error("the workspace is not accepting writes")]
     Stopped,

@@ -196,6 +196,7 @@ impl From<WriteError> for ApiError {
             WriteError::Invalid { .. } => ApiError::bad_request(e.to_string()),
             WriteError::NotFound(m) => ApiError::not_found(m),
             WriteError::Store(s) => s.into(),
+            WriteError::Busy(m) => ApiError::unavailable(m),
             WriteError::Stopped => ApiError::unavailable("the workspace is not accepting writes"),
         }
     }

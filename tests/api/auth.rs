@@ -176,7 +176,7 @@ async fn scopes_are_deny_by_default() {
     );
     registry.load_keys().await.unwrap();
     let list = registry.discover().await.unwrap();
-    registry.load_all(list).await.unwrap();
+    registry.load_all(list).await;
     let state = web::Data::new(recruitd::http::AppState {
         registry,
         cursor_key: actors::query::CursorKey::new([1; 32]),

@@ -105,6 +105,21 @@ pub async fn spawn_app_with(
     data_dir: TempDir,
     adjust: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    let t = start_app(backend, data_dir, adjust).await;
+    t.wait_ready().await;
+    t
+}
+
+/// [`spawn_app_in`] without waiting for the workspaces to load.
+pub async fn spawn_app_loading(backend: Backend, data_dir: TempDir) -> TestApp {
+    start_app(backend, data_dir, |_| {}).await
+}
+
+async fn start_app(
+    backend: Backend,
+    data_dir: TempDir,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
     init_logs();
     let mut s = Settings::new(PathBuf::from(data_dir.path()));
     s.listen = "127.0.0.1:0".parse().unwrap();
@@ -131,7 +146,7 @@ pub async fn spawn_app_with(
     let admin_token = app.admin_token.clone();
     let registry = app.registry.clone();
     actix_web::rt::spawn(app.run_until_stopped());
-    let t = TestApp {
+    TestApp {
         base,
         admin_base,
         admin_token,
@@ -140,9 +155,7 @@ pub async fn spawn_app_with(
         registry,
         backend,
         handles,
-    };
-    t.wait_ready().await;
-    t
+    }
 }
 
 impl TestApp {

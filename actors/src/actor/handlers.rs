@@ -5,11 +5,12 @@ use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
 use crate::registry::CommitKind;
-use crate::snapshot::plan_import;
+use crate::snapshot::{plan_import, ImportPlan};
 use crate::store::{ChangeSet, StoreError};
 use crate::writes::{plan_write, WriteError};
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
@@ -18,8 +19,9 @@ impl Handler<Write> for WorkspaceActor {
 
     fn handle(&mut self, msg: Write, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
-        self.queue.push_back(Job::Write(msg.0, tx));
+        self.queue.push_back(Job::Write(msg.0, tx, Instant::now()));
         self.pump(ctx);
+        self.expire_later(ctx);
         Box::pin(async move { rx.await.unwrap_or(Err(WriteError::Stopped)) })
     }
 }
@@ -63,6 +65,11 @@ pub const WRITE_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How soon an unconfirmed batch is settled when no write arrives to prompt it.
 pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
+/// Longest an API write waits in the queue (behind an import, a slow commit or a batch
+/// being settled) before it is refused with 503: its client gets the same bounded answer
+/// as one whose commit the store does not confirm, and it is certain that nothing of it
+/// was applied, since it never left the queue.
+pub const QUEUE_TIMEOUT: Duration = WRITE_COMMIT_TIMEOUT;
 
 impl WorkspaceActor {
     /// Starts committing the next batch unless one is in flight. A commit whose outcome
@@ -78,13 +85,13 @@ impl WorkspaceActor {
             match self.queue.pop_front() {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
-                Some(Job::Write(op, reply)) => {
+                Some(Job::Write(op, reply, _)) => {
                     let max = self.registry.write_batch_max();
                     let mut batch = vec![(op, reply)];
                     while batch.len() < max {
                         match self.queue.front() {
                             Some(Job::Write(..)) => match self.queue.pop_front() {
-                                Some(Job::Write(op, reply)) => batch.push((op, reply)),
+                                Some(Job::Write(op, reply, _)) => batch.push((op, reply)),
                                 _ => unreachable!("front was a write"),
                             },
                             _ => break,
@@ -213,7 +220,7 @@ impl WorkspaceActor {
                     act.settle_later(ctx);
                     for job in act.queue.drain(..) {
                         match job {
-                            Job::Write(_, reply) => {
+                            Job::Write(_, reply, _) => {
                                 let _ = reply.send(Err(WriteError::Store(e.clone())));
                             }
                             Job::Import(_, reply) => {
@@ -237,41 +244,97 @@ impl WorkspaceActor {
         });
     }
 
+    /// Arms one timer for the oldest queued write's deadline, unless one is armed.
+    fn expire_later(&mut self, ctx: &mut Context<Self>) {
+        if self.expiry_armed {
+            return;
+        }
+        let oldest = self.queue.iter().find_map(|job| match job {
+            Job::Write(_, _, queued) => Some(*queued),
+            Job::Import(..) => None,
+        });
+        let Some(oldest) = oldest else {
+            return;
+        };
+        self.expiry_armed = true;
+        let wait = (oldest + QUEUE_TIMEOUT).saturating_duration_since(Instant::now());
+        ctx.run_later(wait, |act, ctx| {
+            act.expiry_armed = false;
+            act.expire_queued();
+            act.expire_later(ctx);
+        });
+    }
+
+    /// Refuses, with 503, every write that has waited in the queue for `QUEUE_TIMEOUT`.
+    fn expire_queued(&mut self) {
+        let now = Instant::now();
+        let mut kept = VecDeque::with_capacity(self.queue.len());
+        let mut refused = 0usize;
+        for job in self.queue.drain(..) {
+            match job {
+                Job::Write(_, reply, queued) if now.duration_since(queued) >= QUEUE_TIMEOUT => {
+                    refused += 1;
+                    let _ = reply.send(Err(WriteError::Busy(format!(
+                        "the workspace could not start this write within {} s (busy with an import or a slow store); nothing was applied",
+                        QUEUE_TIMEOUT.as_secs()
+                    ))));
+                }
+                job => kept.push_back(job),
+            }
+        }
+        self.queue = kept;
+        if refused > 0 {
+            tracing::warn!(workspace = %self.id, refused, "writes waited too long in the queue; refused");
+        }
+    }
+
+    /// Plans the import, writes its blobs and commits it. Planning (validation, the next
+    /// state, search index builds) and blob writes (with fsync) are CPU and disk work
+    /// that can take minutes: they run on a blocking thread, so the arbiter that runs
+    /// every workspace's actor keeps serving the others meanwhile.
     fn commit_import(
         &mut self,
         snap: crate::snapshot::Snapshot,
         reply: oneshot::Sender<Result<ImportReport, ImportError>>,
         ctx: &mut Context<Self>,
     ) {
-        let current = self.view.load_full();
-        let plan = match plan_import(Some(&current), snap, &self.registry.keys, true) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = reply.send(Err(ImportError::Invalid(e)));
-                return;
-            }
-        };
         self.committing = true;
-        let mut plan = plan;
-        let batch = Uuid::new_v4();
-        plan.changes.batch = Some(batch);
+        let current = self.view.load_full();
         let registry = self.registry.clone();
         let id = self.id;
+        let batch = Uuid::new_v4();
         // An import is not given a deadline: a large one takes minutes.
-        let commit = async move {
-            if let Err(e) = registry.blobs.put_many(id, &plan.blobs) {
-                return Err((e, None));
-            }
+        let work = async move {
+            let planner = registry.clone();
+            let planned = tokio::task::spawn_blocking(move || {
+                let mut plan = plan_import(Some(&current), snap, &planner.keys, true)
+                    .map_err(ImportError::Invalid)?;
+                plan.changes.batch = Some(batch);
+                planner.blobs.put_many(id, &plan.blobs)?;
+                // The bytes are in the blob store; no need to hold them any longer.
+                plan.blobs = Vec::new();
+                Ok::<_, ImportError>(plan)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(ImportError::Store(StoreError::Other(format!(
+                    "planning the import failed: {e}"
+                ))))
+            });
+            let plan = match planned {
+                Ok(plan) => plan,
+                Err(e) => return Err((e, None)),
+            };
             let started = std::time::Instant::now();
             let res = registry.store.commit(id, &plan.changes).await;
             registry.observe_commit(CommitKind::Import, started.elapsed(), res.is_ok());
             match res {
                 Ok(()) => Ok(plan),
-                Err(e @ StoreError::Unavailable(_)) => Err((e, Some(plan))),
-                Err(e) => Err((e, None)),
+                Err(e @ StoreError::Unavailable(_)) => Err((ImportError::Store(e), Some(plan))),
+                Err(e) => Err((ImportError::Store(e), None)),
             }
         };
-        ctx.spawn(commit.into_actor(self).map(move |res, act, ctx| {
+        ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
             let res = match res {
                 Ok(plan) => Ok(plan),
@@ -282,19 +345,28 @@ impl WorkspaceActor {
                         keys: plan.changes.keys,
                     });
                     act.settle_later(ctx);
-                    Err(ImportError::Store(e))
+                    Err(e)
                 }
-                Err((e, None)) => Err(ImportError::Store(e)),
+                Err((e, None)) => Err(e),
             };
             let answer = res.map(|plan| {
-                for k in &plan.changes.keys {
+                let ImportPlan {
+                    changes,
+                    next,
+                    upserted,
+                    deleted,
+                    ..
+                } = plan;
+                for k in &changes.keys {
                     act.registry.keys.put(k.clone());
                 }
-                act.publish(plan.next.expect("planned with the next state"), ctx);
+                act.publish(next.expect("planned with the next state"), ctx);
+                // Freeing a large import's records takes a while too: not on the arbiter.
+                tokio::task::spawn_blocking(move || drop(changes));
                 ImportReport {
                     workspace_id: act.id,
-                    upserted: plan.upserted,
-                    deleted: plan.deleted,
+                    upserted,
+                    deleted,
                 }
             });
             let _ = reply.send(answer);

@@ -31,7 +31,12 @@ pub const MAX_BATCH: usize = 256;
 
 /// A queued piece of work and where its answer goes.
 enum Job {
-    Write(WriteOp, oneshot::Sender<Result<WriteDone, WriteError>>),
+    /// An API write, and when it was queued (see `QUEUE_TIMEOUT`).
+    Write(
+        WriteOp,
+        oneshot::Sender<Result<WriteDone, WriteError>>,
+        std::time::Instant,
+    ),
     Import(
         crate::snapshot::Snapshot,
         oneshot::Sender<Result<ImportReport, ImportError>>,
@@ -54,6 +59,8 @@ pub struct WorkspaceActor {
     /// A batch the store did not confirm (it stopped answering mid-commit): it may or may
     /// not have committed. No further batch starts until the store says which.
     in_doubt: Option<InDoubt>,
+    /// A timer is set for the oldest queued write's deadline.
+    expiry_armed: bool,
 }
 
 /// A batch whose commit outcome is unknown, and what to publish if it did commit.
@@ -74,6 +81,7 @@ impl WorkspaceActor {
             rebuilding: false,
             rebuilt: None,
             in_doubt: None,
+            expiry_armed: false,
         }
     }
 

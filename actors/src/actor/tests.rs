@@ -23,6 +23,8 @@ struct SlowStore {
     delay: Duration,
     /// 0: normal; 1: commit, then report the store unavailable; 2: never answer.
     mode: std::sync::atomic::AtomicU8,
+    /// Extra milliseconds every commit takes while set (a store that stalls).
+    stall_ms: std::sync::atomic::AtomicU64,
 }
 
 #[async_trait::async_trait]
@@ -35,6 +37,8 @@ impl Store for SlowStore {
     }
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         tokio::time::sleep(self.delay).await;
+        let stall = self.stall_ms.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(stall)).await;
         self.commits.fetch_add(1, Ordering::SeqCst);
         match self.mode.load(Ordering::SeqCst) {
             0 => self.inner.commit(workspace, changes).await,
@@ -64,6 +68,7 @@ async fn workspace(delay: Duration) -> (Arc<SlowStore>, crate::registry::Workspa
         commits: AtomicUsize::new(0),
         delay,
         mode: std::sync::atomic::AtomicU8::new(0),
+        stall_ms: std::sync::atomic::AtomicU64::new(0),
     });
     let registry = Registry::new(
         store.clone(),
@@ -309,4 +314,61 @@ async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
         .notes
         .iter()
         .all(|(_, n)| n.body_html.as_deref() != Some("hangs")));
+}
+
+/// A write queued behind an import that takes longer than the deadline is refused with
+/// `Busy` once it has waited `QUEUE_TIMEOUT`, not when the import ends, and nothing of it
+/// is applied, in memory or in the store.
+#[actix::test]
+async fn writes_behind_a_long_import_are_refused_at_their_deadline() {
+    let (store, h) = workspace(Duration::ZERO).await;
+    let notes_before = h.state().notes.visible_len();
+    let stall = super::handlers::QUEUE_TIMEOUT + Duration::from_secs(2);
+    store
+        .stall_ms
+        .store(stall.as_millis() as u64, Ordering::SeqCst);
+    let snap = parse_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let import = actix::spawn(h.addr.send(Import(snap)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    let res = h
+        .addr
+        .send(Write(note("behind the import", None)))
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    match res {
+        Err(WriteError::Busy(m)) => assert!(m.contains("nothing was applied"), "{m}"),
+        Err(e) => panic!("expected Busy, got {e:?}"),
+        Ok(_) => panic!("expected Busy, got a committed write"),
+    }
+    assert!(
+        waited >= super::handlers::QUEUE_TIMEOUT - Duration::from_millis(200)
+            && waited < super::handlers::QUEUE_TIMEOUT + Duration::from_secs(1),
+        "refused after {waited:?}"
+    );
+    import.await.unwrap().unwrap().unwrap();
+    store.stall_ms.store(0, Ordering::SeqCst);
+    assert_eq!(
+        h.state().notes.visible_len(),
+        notes_before,
+        "nothing applied"
+    );
+    let mut stored = Vec::new();
+    store
+        .load_records(h.state().id(), &mut |r| stored.push(r))
+        .await
+        .unwrap();
+    assert!(
+        !stored
+            .iter()
+            .any(|r| r.to_json().contains("behind the import")),
+        "nothing stored"
+    );
+    // The workspace goes on: the next write commits at once.
+    let done = h.addr.send(Write(note("after", None))).await.unwrap();
+    assert!(done.is_ok());
 }
