@@ -41,6 +41,7 @@ mod outage;
 mod pagination;
 mod process;
 mod ratelimit;
+mod reclaim;
 mod records;
 mod search;
 mod subresources;

@@ -4,6 +4,7 @@ use super::InDoubt;
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
+use crate::reclaim::released_objects;
 use crate::registry::CommitKind;
 use crate::snapshot::plan_import;
 use crate::store::{ChangeSet, StoreError};
@@ -65,10 +66,10 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
 pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
 
 impl WorkspaceActor {
-    /// Starts committing the next batch unless one is in flight. A commit whose outcome
-    /// is unknown is settled first.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        while !self.committing {
+    /// Starts committing the next batch unless one is in flight (or the last one's blobs
+    /// are still being reclaimed). A commit whose outcome is unknown is settled first.
+    pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
+        while !self.committing && !self.reclaiming {
             if self.in_doubt.is_some() {
                 if !self.queue.is_empty() {
                     self.settle(ctx);
@@ -290,7 +291,9 @@ impl WorkspaceActor {
                 for k in &plan.changes.keys {
                     act.registry.keys.put(k.clone());
                 }
+                let released = released_objects(&plan);
                 act.publish(plan.next.expect("planned with the next state"), ctx);
+                act.reclaim(released, ctx);
                 ImportReport {
                     workspace_id: act.id,
                     upserted: plan.upserted,
