@@ -5,8 +5,14 @@
 //! may hold any character, file names must not, and the same names serve a bucket. Writes
 //! go to a temporary file, are synced, then renamed into place, so a reader never sees
 //! half a file; a reader that has opened a file keeps its version across a replacement.
+//!
+//! Removal (`delete`, `sweep`) unlinks files without syncing the directory: a removal a
+//! crash undoes leaves a file no attachment names, which the sweep at the next start
+//! takes again. A sweep takes only files named as this store names them (object names and
+//! the temporary files of interrupted writes); anything else in a workspace's directory
+//! is left alone.
 
-use actors::store::{object_key, Blob, BlobMeta, BlobStore, StoreError};
+use actors::store::{object_key, Blob, BlobMeta, BlobStore, Reclaimed, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
@@ -31,6 +37,47 @@ impl FileBlobs {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The file of an object key, if the key is one this store can hold: `<workspace
+/// id>/<name>` with a name of one plain path component. Keys come from `object_key`;
+/// this check keeps any other string from naming a file outside the store.
+fn key_path(root: &Path, key: &str) -> Option<PathBuf> {
+    let (ws, name) = key.split_once('/')?;
+    Uuid::try_parse(ws).ok()?;
+    let plain =
+        !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']);
+    plain.then(|| root.join(ws).join(name))
+}
+
+/// Whether a file name is one this store writes: an object name (64 lower-case hex
+/// digits), or that followed by `.tmp<pid>` (a write in progress, or interrupted).
+fn is_store_file(name: &str) -> bool {
+    let (Some(object), Some(rest)) = (name.get(..64), name.get(64..)) else {
+        return false;
+    };
+    object
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && (rest.is_empty()
+            || rest
+                .strip_prefix(".tmp")
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// Unlinks a file; its length, or `None` when it was not there.
+fn remove_file(path: &Path) -> std::io::Result<Option<u64>> {
+    let len = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(Some(len)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -147,6 +194,50 @@ impl BlobStore for FileBlobs {
             .and_then(|d| d.sync_all())
             .map_err(|e| fail("syncing the directory", e))
     }
+
+    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+        let mut done = Reclaimed::default();
+        for key in keys {
+            let path = key_path(&self.root, key)
+                .ok_or_else(|| StoreError::Other(format!("{key:?} is not an object key")))?;
+            let removed = remove_file(&path)
+                .map_err(|e| StoreError::Other(format!("removing blob {key}: {e}")))?;
+            if let Some(bytes) = removed {
+                done += Reclaimed { objects: 1, bytes };
+            }
+        }
+        Ok(done)
+    }
+
+    fn sweep(
+        &self,
+        workspace: Uuid,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Reclaimed, StoreError> {
+        let fail = |e: std::io::Error| StoreError::Other(format!("sweeping blobs: {e}"));
+        let dir = self.root.join(workspace.to_string());
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Reclaimed::default()),
+            Err(e) => return Err(fail(e)),
+        };
+        let mut done = Reclaimed::default();
+        // One entry at a time: a workspace of millions of objects is never listed whole.
+        for entry in entries {
+            let entry = entry.map_err(fail)?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| is_store_file(n)) else {
+                continue;
+            };
+            if !entry.file_type().map_err(fail)?.is_file() || keep(&format!("{workspace}/{name}")) {
+                continue;
+            }
+            if let Some(bytes) = remove_file(&entry.path()).map_err(fail)? {
+                done += Reclaimed { objects: 1, bytes };
+            }
+        }
+        Ok(done)
+    }
 }
 
 #[cfg(test)]
@@ -211,5 +302,96 @@ mod tests {
             .filter(|e| e.as_ref().unwrap().path().extension().is_some())
             .count();
         assert_eq!(leftovers, 0, "no temporary files remain");
+    }
+
+    #[test]
+    fn delete_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = FileBlobs::new(dir.path());
+        let ws = Uuid::from_u128(4);
+        blobs.put(ws, "file:a", b"12345").unwrap();
+        blobs.put(ws, "file:b", b"kept").unwrap();
+        let done = blobs
+            .delete(&[object_key(ws, "file:a"), object_key(ws, "file:never")])
+            .unwrap();
+        assert_eq!(
+            done,
+            Reclaimed {
+                objects: 1,
+                bytes: 5
+            }
+        );
+        assert_eq!(blobs.get(ws, "file:a").unwrap(), None);
+        assert_eq!(
+            blobs.get(ws, "file:b").unwrap().as_deref(),
+            Some(&b"kept"[..])
+        );
+        assert!(blobs
+            .delete(&[object_key(ws, "file:a")])
+            .unwrap()
+            .is_empty());
+        // Only object keys name files: nothing outside the store can be reached.
+        std::fs::write(dir.path().join("outside"), b"x").unwrap();
+        for bad in [
+            "outside",
+            "../outside",
+            &format!("{ws}/../outside"),
+            &format!("{ws}/"),
+        ] {
+            assert!(blobs.delete(&[bad.to_string()]).is_err(), "{bad}");
+        }
+        assert!(dir.path().join("outside").exists());
+    }
+
+    #[test]
+    fn sweep_takes_unnamed_objects_and_leftovers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = FileBlobs::new(dir.path());
+        let (ws, other) = (Uuid::from_u128(5), Uuid::from_u128(6));
+        assert!(
+            blobs.sweep(ws, &|_| false).unwrap().is_empty(),
+            "no directory yet"
+        );
+        blobs.put(ws, "file:live", b"live").unwrap();
+        blobs.put(ws, "file:orphan", b"123").unwrap();
+        blobs.put(other, "file:orphan", b"other").unwrap();
+        let leftover = blobs.path_of(ws, "file:staged").with_extension("tmp77");
+        std::fs::write(&leftover, b"half").unwrap();
+        let foreign = dir.path().join(ws.to_string()).join("notes.txt");
+        std::fs::write(&foreign, b"not the store's").unwrap();
+        let live = object_key(ws, "file:live");
+        let done = blobs.sweep(ws, &|k| k == live).unwrap();
+        assert_eq!(
+            done,
+            Reclaimed {
+                objects: 2,
+                bytes: 7
+            }
+        );
+        assert!(blobs.get(ws, "file:live").unwrap().is_some());
+        assert_eq!(blobs.get(ws, "file:orphan").unwrap(), None);
+        assert!(!leftover.exists());
+        assert!(foreign.exists(), "not a name the store writes");
+        assert!(blobs.get(other, "file:orphan").unwrap().is_some());
+    }
+
+    #[test]
+    fn store_file_names() {
+        let name = object_key(Uuid::nil(), "x")
+            .split_once('/')
+            .unwrap()
+            .1
+            .to_string();
+        assert!(is_store_file(&name));
+        assert!(is_store_file(&format!("{name}.tmp123")));
+        assert!(!is_store_file(&format!("{name}.tmp")));
+        assert!(!is_store_file(&format!("{name}.txt")));
+        assert!(!is_store_file(&name.to_uppercase()));
+        assert!(!is_store_file(&name[1..]));
+        assert!(!is_store_file("README"));
+        assert!(
+            !is_store_file(&format!("{}é", &name[1..])),
+            "not cut inside a character"
+        );
     }
 }

@@ -7,12 +7,16 @@
 //! - `recruitd_rate_limited_total{key_id}`: requests refused by a key's budget.
 //! - `recruitd_store_commit_duration_seconds{kind,outcome}`: store transactions of
 //!   write batches and imports.
-//! - `recruitd_workspaces{state}` (loading, failing, ready), `recruitd_workspace_load_failures{workspace,error}`, `recruitd_search_index_keys{workspace,index}`,
-//!   `recruitd_search_index_bytes{…}`, `recruitd_search_index_delta_keys{…}`: read from
-//!   the registry when scraped.
+//! - `recruitd_blobs_reclaimed_objects_total{by}` and `recruitd_blobs_reclaimed_bytes_total{by}`:
+//!   attachment bytes removed from the blob store, `by` an import's deletions (`import`)
+//!   or the sweep of a loading workspace (`sweep`).
+//! - `recruitd_workspaces{state}` (loading, failing, ready),
+//!   `recruitd_workspace_load_failures{workspace,error}`,
+//!   `recruitd_search_index_keys{workspace,index}`, `recruitd_search_index_bytes{…}`,
+//!   `recruitd_search_index_delta_keys{…}`: read from the registry when scraped.
 
-use actors::registry::{CommitKind, CommitObserver, Registry, Slot};
-use actors::store::StoreError;
+use actors::registry::{CommitKind, CommitObserver, ReclaimedBy, Registry, Slot};
+use actors::store::{Reclaimed, StoreError};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -39,6 +43,11 @@ struct KeyLabels {
 struct CommitLabels {
     kind: &'static str,
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReclaimLabels {
+    by: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -77,6 +86,8 @@ pub struct Metrics {
     latency: HistogramFamily<RequestLabels>,
     rate_limited: Family<KeyLabels, Counter>,
     commits: HistogramFamily<CommitLabels>,
+    reclaimed_objects: Family<ReclaimLabels, Counter>,
+    reclaimed_bytes: Family<ReclaimLabels, Counter>,
     workspaces: Family<StateLabels, Gauge>,
     load_failures: Family<LoadFailureLabels, Gauge>,
     index_keys: Family<IndexLabels, Gauge>,
@@ -98,6 +109,8 @@ impl Metrics {
             latency: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             rate_limited: Family::default(),
             commits: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
+            reclaimed_objects: Family::default(),
+            reclaimed_bytes: Family::default(),
             workspaces: Family::default(),
             load_failures: Family::default(),
             index_keys: Family::default(),
@@ -124,6 +137,16 @@ impl Metrics {
             "recruitd_store_commit_duration_seconds",
             "Store transactions of write batches and imports",
             m.commits.clone(),
+        );
+        registry.register(
+            "recruitd_blobs_reclaimed_objects",
+            "Attachment objects removed from the blob store, by what removed them",
+            m.reclaimed_objects.clone(),
+        );
+        registry.register(
+            "recruitd_blobs_reclaimed_bytes",
+            "Bytes of attachment objects removed from the blob store, by what removed them",
+            m.reclaimed_bytes.clone(),
         );
         registry.register(
             "recruitd_workspaces",
@@ -245,5 +268,20 @@ impl CommitObserver for Metrics {
                 outcome: if ok { "ok" } else { "failed" },
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    fn reclaimed(&self, by: ReclaimedBy, done: Reclaimed) {
+        let labels = ReclaimLabels {
+            by: match by {
+                ReclaimedBy::Import => "import",
+                ReclaimedBy::Sweep => "sweep",
+            },
+        };
+        self.reclaimed_objects
+            .get_or_create(&labels)
+            .inc_by(done.objects);
+        self.reclaimed_bytes
+            .get_or_create(&labels)
+            .inc_by(done.bytes);
     }
 }

@@ -7,6 +7,7 @@ use crate::blobs::FileBlobs;
 use crate::keys::{build_key, NewKey};
 use actors::actor::ImportReport;
 use actors::model::ApiKey;
+use actors::reclaim::released_objects;
 use actors::registry::{KeyRing, Registry};
 use actors::snapshot::{plan_import, Snapshot};
 use actors::state::WorkspaceState;
@@ -52,13 +53,23 @@ pub async fn import_snapshot(
     blobs.put_many(ws_id, &plan.blobs)?;
     let t_blobs = t.elapsed();
     store.commit(ws_id, &plan.changes).await?;
+    let t_commit = t.elapsed();
+    // Only now that the deletions are committed. A crash before this, or a failure here
+    // (the import itself has taken effect), leaves objects no attachment names, which the
+    // server sweeps when it next loads the workspace.
+    let reclaimed = blobs.delete(&released_objects(&plan)).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "removing the blobs of deleted attachments failed");
+        Default::default()
+    });
     tracing::info!(
         load_ms = t_load.as_millis() as u64,
         plan_ms = (t_plan - t_load).as_millis() as u64,
         blobs_ms = (t_blobs - t_plan).as_millis() as u64,
-        commit_ms = (t.elapsed() - t_blobs).as_millis() as u64,
+        commit_ms = (t_commit - t_blobs).as_millis() as u64,
         blobs = plan.blobs.len(),
         records = plan.changes.upserts.len(),
+        reclaimed_objects = reclaimed.objects,
+        reclaimed_bytes = reclaimed.bytes,
         "import applied"
     );
     for k in &plan.changes.keys {

@@ -20,7 +20,10 @@
 //! - [`query`]: `limit`, `updated_since` and cursor parsing.
 //! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, and the plan
 //!   of changes an import makes.
-//! - [`store`]: the Store trait, change sets, an in-memory store for tests.
+//! - [`store`]: the Store trait, change sets, an in-memory store for tests; the BlobStore
+//!   trait and object naming.
+//! - [`reclaim`]: which blobs an import's deletions release, and the sweep at load that
+//!   collects what a crash left behind.
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: workspace id → actor and published read view; the API key ring.
 //! - [`search`]: phone and e-mail indexes (fst base + delta) and the matching rules.
@@ -42,6 +45,7 @@ pub mod actor;
 pub mod model;
 pub mod phone;
 pub mod query;
+pub mod reclaim;
 pub mod registry;
 pub mod rendered;
 pub mod search;

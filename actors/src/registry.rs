@@ -2,9 +2,10 @@
 
 use crate::actor::WorkspaceActor;
 use crate::model::{hash_secret, ApiKey, Workspace};
+use crate::reclaim::LiveObjects;
 use crate::snapshot::KeyDirectory;
 use crate::state::WorkspaceState;
-use crate::store::{BlobStore, Store, StoreError};
+use crate::store::{BlobStore, Reclaimed, Store, StoreError};
 use actix::{Actor, Addr, ArbiterHandle};
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -83,9 +84,21 @@ pub enum CommitKind {
     Import,
 }
 
-/// Told about every store commit (for metrics); must be cheap and never block.
+/// What removed attachment bytes from the blob store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReclaimedBy {
+    /// An import's deletions, after its commit.
+    Import,
+    /// The sweep of a workspace as it loads (what a crash or a failed commit left).
+    Sweep,
+}
+
+/// Told about every store commit, and about blob bytes reclaimed (for metrics); must be
+/// cheap and never block.
 pub trait CommitObserver: Send + Sync {
     fn commit(&self, kind: CommitKind, elapsed: std::time::Duration, ok: bool);
+
+    fn reclaimed(&self, _by: ReclaimedBy, _done: Reclaimed) {}
 }
 
 pub struct Registry {
@@ -160,6 +173,12 @@ impl Registry {
         }
     }
 
+    pub(crate) fn observe_reclaimed(&self, by: ReclaimedBy, done: Reclaimed) {
+        if let Some(o) = &*self.observer.read() {
+            o.reclaimed(by, done);
+        }
+    }
+
     /// Every known workspace and its state (a snapshot of the map).
     pub fn slots(&self) -> Vec<(Uuid, Slot)> {
         self.workspaces
@@ -224,6 +243,9 @@ impl Registry {
                         let id = state.id();
                         let records =
                             state.candidates.len() + state.notes.len() + state.tasks.len();
+                        // Before the actor exists: no import of this workspace can be
+                        // writing blobs.
+                        self.sweep_blobs(LiveObjects::of(&state)).await;
                         self.install(state);
                         self.load_failures.remove(&id);
                         tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
@@ -262,6 +284,31 @@ impl Registry {
             .collect();
         v.sort_by_key(|(id, _)| *id);
         v
+    }
+
+    /// Removes the workspace's objects that no attachment of its loaded state names:
+    /// what a crash between a commit and its blob removal, or an import whose commit
+    /// failed after its blobs were written, left behind. A failure is logged, never fatal
+    /// (the objects stay until the next start).
+    async fn sweep_blobs(&self, live: LiveObjects) {
+        let workspace = live.workspace();
+        let blobs = self.blobs.clone();
+        let swept =
+            tokio::task::spawn_blocking(move || crate::reclaim::sweep(&*blobs, &live)).await;
+        match swept {
+            Ok(Ok(done)) => {
+                if !done.is_empty() {
+                    tracing::info!(%workspace, objects = done.objects, bytes = done.bytes, "swept blobs no attachment names");
+                    self.observe_reclaimed(ReclaimedBy::Sweep, done);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(%workspace, error = %e, "sweeping blobs failed; they stay until the next start")
+            }
+            Err(e) => {
+                tracing::warn!(%workspace, error = %e, "the blob sweep task failed; blobs stay until the next start")
+            }
+        }
     }
 
     /// Reads one workspace's records into a fresh state.

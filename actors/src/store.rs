@@ -196,30 +196,76 @@ impl std::fmt::Debug for Blob {
     }
 }
 
+/// What removing objects gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+impl Reclaimed {
+    pub fn is_empty(&self) -> bool {
+        self.objects == 0
+    }
+}
+
+impl std::ops::AddAssign for Reclaimed {
+    fn add_assign(&mut self, other: Reclaimed) {
+        self.objects += other.objects;
+        self.bytes += other.bytes;
+    }
+}
+
 /// The name of an attachment's object in every blob store:
 /// `<workspace id>/<sha256 of the attachment id, lower-case hex>`. Attachment ids may hold
 /// any character and object names must not; one naming for every store means objects
 /// move between stores (a directory tree, a bucket) by plain copying.
 pub fn object_key(workspace: Uuid, attachment_id: &str) -> String {
-    use sha2::{Digest, Sha256};
     use std::fmt::Write;
-    let digest = Sha256::digest(attachment_id.as_bytes());
     let mut key = String::with_capacity(36 + 1 + 64);
     write!(key, "{workspace}/").expect("writing to a String");
-    for b in digest {
+    for b in object_digest(attachment_id) {
         write!(key, "{b:02x}").expect("writing to a String");
     }
     key
 }
 
+/// The SHA-256 of an attachment id: the name part of its [`object_key`], as bytes.
+pub fn object_digest(attachment_id: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(attachment_id.as_bytes()).into()
+}
+
+/// The digest an object key names, if the key is one [`object_key`] makes for `workspace`
+/// (anything else, such as a write left half-way, names no attachment).
+pub fn digest_of_key(workspace: Uuid, key: &str) -> Option<[u8; 32]> {
+    let (ws, name) = key.split_once('/')?;
+    if Uuid::try_parse(ws).ok()? != workspace || name.len() != 64 {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (i, pair) in name.as_bytes().chunks_exact(2).enumerate() {
+        let hex = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        digest[i] = hex(pair[0])? << 4 | hex(pair[1])?;
+    }
+    Some(digest)
+}
+
 /// Where attachment bytes live. Bytes are written before the commit that records them,
-/// so a record never claims bytes the blob store lacks.
+/// so a record never claims bytes the blob store lacks; they are removed only after the
+/// commit that drops the last record naming them (`crate::reclaim`).
 ///
 /// Objects are named by [`object_key`]. The operations are those of an S3-compatible
 /// object store — `put` is a PutObject, `put_many` concurrent PutObjects, `stat` a
-/// HeadObject, `open` a GetObject whose body is streamed — so a bucket-backed store
-/// implements this trait as it stands. Calls may block on disk or network: the server
-/// makes them from blocking threads, never from its async workers.
+/// HeadObject, `open` a GetObject whose body is streamed, `delete` DeleteObjects,
+/// `sweep` a paged ListObjectsV2 of the workspace's prefix with DeleteObjects of what
+/// is not kept — so a bucket-backed store implements this trait as it stands. Calls may
+/// block on disk or network: the server makes them from blocking threads, never from
+/// its async workers.
 pub trait BlobStore: Send + Sync + 'static {
     /// Stores (or replaces) the bytes of one attachment, durably.
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError>;
@@ -238,6 +284,20 @@ pub trait BlobStore: Send + Sync + 'static {
 
     /// Opens the object for reading; `None` when the store holds no bytes for it.
     fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError>;
+
+    /// Removes objects by key; a key the store does not hold is skipped. What was
+    /// removed. A removal need not be durable: one a crash undoes leaves an object nothing
+    /// names, which the next sweep takes.
+    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError>;
+
+    /// Removes every object of the workspace for which `keep(key)` is false, including
+    /// whatever the store itself left unfinished there (a write a crash interrupted).
+    /// Must not run while objects of the workspace are being written.
+    fn sweep(
+        &self,
+        workspace: Uuid,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Reclaimed, StoreError>;
 }
 
 /// Objects in memory by (workspace, attachment id); bytes shared with open readers.
@@ -297,6 +357,41 @@ impl BlobStore for MemoryBlobs {
             reader: Box::new(std::io::Cursor::new(SharedBytes(b))),
         }))
     }
+
+    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let mut done = Reclaimed::default();
+        self.inner.lock().retain(|(ws, id), bytes| {
+            let named = keys.contains(object_key(*ws, id).as_str());
+            if named {
+                done += Reclaimed {
+                    objects: 1,
+                    bytes: bytes.len() as u64,
+                };
+            }
+            !named
+        });
+        Ok(done)
+    }
+
+    fn sweep(
+        &self,
+        workspace: Uuid,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Reclaimed, StoreError> {
+        let mut done = Reclaimed::default();
+        self.inner.lock().retain(|(ws, id), bytes| {
+            let drop = *ws == workspace && !keep(&object_key(*ws, id));
+            if drop {
+                done += Reclaimed {
+                    objects: 1,
+                    bytes: bytes.len() as u64,
+                };
+            }
+            !drop
+        });
+        Ok(done)
+    }
 }
 
 /// `Arc<[u8]>` as `AsRef<[u8]>`, for a `Cursor`.
@@ -344,5 +439,59 @@ mod tests {
         );
         assert!(blobs.remove(ws, "cv:x"));
         assert_eq!(blobs.stat(ws, "cv:x").unwrap(), None);
+    }
+
+    #[test]
+    fn digests_read_back_from_keys() {
+        let ws = Uuid::from_u128(7);
+        let key = object_key(ws, "cv:a b/c");
+        assert_eq!(digest_of_key(ws, &key), Some(object_digest("cv:a b/c")));
+        assert_eq!(
+            digest_of_key(Uuid::from_u128(8), &key),
+            None,
+            "another workspace"
+        );
+        assert_eq!(digest_of_key(ws, &format!("{key}.tmp42")), None);
+        assert_eq!(digest_of_key(ws, &key.to_uppercase()), None);
+        assert_eq!(digest_of_key(ws, "nonsense"), None);
+    }
+
+    #[test]
+    fn memory_blobs_delete_by_key_and_sweep() {
+        let blobs = MemoryBlobs::default();
+        let (ws, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        blobs.put(ws, "cv:gone", b"12345").unwrap();
+        blobs.put(ws, "cv:kept", b"kept").unwrap();
+        blobs.put(ws, "file:orphan", b"123").unwrap();
+        blobs.put(other, "cv:gone", b"other workspace").unwrap();
+        let done = blobs
+            .delete(&[object_key(ws, "cv:gone"), object_key(ws, "cv:never")])
+            .unwrap();
+        assert_eq!(
+            done,
+            Reclaimed {
+                objects: 1,
+                bytes: 5
+            }
+        );
+        assert_eq!(blobs.get(ws, "cv:gone"), None);
+        assert!(
+            blobs.get(other, "cv:gone").is_some(),
+            "a key names one workspace"
+        );
+        let kept = object_key(ws, "cv:kept");
+        let done = blobs.sweep(ws, &|k| k == kept).unwrap();
+        assert_eq!(
+            done,
+            Reclaimed {
+                objects: 1,
+                bytes: 3
+            }
+        );
+        assert_eq!(blobs.get(ws, "cv:kept").as_deref(), Some(&b"kept"[..]));
+        assert!(
+            blobs.get(other, "cv:gone").is_some(),
+            "other workspaces untouched"
+        );
     }
 }

@@ -45,6 +45,7 @@ mod pagination;
 mod pgcluster;
 mod process;
 mod ratelimit;
+mod reclaim;
 mod records;
 mod search;
 mod subresources;

@@ -4,6 +4,7 @@ use super::InDoubt;
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
+use crate::reclaim::released_objects;
 use crate::registry::CommitKind;
 use crate::snapshot::{plan_import, ImportPlan};
 use crate::store::{ChangeSet, StoreError};
@@ -72,10 +73,10 @@ pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
 pub const QUEUE_TIMEOUT: Duration = WRITE_COMMIT_TIMEOUT;
 
 impl WorkspaceActor {
-    /// Starts committing the next batch unless one is in flight. A commit whose outcome
-    /// is unknown is settled first.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        while !self.committing {
+    /// Starts committing the next batch unless one is in flight (or the last one's blobs
+    /// are still being reclaimed). A commit whose outcome is unknown is settled first.
+    pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
+        while !self.committing && !self.reclaiming {
             if self.in_doubt.is_some() {
                 if !self.queue.is_empty() {
                     self.settle(ctx);
@@ -350,6 +351,7 @@ impl WorkspaceActor {
                 Err((e, None)) => Err(e),
             };
             let answer = res.map(|plan| {
+                let released = released_objects(&plan);
                 let ImportPlan {
                     changes,
                     next,
@@ -361,6 +363,7 @@ impl WorkspaceActor {
                     act.registry.keys.put(k.clone());
                 }
                 act.publish(next.expect("planned with the next state"), ctx);
+                act.reclaim(released, ctx);
                 // Freeing a large import's records takes a while too: not on the arbiter.
                 tokio::task::spawn_blocking(move || drop(changes));
                 ImportReport {

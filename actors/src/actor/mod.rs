@@ -10,6 +10,7 @@
 
 mod handlers;
 mod messages;
+mod reclaim;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +52,9 @@ pub struct WorkspaceActor {
     queue: VecDeque<Job>,
     /// A batch is being committed; the next one waits for it.
     committing: bool,
+    /// Blobs released by the last import are being removed; the next job waits for it
+    /// (`reclaim.rs`).
+    reclaiming: bool,
     /// A search index rebuild is running on its own thread.
     rebuilding: bool,
     /// A finished rebuild that arrived while a batch was committing: installed into the
@@ -78,6 +82,7 @@ impl WorkspaceActor {
             registry,
             queue: VecDeque::new(),
             committing: false,
+            reclaiming: false,
             rebuilding: false,
             rebuilt: None,
             in_doubt: None,
