@@ -1,6 +1,9 @@
 //! The real `recruitd` process under write load: killed with SIGKILL at a random moment,
-//! or asked to stop with SIGTERM. Either way, every write a client saw acknowledged is
-//! there after a restart; SIGTERM ends the process with status 0.
+//! or asked to stop with SIGTERM. Either way, after a restart what every client was told
+//! holds: an acknowledged write is there with the id it was given, a refused one is not,
+//! and one that got no answer is there exactly once after its client retried with the
+//! same `reference`; the API's notes are the store's, note for note. SIGTERM ends the
+//! process with status 0.
 
 use crate::helpers::*;
 use reqwest::Client;
@@ -113,10 +116,10 @@ impl Server {
         assert!(ok, "kill {sig} {pid}");
     }
 
-    /// Every note body the server holds.
-    async fn note_bodies(&self) -> std::collections::HashSet<String> {
+    /// Every note the server shows, as body → ids.
+    async fn notes(&self) -> std::collections::HashMap<String, Vec<String>> {
         let http = self.client();
-        let mut out = std::collections::HashSet::new();
+        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
         let mut cursor: Option<String> = None;
         loop {
             let mut url = format!("{}/v1/notes?limit=500", self.api);
@@ -133,7 +136,9 @@ impl Server {
                 .await
                 .unwrap();
             for n in body["data"].as_array().expect("a page of notes") {
-                out.insert(n["body_html"].as_str().unwrap().to_string());
+                out.entry(n["body_html"].as_str().unwrap_or_default().to_string())
+                    .or_default()
+                    .push(n["id"].as_str().unwrap().to_string());
             }
             match body["next_cursor"].as_str() {
                 Some(c) => cursor = Some(c.to_string()),
@@ -143,20 +148,45 @@ impl Server {
     }
 }
 
-/// Writers posting notes until told to stop (or the server goes away); returns the
-/// bodies the server acknowledged.
+/// What a client was told about one write.
+#[derive(Clone, Debug)]
+enum Told {
+    /// 201 with this id: committed.
+    Created(String),
+    /// A 4xx: refused, nothing applied.
+    Refused(u16),
+    /// No answer (the server died) or a 5xx: the outcome is not known to the client,
+    /// which retries with the same `reference`.
+    Unknown,
+}
+
+/// One write a client sent: its body, which is also its `reference`, and what it was told.
+#[derive(Clone, Debug)]
+struct Sent {
+    body: String,
+    told: Told,
+}
+
+/// The JSON of a note write whose `reference` is its body.
+fn note_request(body: &str) -> Value {
+    json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": body, "reference": body})
+}
+
+/// Writers posting notes until told to stop (or the server goes away); returns every
+/// write each sent and what it was told.
 async fn write_load(
     server: &Server,
     writers: usize,
     stop: Arc<AtomicBool>,
     tag: &str,
-) -> Vec<tokio::task::JoinHandle<Vec<String>>> {
+) -> Vec<tokio::task::JoinHandle<Vec<Sent>>> {
     let url = format!("{}/v1/notes", server.api);
     (0..writers)
         .map(|w| {
-            let (http, url, stop, tag) = (server.client(), url.clone(), stop.clone(), tag.to_string());
+            let (http, url, stop, tag) =
+                (server.client(), url.clone(), stop.clone(), tag.to_string());
             tokio::spawn(async move {
-                let mut acked = Vec::new();
+                let mut sent = Vec::new();
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
@@ -164,18 +194,145 @@ async fn write_load(
                     let res = http
                         .post(&url)
                         .bearer_auth(WRITE_KEY)
-                        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": body}))
+                        .json(&note_request(&body))
                         .send()
                         .await;
-                    match res {
-                        Ok(r) if r.status() == 201 => acked.push(body),
-                        Ok(_) => {}
-                        // The server is gone: nothing more will be acknowledged.
-                        Err(_) => break,
+                    let told = match res {
+                        Ok(r) if r.status() == 201 => {
+                            let v: Value = r.json().await.unwrap_or(Value::Null);
+                            match v["data"]["id"].as_str() {
+                                Some(id) => Told::Created(id.to_string()),
+                                // The answer was cut off: as good as none.
+                                None => Told::Unknown,
+                            }
+                        }
+                        Ok(r) if r.status().is_client_error() => Told::Refused(r.status().as_u16()),
+                        Ok(_) => Told::Unknown,
+                        Err(_) => Told::Unknown,
+                    };
+                    let unanswered = matches!(told, Told::Unknown);
+                    sent.push(Sent { body, told });
+                    // The server is gone (or failing): this writer's run ends here.
+                    if unanswered {
+                        break;
                     }
                 }
-                acked
+                sent
             })
+        })
+        .collect()
+}
+
+/// The notes the store holds that the API shows (not private), as body → id, read behind
+/// the server's back.
+async fn stored_notes(
+    dir: &Path,
+    backend: &Backend,
+) -> std::collections::HashMap<String, Vec<String>> {
+    use sqlx::Connection;
+    let bodies: Vec<String> = match backend {
+        Backend::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::query_scalar("SELECT body FROM records WHERE kind = 'note'")
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+        }
+        Backend::Sqlite => {
+            let opts = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(dir.join("recruit.db"))
+                .read_only(true);
+            let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+            sqlx::query_scalar("SELECT body FROM records WHERE kind = 'note'")
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+        }
+    };
+    let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for b in bodies {
+        let v: Value = serde_json::from_str(&b).unwrap();
+        if v["is_private"] == true {
+            continue;
+        }
+        out.entry(v["body_html"].as_str().unwrap_or_default().to_string())
+            .or_default()
+            .push(v["id"].as_str().unwrap().to_string());
+    }
+    out
+}
+
+/// After a restart: every write's outcome is what its client was told, once a client
+/// that got no answer has retried with its `reference`; and memory (the API) equals the
+/// store, note for note. Returns the writes as their clients know them now (retries
+/// answered).
+async fn check_told_against_held(
+    server: &Server,
+    backend: &Backend,
+    sent: &[Sent],
+    when: &str,
+) -> Vec<Sent> {
+    let http = server.client();
+    let mut retried = std::collections::HashMap::new();
+    for s in sent.iter().filter(|s| matches!(s.told, Told::Unknown)) {
+        let res = http
+            .post(format!("{}/v1/notes", server.api))
+            .bearer_auth(WRITE_KEY)
+            .json(&note_request(&s.body))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let v: Value = res.json().await.unwrap();
+        assert!(
+            status == 200 || status == 201,
+            "{when}: retry of {:?} answered {status}: {v}",
+            s.body
+        );
+        retried.insert(
+            s.body.clone(),
+            v["data"]["id"].as_str().unwrap().to_string(),
+        );
+    }
+    let api = server.notes().await;
+    let store = stored_notes(&server.data_dir, backend).await;
+    for s in sent {
+        let ids = api.get(&s.body).cloned().unwrap_or_default();
+        match &s.told {
+            Told::Created(id) => assert_eq!(
+                ids,
+                vec![id.clone()],
+                "{when}: {:?} was acknowledged as {id}",
+                s.body
+            ),
+            Told::Refused(status) => assert!(
+                ids.is_empty(),
+                "{when}: {:?} was refused ({status}) but is held",
+                s.body
+            ),
+            Told::Unknown => assert_eq!(
+                ids,
+                vec![retried[&s.body].clone()],
+                "{when}: {:?} after its retry",
+                s.body
+            ),
+        }
+    }
+    let mut api_sorted: Vec<_> = api.into_iter().collect();
+    let mut store_sorted: Vec<_> = store.into_iter().collect();
+    api_sorted.sort();
+    store_sorted.sort();
+    assert_eq!(
+        api_sorted, store_sorted,
+        "{when}: the API's notes are the store's"
+    );
+    sent.iter()
+        .map(|s| match &s.told {
+            Told::Unknown => Sent {
+                body: s.body.clone(),
+                told: Told::Created(retried[&s.body].clone()),
+            },
+            _ => s.clone(),
         })
         .collect()
 }
@@ -208,7 +365,7 @@ pub const CRASH_TRIALS: u64 = 4;
 
 async fn sigkill_under_write_load_loses_no_acknowledged_write(b: Backend) {
     let dir = prepare(&b).await;
-    let mut all_acked: Vec<String> = Vec::new();
+    let mut all_sent: Vec<Sent> = Vec::new();
     for trial in 0..CRASH_TRIALS {
         let server = Server::start(dir.path(), &b).await;
         let stop = Arc::new(AtomicBool::new(false));
@@ -216,24 +373,20 @@ async fn sigkill_under_write_load_loses_no_acknowledged_write(b: Backend) {
         tokio::time::sleep(Duration::from_millis(delay_ms(trial))).await;
         server.signal("-KILL");
         stop.store(true, Ordering::Relaxed);
-        let mut acked_now = 0;
+        let mut sent_now = Vec::new();
         for w in writers {
-            let acked = w.await.unwrap();
-            acked_now += acked.len();
-            all_acked.extend(acked);
+            sent_now.extend(w.await.unwrap());
         }
         assert!(
-            acked_now > 0,
+            sent_now.iter().any(|s| matches!(s.told, Told::Created(_))),
             "trial {trial}: no write was acknowledged before the kill"
         );
         drop(server);
         let restarted = Server::start(dir.path(), &b).await;
-        let held = restarted.note_bodies().await;
-        let missing: Vec<&String> = all_acked.iter().filter(|a| !held.contains(*a)).collect();
-        assert!(
-            missing.is_empty(),
-            "trial {trial}: acknowledged but lost: {missing:?}"
-        );
+        let settled =
+            check_told_against_held(&restarted, &b, &sent_now, &format!("trial {trial}")).await;
+        all_sent.extend(settled);
+        check_told_against_held(&restarted, &b, &all_sent, &format!("after trial {trial}")).await;
         drop(restarted);
     }
 }
@@ -251,15 +404,13 @@ async fn sigterm_finishes_in_flight_writes_and_exits_zero(b: Backend) {
         .unwrap();
     stop.store(true, Ordering::Relaxed);
     assert_eq!(status.code(), Some(0), "{status:?}");
-    let mut acked = Vec::new();
+    let mut sent = Vec::new();
     for w in writers {
-        acked.extend(w.await.unwrap());
+        sent.extend(w.await.unwrap());
     }
-    assert!(!acked.is_empty());
+    assert!(sent.iter().any(|s| matches!(s.told, Told::Created(_))));
     let restarted = Server::start(dir.path(), &b).await;
-    let held = restarted.note_bodies().await;
-    let missing: Vec<&String> = acked.iter().filter(|a| !held.contains(*a)).collect();
-    assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
+    check_told_against_held(&restarted, &b, &sent, "after SIGTERM").await;
     drop(restarted);
 }
 
