@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A `recruitd serve` child process on free ports.
-struct Server {
-    child: tokio::process::Child,
-    api: String,
-    admin: String,
+pub(crate) struct Server {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) api: String,
+    pub(crate) admin: String,
     data_dir: PathBuf,
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -27,7 +27,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
+pub(crate) fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_recruitd"));
     cmd.arg("--data-dir").arg(data_dir);
     if let Backend::Postgres(url) = backend {
@@ -40,7 +40,7 @@ fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
 }
 
 impl Server {
-    async fn start(data_dir: &Path, backend: &Backend) -> Server {
+    pub(crate) async fn start(data_dir: &Path, backend: &Backend) -> Server {
         Self::start_logging(data_dir, backend, None).await
     }
 
@@ -93,7 +93,7 @@ impl Server {
         }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         let pem = std::fs::read(self.data_dir.join("tls/cert.pem")).unwrap();
         Client::builder()
             .use_rustls_tls()
@@ -103,7 +103,7 @@ impl Server {
             .unwrap()
     }
 
-    fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         let pid = self.child.id().expect("running").to_string();
         let ok = std::process::Command::new("kill")
             .args([sig, &pid])
@@ -180,7 +180,9 @@ async fn write_load(
         .collect()
 }
 
-async fn prepare(backend: &Backend) -> tempfile::TempDir {
+/// A data dir (and, for PostgreSQL, the backend's schema) holding the example snapshot,
+/// imported offline.
+pub(crate) async fn prepare(backend: &Backend) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.json");
     std::fs::write(&file, serde_json::to_vec(&example()).unwrap()).unwrap();
