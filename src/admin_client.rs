@@ -1,6 +1,7 @@
 //! A minimal client of a running server's admin interface, so that `recruitd key` acts
 //! on the server's key ring at once (revocation effective on the next request) when a
-//! server runs on the same data dir, and on the store directly otherwise.
+//! server runs on the same data dir. Without one the command writes the store directly,
+//! and only if no server holds the store lock (`store::lock`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,12 +1,13 @@
-//! Start-up: `Application::build(settings)` opens the store, loads the workspaces, binds
-//! the HTTPS API and the admin interface, and runs until stopped. Tests start the real
-//! application the same way, on port 0.
+//! Start-up: `Application::build(settings)` takes the store lock, opens the store, loads
+//! the workspaces, binds the HTTPS API and the admin interface, and runs until stopped.
+//! Tests start the real application the same way, on port 0.
 
 use crate::admin::{self, AdminState};
 use crate::blobs::FileBlobs;
 use crate::http::{self, AppState, Downloads};
 use crate::secrets;
 use crate::signed_urls::{Clock, UrlSigner};
+use crate::store::lock::StoreLock;
 use crate::tls::{self, HttpsOptions};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
@@ -71,15 +72,26 @@ pub struct Application {
     pub registry: Arc<Registry>,
     pub admin_token: String,
     pub tls_cert_pem: Vec<u8>,
+    /// Held while the application runs, so that no offline command writes the store
+    /// behind its back (and, on SQLite, no second server starts on it).
+    store_lock: StoreLock,
     // Kept so their threads live as long as the application.
     _actors: actix::Arbiter,
     _loader: actix::Arbiter,
 }
 
 impl Application {
-    /// Opens the store, starts loading workspaces and binds both listeners. Must run
-    /// inside an actix system (`#[actix_web::main]`, `#[actix_web::test]`).
+    /// Takes the store lock, opens the store, starts loading workspaces and binds both
+    /// listeners. Must run inside an actix system (`#[actix_web::main]`,
+    /// `#[actix_web::test]`). Fails when the store is locked (see `store::lock`).
     pub async fn build(s: Settings) -> anyhow::Result<Application> {
+        let lock = StoreLock::for_server(s.database_url.as_deref(), &s.data_dir).await?;
+        Self::build_holding(s, lock).await
+    }
+
+    /// [`Application::build`] with the store lock already taken (by `serve`, which
+    /// writes the demo workspace under it first).
+    pub async fn build_holding(s: Settings, store_lock: StoreLock) -> anyhow::Result<Application> {
         tls::install_crypto_provider();
         if !s.admin_allow_remote && !s.admin_listen.ip().is_loopback() {
             anyhow::bail!(
@@ -182,6 +194,7 @@ impl Application {
             registry,
             admin_token,
             tls_cert_pem,
+            store_lock,
             _actors: actors,
             _loader: loader,
         })
@@ -217,8 +230,10 @@ impl Application {
             r
         };
         let (ra, rb) = futures_util::future::join(a, b).await;
-        // Every request has finished: close the store cleanly.
+        // Every request has finished: close the store cleanly, and only then let others
+        // write it.
         self.registry.store.close().await;
+        self.store_lock.release().await;
         ra.and(rb)
     }
 }

@@ -1,8 +1,10 @@
 //! The command line (`operations.md`): `serve`, `import`, `key create|revoke`, `generate`.
 
+use crate::admin_client::AdminReply;
 use crate::app::{Application, Settings};
 use crate::generate::GenerateOptions;
 use crate::keys::NewKey;
+use crate::store::lock::{Holder, StoreLock};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -41,7 +43,8 @@ pub struct StoreArgs {
 pub enum Command {
     /// Run the HTTPS API and the admin interface.
     Serve(ServeArgs),
-    /// Apply snapshot files to the store, offline.
+    /// Apply snapshot files to the store, offline: refused while a server uses the store
+    /// (import through its `POST /admin/v1/import` instead).
     Import {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -66,7 +69,9 @@ pub enum KeyCommand {
     ///
     /// When a server runs on this data dir (its admin interface answers at
     /// --admin-listen with the data dir's admin token), the key is created through it and
-    /// works at once; otherwise it is written to the store directly.
+    /// works at once. When no server uses the store, it is written to the store directly.
+    /// When a server uses the store but its admin interface cannot be used, the command
+    /// fails and changes nothing.
     Create {
         /// Workspace id (or exact name).
         #[arg(long)]
@@ -82,7 +87,9 @@ pub enum KeyCommand {
         #[command(flatten)]
         admin: AdminArgs,
     },
-    /// Revoke a key (through a running server when there is one, see `create`).
+    /// Revoke a key: through a running server, effective on its next request, or in the
+    /// store directly when no server uses it; fails, changing nothing, when a server uses
+    /// the store but its admin interface cannot be used (see `create`).
     Revoke {
         key_id: String,
         #[command(flatten)]
@@ -111,23 +118,109 @@ impl AdminArgs {
     }
 }
 
-/// Calls the admin interface of a server running on this data dir: `None` when there is
-/// none (or it belongs to another data dir), so the caller works on the store directly.
+/// What came of calling the admin interface of a server on this data dir.
+enum ViaServer {
+    /// It answered (status, JSON body).
+    Answer(u16, serde_json::Value),
+    /// It could not be used; the command may write the store itself, if no server
+    /// holds the store lock.
+    Unreached(Unreached),
+}
+
+/// Why the admin interface could not be used, in words for the refusal.
+enum Unreached {
+    NoToken,
+    NoAnswer(SocketAddr),
+    TokenRefused(SocketAddr),
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreached::NoToken => f.write_str(
+                "there is no admin token to reach its admin interface with (no \
+                 <data-dir>/admin-token, no --admin-token)",
+            ),
+            Unreached::NoAnswer(addr) => write!(f, "its admin interface did not answer at {addr}"),
+            Unreached::TokenRefused(addr) => write!(
+                f,
+                "the admin interface at {addr} refused the admin token (it is another \
+                 data dir's server, or runs with a token of its own)"
+            ),
+        }
+    }
+}
+
+/// Calls the admin interface of a server running on this data dir.
 fn via_server(
     admin: &AdminArgs,
     data_dir: &std::path::Path,
     method: &str,
     path: &str,
     body: Option<&serde_json::Value>,
-) -> anyhow::Result<Option<(u16, serde_json::Value)>> {
+) -> anyhow::Result<ViaServer> {
     let Some(token) = admin.token(data_dir) else {
-        return Ok(None);
+        return Ok(ViaServer::Unreached(Unreached::NoToken));
     };
-    match crate::admin_client::call(admin.admin_listen, &token, method, path, body)? {
-        crate::admin_client::AdminReply::NoServer => Ok(None),
-        // Our token is refused: that server is not this data dir's.
-        crate::admin_client::AdminReply::Answer(401, _) => Ok(None),
-        crate::admin_client::AdminReply::Answer(status, json) => Ok(Some((status, json))),
+    Ok(
+        match crate::admin_client::call(admin.admin_listen, &token, method, path, body)? {
+            AdminReply::NoServer => ViaServer::Unreached(Unreached::NoAnswer(admin.admin_listen)),
+            AdminReply::Answer(401, _) => {
+                ViaServer::Unreached(Unreached::TokenRefused(admin.admin_listen))
+            }
+            AdminReply::Answer(status, json) => ViaServer::Answer(status, json),
+        },
+    )
+}
+
+/// The store lock for a `key` command that could not go through a server: refused, with
+/// what to do instead, when a server holds the store (writing behind its back is what
+/// would leave a revoked key working until it restarts).
+async fn lock_for_key_command(
+    store: &StoreArgs,
+    unreached: &Unreached,
+    action: &str,
+) -> anyhow::Result<StoreLock> {
+    match StoreLock::for_offline_writer(store.database_url.as_deref(), &store.data_dir, "key")
+        .await?
+    {
+        Ok(lock) => Ok(lock),
+        Err(in_use) => Err(match in_use.holder {
+            Holder::Offline => anyhow::anyhow!(
+                "{in_use}: another offline command is writing this store; try again when it \
+                 has finished (nothing was changed)"
+            ),
+            Holder::Servers(_) => anyhow::anyhow!(
+                "a server is using this store ({in_use}), but {unreached}: {action} through \
+                 that server's admin interface (--admin-listen ADDR, with --admin-token if it \
+                 runs with a token of its own), or stop the server first (nothing was changed)"
+            ),
+            Holder::Unknown => anyhow::anyhow!(
+                "another recruitd process is using this store ({in_use}), and {unreached}: \
+                 {action} through the running server's admin interface (--admin-listen \
+                 ADDR), or stop it first (nothing was changed)"
+            ),
+        }),
+    }
+}
+
+/// On PostgreSQL, how many servers other than the one reached use the store: they did
+/// not see a change made through its admin interface.
+async fn other_servers(store: &StoreArgs) -> anyhow::Result<usize> {
+    match store.database_url.as_deref() {
+        Some(url) => Ok(crate::store::lock::postgres_servers(url)
+            .await?
+            .saturating_sub(1)),
+        // The SQLite store admits one server.
+        None => Ok(0),
+    }
+}
+
+fn servers(n: usize) -> String {
+    if n == 1 {
+        "1 other server uses".to_string()
+    } else {
+        format!("{n} other servers use")
     }
 }
 
@@ -185,98 +278,180 @@ pub const DEMO_PEOPLE: usize = 500;
 pub const DEMO_SEED: u64 = 20261121;
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let system = actix_web::rt::System::new;
     match cli.command {
-        Command::Serve(args) => actix_web::rt::System::new().block_on(serve(cli.store, args)),
-        Command::Import { files } => actix_web::rt::System::new().block_on(async move {
-            let store =
-                crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
-            crate::offline::import_files(store, &cli.store.data_dir, &files).await
-        }),
+        Command::Serve(args) => system().block_on(serve(cli.store, args)),
+        Command::Import { files } => system().block_on(import(&cli.store, &files)),
         Command::Key(KeyCommand::Create {
             workspace,
             created_by,
             scopes,
             rate_limit_per_minute,
             admin,
-        }) => actix_web::rt::System::new().block_on(async move {
-            let store =
-                crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir).await?;
-            let ws_id = store
-                .workspaces()
-                .await?
-                .into_iter()
-                .find(|w| {
-                    w.id.to_string() == workspace || w.name.as_deref() == Some(workspace.as_str())
-                })
-                .map(|w| w.id)
-                .with_context(|| format!("no workspace {workspace:?} in the store"))?;
-            let request = serde_json::json!({
-                "workspace_id": ws_id,
-                "created_by_email": created_by,
-                "scopes": scopes,
-                "rate_limit_per_minute": rate_limit_per_minute,
-            });
-            if let Some((status, json)) = via_server(
-                &admin,
-                &cli.store.data_dir,
-                "POST",
-                "/admin/v1/keys",
-                Some(&request),
-            )? {
-                if status != 200 {
-                    anyhow::bail!("{}", admin_error(&json));
-                }
-                say(json["data"]["secret"].as_str().unwrap_or_default())?;
-                say(format_args!(
-                    "id: {}",
-                    json["data"]["id"].as_str().unwrap_or_default()
-                ))?;
-                return Ok(());
-            }
-            let (key, secret) = crate::offline::create_key(
-                store,
-                &workspace,
-                &NewKey {
-                    created_by_email: &created_by,
-                    scopes: &scopes,
-                    rate_limit_per_minute,
-                },
-            )
-            .await?;
-            say(&secret)?;
-            say(format_args!("id: {}", key.id))?;
-            Ok(())
-        }),
-        Command::Key(KeyCommand::Revoke { key_id, admin }) => actix_web::rt::System::new()
-            .block_on(async move {
-                let path = format!("/admin/v1/keys/{key_id}");
-                if let Some((status, json)) =
-                    via_server(&admin, &cli.store.data_dir, "DELETE", &path, None)?
-                {
-                    if status != 200 {
-                        anyhow::bail!("{}", admin_error(&json));
-                    }
-                    say(format_args!("revoked {key_id}"))?;
-                    return Ok(());
-                }
-                let store =
-                    crate::store::open(cli.store.database_url.as_deref(), &cli.store.data_dir)
-                        .await?;
-                match store.revoke_key(&key_id).await? {
-                    Some(_) => {
-                        say(format_args!("revoked {key_id}"))?;
-                        Ok(())
-                    }
-                    None => anyhow::bail!("no key with id {key_id:?}"),
-                }
-            }),
+        }) => system().block_on(create_key(
+            &cli.store,
+            &admin,
+            &workspace,
+            &NewKey {
+                created_by_email: &created_by,
+                scopes: &scopes,
+                rate_limit_per_minute,
+            },
+        )),
+        Command::Key(KeyCommand::Revoke { key_id, admin }) => {
+            system().block_on(revoke_key(&cli.store, &admin, &key_id))
+        }
         Command::Generate { people, seed, out } => {
             crate::generate::run_cli(&GenerateOptions { people, seed }, out.as_deref())
         }
     }
 }
 
+/// `recruitd import FILE...`: offline, so only while no server uses the store (a server
+/// would not see the change, and its next writes could overwrite it).
+async fn import(store_args: &StoreArgs, files: &[PathBuf]) -> anyhow::Result<()> {
+    let url = store_args.database_url.as_deref();
+    let lock = match StoreLock::for_offline_writer(url, &store_args.data_dir, "import").await? {
+        Ok(lock) => lock,
+        Err(in_use) => anyhow::bail!(
+            "{}; nothing was imported",
+            match in_use.holder {
+                Holder::Offline => format!(
+                    "{in_use}: another offline command is writing this store; try again when \
+                     it has finished"
+                ),
+                Holder::Servers(_) | Holder::Unknown => format!(
+                    "a server is using this store ({in_use}): an offline import would write \
+                     behind its back, unseen by it and overwritten by its next writes. Import \
+                     through the running server instead (POST /admin/v1/import on its admin \
+                     interface, one snapshot per request), or stop the server first"
+                ),
+            }
+        ),
+    };
+    let store = crate::store::open(url, &store_args.data_dir).await?;
+    let result = crate::offline::import_files(store.clone(), &store_args.data_dir, files).await;
+    store.close().await;
+    lock.release().await;
+    result
+}
+
+/// `recruitd key create`: through the running server when its admin interface answers
+/// (the key works at once), else into the store directly when no server uses it.
+async fn create_key(
+    store_args: &StoreArgs,
+    admin: &AdminArgs,
+    workspace: &str,
+    req: &NewKey<'_>,
+) -> anyhow::Result<()> {
+    let url = store_args.database_url.as_deref();
+    let store = crate::store::open(url, &store_args.data_dir).await?;
+    let ws_id = store
+        .workspaces()
+        .await?
+        .into_iter()
+        .find(|w| w.id.to_string() == workspace || w.name.as_deref() == Some(workspace))
+        .map(|w| w.id)
+        .with_context(|| format!("no workspace {workspace:?} in the store"))?;
+    let request = serde_json::json!({
+        "workspace_id": ws_id,
+        "created_by_email": req.created_by_email,
+        "scopes": req.scopes,
+        "rate_limit_per_minute": req.rate_limit_per_minute,
+    });
+    let unreached = match via_server(
+        admin,
+        &store_args.data_dir,
+        "POST",
+        "/admin/v1/keys",
+        Some(&request),
+    )? {
+        ViaServer::Answer(200, json) => {
+            store.close().await;
+            say(json["data"]["secret"].as_str().unwrap_or_default())?;
+            say(format_args!(
+                "id: {}",
+                json["data"]["id"].as_str().unwrap_or_default()
+            ))?;
+            // The key exists and its secret is out: a warning, not a failure.
+            match other_servers(store_args).await {
+                Ok(0) => {}
+                Ok(n) => eprintln!(
+                    "recruitd: warning: {} this store and will answer 401 to the new key \
+                     until they restart",
+                    servers(n)
+                ),
+                Err(e) => eprintln!(
+                    "recruitd: warning: could not check for other servers on this store: {e:#}"
+                ),
+            }
+            return Ok(());
+        }
+        ViaServer::Answer(_, json) => anyhow::bail!("{}", admin_error(&json)),
+        ViaServer::Unreached(why) => why,
+    };
+    let lock = lock_for_key_command(store_args, &unreached, "create the key").await?;
+    let created = crate::offline::create_key(store.clone(), workspace, req).await;
+    store.close().await;
+    lock.release().await;
+    let (key, secret) = created?;
+    say(&secret)?;
+    say(format_args!("id: {}", key.id))?;
+    eprintln!("recruitd: no server is using this store: the key was written to it directly");
+    Ok(())
+}
+
+/// `recruitd key revoke`: through the running server when its admin interface answers
+/// (effective on its next request), else in the store directly when no server uses it.
+/// Never reports success while a server it did not reach still accepts the key.
+async fn revoke_key(store_args: &StoreArgs, admin: &AdminArgs, key_id: &str) -> anyhow::Result<()> {
+    let path = format!("/admin/v1/keys/{key_id}");
+    let unreached = match via_server(admin, &store_args.data_dir, "DELETE", &path, None)? {
+        ViaServer::Answer(200, _) => {
+            let others = other_servers(store_args).await.with_context(|| {
+                format!(
+                    "revoked {key_id} through the server at {}, but could not check for \
+                     other servers on this store",
+                    admin.admin_listen
+                )
+            })?;
+            if others > 0 {
+                anyhow::bail!(
+                    "revoked {key_id} through the server at {}, but {} this store and keep \
+                     accepting the key until they restart: revoke it through each of their \
+                     admin interfaces too (--admin-listen ADDR), or restart them",
+                    admin.admin_listen,
+                    servers(others)
+                );
+            }
+            say(format_args!("revoked {key_id}"))?;
+            return Ok(());
+        }
+        ViaServer::Answer(_, json) => anyhow::bail!("{}", admin_error(&json)),
+        ViaServer::Unreached(why) => why,
+    };
+    let lock = lock_for_key_command(store_args, &unreached, "revoke the key").await?;
+    let store =
+        crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+    let revoked = store.revoke_key(key_id).await;
+    store.close().await;
+    lock.release().await;
+    match revoked? {
+        Some(_) => {
+            say(format_args!("revoked {key_id}"))?;
+            eprintln!(
+                "recruitd: no server is using this store: the key was revoked in it directly"
+            );
+            Ok(())
+        }
+        None => anyhow::bail!("no key with id {key_id:?}"),
+    }
+}
+
 async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
+    // Taken before the demo workspace is written, so that it too is written under it.
+    let store_lock =
+        StoreLock::for_server(store_args.database_url.as_deref(), &store_args.data_dir).await?;
     let mut demo_key = None;
     if args.demo {
         demo_key = load_demo(&store_args).await?;
@@ -297,7 +472,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         write_batch_max: args.write_batch_max as usize,
         clock: crate::signed_urls::Clock::System,
     };
-    let app = Application::build(settings).await?;
+    let app = Application::build_holding(settings, store_lock).await?;
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
     // With JSON logs, stderr carries only JSON lines (log collectors parse every line).

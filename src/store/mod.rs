@@ -6,6 +6,8 @@
 //! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same three tables:
 //!   `workspaces`, `records` (one JSON body per raw record, keyed by workspace, kind and
 //!   id) and `api_keys` (secret hashes only).
+//! - [`lock`]: the store lock every `serve` holds and offline writers need exclusively,
+//!   so that nothing writes a store behind a running server's back.
 //! - [`testing`]: a fresh PostgreSQL schema per test, and the sweep of old ones.
 //!
 //! # Invariants
@@ -16,6 +18,7 @@
 //! - Commits write records in primary-key order (`in_key_order`): what makes bulk
 //!   imports of millions of records take minutes rather than a quarter of an hour.
 
+pub mod lock;
 pub mod postgres;
 pub mod sqlite;
 

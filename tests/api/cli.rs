@@ -1,7 +1,9 @@
 //! The `recruitd` binary: offline import and keys, and keys through a running server.
 
 use crate::helpers::*;
+use crate::process::{command, free_port, prepare, Server};
 use serde_json::json;
+use std::time::Duration;
 
 async fn recruitd(
     data_dir: &std::path::Path,
@@ -148,7 +150,164 @@ async fn keys_through_a_running_server(b: Backend) {
     assert!(!ok && err.contains("key_nope"), "{err}");
 }
 
-store_test!(offline_import_and_keys, keys_through_a_running_server);
+/// The example snapshot's job.
+const JOB: &str = "2fae0fc8-6eee-55da-8a7e-f15794b7515f";
+
+/// `GET path` with `key` on a `recruitd serve` child: status and JSON body.
+async fn get(server: &Server, path: &str, key: &str) -> (u16, serde_json::Value) {
+    let res = server
+        .client()
+        .get(format!("{}{path}", server.api))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or_default())
+}
+
+/// A server runs on the store but its admin interface is not where the command looks:
+/// the offline writers must refuse (writing behind the server's back would leave it
+/// serving, and later overwriting, what it loaded) and change nothing.
+async fn offline_writers_refuse_a_store_a_server_uses(b: Backend) {
+    let dir = prepare(&b).await;
+    let mut server = Server::start(dir.path(), &b).await;
+    let token = std::fs::read_to_string(dir.path().join("admin-token")).unwrap();
+    // Nothing listens there.
+    let elsewhere = format!("127.0.0.1:{}", free_port());
+
+    let (ok, out, err) = recruitd(
+        dir.path(),
+        &b,
+        &[
+            "key",
+            "revoke",
+            "key_demo_write",
+            "--admin-listen",
+            &elsewhere,
+        ],
+    )
+    .await;
+    assert!(!ok, "revoke claimed success: {out}{err}");
+    assert!(!out.contains("revoked"), "{out}");
+    assert!(
+        err.contains("a server is using this store") && err.contains(&elsewhere),
+        "{err}"
+    );
+    assert_eq!(get(&server, "/v1/jobs", WRITE_KEY).await.0, 200);
+
+    let (ok, out, err) = recruitd(
+        dir.path(),
+        &b,
+        &[
+            "key",
+            "create",
+            "--workspace",
+            "Northwind Talent",
+            "--created-by",
+            "raj@northwind.example",
+            "--admin-listen",
+            &elsewhere,
+        ],
+    )
+    .await;
+    assert!(!ok && out.is_empty(), "create claimed success: {out}{err}");
+    assert!(err.contains("a server is using this store"), "{err}");
+
+    let mut changed = example();
+    changed["jobs"][0]["title"] = json!("Changed offline");
+    let file = dir.path().join("changed.json");
+    std::fs::write(&file, serde_json::to_vec(&changed).unwrap()).unwrap();
+    let (ok, out, err) = recruitd(dir.path(), &b, &["import", file.to_str().unwrap()]).await;
+    assert!(!ok, "import claimed success: {out}{err}");
+    assert!(
+        err.contains("a server is using this store") && err.contains("POST /admin/v1/import"),
+        "{err}"
+    );
+    assert!(!err.contains(token.trim()), "the admin token was printed");
+
+    // The store is as the server left it: a fresh server loads the key unrevoked and the
+    // job unchanged.
+    server.signal("-KILL");
+    server.child.wait().await.unwrap();
+    let mut again = Server::start(dir.path(), &b).await;
+    assert_eq!(get(&again, "/v1/jobs", WRITE_KEY).await.0, 200);
+    let (s, job) = get(&again, &format!("/v1/jobs/{JOB}"), READ_KEY).await;
+    assert_eq!(s, 200, "{job}");
+    assert_eq!(job["data"]["title"], "Site Reliability Engineer");
+
+    // A killed server leaves no lock behind: with none running, both work offline.
+    again.signal("-KILL");
+    again.child.wait().await.unwrap();
+    let (ok, out, err) = recruitd(dir.path(), &b, &["import", file.to_str().unwrap()]).await;
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = recruitd(
+        dir.path(),
+        &b,
+        &[
+            "key",
+            "revoke",
+            "key_demo_write",
+            "--admin-listen",
+            &elsewhere,
+        ],
+    )
+    .await;
+    assert!(ok && out.contains("revoked key_demo_write"), "{out}{err}");
+}
+
+store_test!(
+    offline_import_and_keys,
+    keys_through_a_running_server,
+    offline_writers_refuse_a_store_a_server_uses
+);
+
+/// The embedded store is single-node: a second `serve` on it refuses to start, and says
+/// why; the first keeps serving.
+#[actix_web::test]
+async fn a_second_server_on_one_sqlite_store_refuses_to_start() {
+    let b = Backend::Sqlite;
+    let dir = prepare(&b).await;
+    let server = Server::start(dir.path(), &b).await;
+    let second = command(dir.path(), &b)
+        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--admin-listen", &format!("127.0.0.1:{}", free_port())])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), second)
+        .await
+        .expect("the second server gives up rather than run")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("single-node"), "{err}");
+    assert_eq!(get(&server, "/v1/jobs", READ_KEY).await.0, 200);
+}
+
+/// Two servers on one PostgreSQL store, the key revoked through one of them: the other
+/// keeps accepting it until it restarts, so the command must not report plain success.
+#[actix_web::test]
+async fn revoking_through_one_of_two_servers_on_postgres_says_the_other_did_not_see_it() {
+    let Some(b) = Backend::postgres().await else {
+        eprintln!("{PG_ENV} not set: PostgreSQL variant not run");
+        return;
+    };
+    let first = spawn_app(b.clone()).await;
+    first.import_ok(&example()).await;
+    let second = spawn_app(b.clone()).await;
+    let admin = first.admin_base.trim_start_matches("http://").to_string();
+    let (ok, out, err) = recruitd(
+        first.data_dir.path(),
+        &b,
+        &["key", "revoke", "key_demo_write", "--admin-listen", &admin],
+    )
+    .await;
+    assert!(!ok, "{out}{err}");
+    assert!(err.contains("1 other server"), "{err}");
+    let (s, body) = first.get("/v1/jobs", WRITE_KEY).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+    assert_eq!(second.get("/v1/jobs", WRITE_KEY).await.0, 200);
+    b.release().await;
+}
 
 /// `recruitd key create | head -n1` takes the secret and leaves: the command must not
 /// fail (it used to panic writing the id line to the closed pipe).

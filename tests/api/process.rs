@@ -10,19 +10,19 @@ use reqwest::Client;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A `recruitd serve` child process on free ports.
-struct Server {
-    child: tokio::process::Child,
-    api: String,
-    admin: String,
+pub(crate) struct Server {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) api: String,
+    pub(crate) admin: String,
     data_dir: PathBuf,
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -30,7 +30,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
+pub(crate) fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_recruitd"));
     cmd.arg("--data-dir").arg(data_dir);
     if let Backend::Postgres(url) = backend {
@@ -43,7 +43,7 @@ fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Command {
 }
 
 impl Server {
-    async fn start(data_dir: &Path, backend: &Backend) -> Server {
+    pub(crate) async fn start(data_dir: &Path, backend: &Backend) -> Server {
         Self::start_logging(data_dir, backend, None).await
     }
 
@@ -96,7 +96,7 @@ impl Server {
         }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         let pem = std::fs::read(self.data_dir.join("tls/cert.pem")).unwrap();
         Client::builder()
             .use_rustls_tls()
@@ -106,7 +106,7 @@ impl Server {
             .unwrap()
     }
 
-    fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         let pid = self.child.id().expect("running").to_string();
         let ok = std::process::Command::new("kill")
             .args([sig, &pid])
@@ -178,13 +178,19 @@ async fn write_load(
     server: &Server,
     writers: usize,
     stop: Arc<AtomicBool>,
+    acked: Arc<AtomicUsize>,
     tag: &str,
 ) -> Vec<tokio::task::JoinHandle<Vec<Sent>>> {
     let url = format!("{}/v1/notes", server.api);
     (0..writers)
         .map(|w| {
-            let (http, url, stop, tag) =
-                (server.client(), url.clone(), stop.clone(), tag.to_string());
+            let (http, url, stop, acked, tag) = (
+                server.client(),
+                url.clone(),
+                stop.clone(),
+                acked.clone(),
+                tag.to_string(),
+            );
             tokio::spawn(async move {
                 let mut sent = Vec::new();
                 let mut n = 0;
@@ -201,7 +207,10 @@ async fn write_load(
                         Ok(r) if r.status() == 201 => {
                             let v: Value = r.json().await.unwrap_or(Value::Null);
                             match v["data"]["id"].as_str() {
-                                Some(id) => Told::Created(id.to_string()),
+                                Some(id) => {
+                                    acked.fetch_add(1, Ordering::SeqCst);
+                                    Told::Created(id.to_string())
+                                }
                                 // The answer was cut off: as good as none.
                                 None => Told::Unknown,
                             }
@@ -337,7 +346,9 @@ async fn check_told_against_held(
         .collect()
 }
 
-async fn prepare(backend: &Backend) -> tempfile::TempDir {
+/// A data dir (and, for PostgreSQL, the backend's schema) holding the example snapshot,
+/// imported offline.
+pub(crate) async fn prepare(backend: &Backend) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.json");
     std::fs::write(&file, serde_json::to_vec(&example()).unwrap()).unwrap();
@@ -369,8 +380,26 @@ async fn sigkill_under_write_load_loses_no_acknowledged_write(b: Backend) {
     for trial in 0..CRASH_TRIALS {
         let server = Server::start(dir.path(), &b).await;
         let stop = Arc::new(AtomicBool::new(false));
-        let writers = write_load(&server, 8, stop.clone(), &format!("t{trial}")).await;
+        let acked = Arc::new(AtomicUsize::new(0));
+        let writers = write_load(
+            &server,
+            8,
+            stop.clone(),
+            acked.clone(),
+            &format!("t{trial}"),
+        )
+        .await;
         tokio::time::sleep(Duration::from_millis(delay_ms(trial))).await;
+        // On a busy machine the first answers can take longer than the delay: the kill
+        // comes once some write has been acknowledged, at a moment that still varies.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while acked.load(Ordering::SeqCst) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "trial {trial}: no write acknowledged in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         server.signal("-KILL");
         stop.store(true, Ordering::Relaxed);
         let mut sent_now = Vec::new();
@@ -395,7 +424,14 @@ async fn sigterm_finishes_in_flight_writes_and_exits_zero(b: Backend) {
     let dir = prepare(&b).await;
     let mut server = Server::start(dir.path(), &b).await;
     let stop = Arc::new(AtomicBool::new(false));
-    let writers = write_load(&server, 8, stop.clone(), "term").await;
+    let writers = write_load(
+        &server,
+        8,
+        stop.clone(),
+        Arc::new(AtomicUsize::new(0)),
+        "term",
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     server.signal("-TERM");
     let status = tokio::time::timeout(Duration::from_secs(30), server.child.wait())
