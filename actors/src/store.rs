@@ -63,6 +63,15 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a change set to one workspace atomically: all of it or nothing.
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
 
+    /// Applies an import's change set. Unlike [`commit`](Self::commit), a store may split
+    /// it into several transactions, so that a large import never holds other
+    /// workspaces' commits behind it for long (SQLite has one writer). When it fails,
+    /// any part of it may be in the store: the caller must not publish its planned
+    /// state, but reload the workspace from what the store holds.
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        self.commit(workspace, changes).await
+    }
+
     /// Whether the change set tagged `batch` committed, asked after its `commit` did not
     /// report (cut off at a deadline, connection lost). The answer must be final: never
     /// "no" while the batch's transaction could still commit. An adapter that cannot be

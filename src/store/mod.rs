@@ -791,6 +791,60 @@ mod tests {
         }
     }
 
+    /// A large import is the same records in the store as one commit would make, and it
+    /// never holds another workspace's commit until it ends: a small commit started while
+    /// it runs finishes first.
+    async fn imports_let_other_commits_through(b: &Backend) {
+        let store = b.open().await;
+        let ws2 = workspace(WS2, "Other");
+        let ids: Vec<Uuid> = (0..60_000).map(|_| Uuid::new_v4()).collect();
+        let import = ChangeSet {
+            workspace: Some(workspace(WS, "Northwind")),
+            upserts: ids.iter().map(|id| candidate(*id, "imported")).collect(),
+            batch: Some(Uuid::new_v4()),
+            ..ChangeSet::default()
+        };
+        let importing = {
+            let store = store.clone();
+            tokio::spawn(async move { store.commit_import(ws(WS), &import).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let small = ChangeSet {
+            workspace: Some(ws2),
+            upserts: vec![candidate(Uuid::new_v4(), "meanwhile")],
+            ..ChangeSet::default()
+        };
+        store.commit(ws(WS2), &small).await.unwrap();
+        assert!(
+            !importing.is_finished(),
+            "{}: the small commit waited for the whole import",
+            b.name
+        );
+        importing.await.unwrap().unwrap();
+        let held: std::collections::HashSet<Uuid> = loaded(&*store, WS)
+            .await
+            .iter()
+            .filter_map(|r| Uuid::parse_str(&r.id_string()).ok())
+            .collect();
+        assert!(ids.iter().all(|id| held.contains(id)), "{}", b.name);
+        assert_eq!(loaded(&*store, WS2).await.len(), 1, "{}", b.name);
+        assert!(store.workspaces().await.unwrap().len() >= 2);
+        store.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_imports_let_other_commits_through() {
+        imports_let_other_commits_through(&Backend::sqlite()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_imports_let_other_commits_through() {
+        if let Some(b) = Backend::postgres().await {
+            imports_let_other_commits_through(&b).await;
+            b.cleanup().await;
+        }
+    }
+
     fn assert_unavailable<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {
         match r {
             Err(StoreError::Unavailable(_)) => {}

@@ -29,7 +29,7 @@
 use super::{
     decode_key, decode_record, decode_workspace, in_key_order, map_error, ACQUIRE_TIMEOUT,
 };
-use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
@@ -50,6 +50,22 @@ const UPSERT_CHUNK: usize = 500;
 
 /// Ids per `DELETE … IN (…)` statement (same reasoning as `UPSERT_CHUNK`).
 const DELETE_CHUNK: usize = 500;
+
+/// Most records an import writes in one transaction (see `commit_import`). One such
+/// transaction takes some milliseconds, which is what a write of another workspace may
+/// wait behind it; the extra cost to the import is one WAL sync per transaction.
+const IMPORT_TX_RECORDS: usize = 500;
+
+/// What one transaction of `write_part` writes.
+#[derive(Default)]
+struct Part<'a> {
+    workspace: Option<&'a Workspace>,
+    /// In key order.
+    upserts: &'a [&'a Record],
+    deletes: &'a [(RecordKind, &'a str)],
+    keys: &'a [ApiKey],
+    batch: Option<Uuid>,
+}
 
 /// Connections of the read pool: loads at start-up run one per workspace, concurrently.
 const READERS: u32 = 4;
@@ -144,6 +160,113 @@ impl SqliteStore {
             readers,
             checkpointer,
         })
+    }
+
+    /// One transaction on the writer: the workspace row, upserts (already in key order),
+    /// deletes, keys and the batch mark of `part`.
+    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
+        let fail = err("commit");
+        // IMMEDIATE takes the write lock up front: if a writer in another process holds
+        // it, we wait (busy_timeout) before doing any work rather than at the first
+        // write, and a read never has to be upgraded to a write (which SQLite may refuse
+        // with BUSY at once, without waiting).
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(&fail)?;
+        let ws = workspace.to_string();
+
+        if let Some(w) = part.workspace {
+            sqlx::query(
+                "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+                 default_region = excluded.default_region",
+            )
+            .bind(w.id.to_string())
+            .bind(w.name.as_deref())
+            .bind(w.default_region.as_deref())
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
+        // deleted in one change set ends up deleted. Within a statement SQLite applies
+        // rows in order, so a repeated id simply ends with its last version.
+        for chunk in part.upserts.chunks(UPSERT_CHUNK) {
+            let partial_sql;
+            let sql = if chunk.len() == UPSERT_CHUNK {
+                &FULL_UPSERT_SQL
+            } else {
+                partial_sql = upsert_sql(chunk.len());
+                &partial_sql
+            };
+            let mut q = sqlx::query(sql);
+            for r in chunk {
+                q = q
+                    .bind(&ws)
+                    .bind(r.kind().as_str())
+                    .bind(r.id_string())
+                    .bind(r.to_json());
+            }
+            q.execute(&mut *tx).await.map_err(&fail)?;
+        }
+
+        // Deletes are grouped by kind so that each statement is a plain primary-key
+        // `IN` lookup.
+        for kind in RecordKind::ALL {
+            let mut ids: Vec<&str> = part
+                .deletes
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, id)| *id)
+                .collect();
+            // In key order, for the same reason as upserts (see `in_key_order`).
+            ids.sort_unstable();
+            for chunk in ids.chunks(DELETE_CHUNK) {
+                let sql = delete_sql(chunk.len());
+                let mut q = sqlx::query(&sql).bind(&ws).bind(kind.as_str());
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *tx).await.map_err(&fail)?;
+            }
+        }
+
+        for k in part.keys {
+            sqlx::query(
+                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
+                 revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
+                 secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
+                 created_by = excluded.created_by, revoked = excluded.revoked, \
+                 rate_limit_per_minute = excluded.rate_limit_per_minute",
+            )
+            .bind(&k.id)
+            .bind(k.workspace_id.to_string())
+            .bind(&k.secret_hash[..])
+            .bind(k.scopes.to_csv())
+            .bind(k.created_by.to_string())
+            .bind(k.revoked)
+            .bind(k.rate_limit_per_minute.map(i64::from))
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
+        if let Some(batch) = part.batch {
+            sqlx::query(
+                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
+                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
+            )
+            .bind(&ws)
+            .bind(batch.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+        tx.commit().await.map_err(&fail)
     }
 
     /// Closes every connection, folding the WAL into the database first; later calls
@@ -290,108 +413,77 @@ impl Store for SqliteStore {
         if changes.is_empty() {
             return Ok(());
         }
-        let fail = err("commit");
-        // IMMEDIATE takes the write lock up front: if a writer in another process holds
-        // it, we wait (busy_timeout) before doing any work rather than at the first
-        // write, and a read never has to be upgraded to a write (which SQLite may refuse
-        // with BUSY at once, without waiting).
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(&fail)?;
-        let ws = workspace.to_string();
+        let upserts = in_key_order(&changes.upserts);
+        let deletes: Vec<(RecordKind, &str)> = changes
+            .deletes
+            .iter()
+            .map(|(k, id)| (*k, id.as_str()))
+            .collect();
+        self.write_part(
+            workspace,
+            Part {
+                workspace: changes.workspace.as_ref(),
+                upserts: &upserts,
+                deletes: &deletes,
+                keys: &changes.keys,
+                batch: changes.batch,
+            },
+        )
+        .await
+    }
 
-        if let Some(w) = &changes.workspace {
-            sqlx::query(
-                "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
-                 default_region = excluded.default_region",
+    /// In transactions of at most `IMPORT_TX_RECORDS` records each, so that the one
+    /// writer connection is free between them and other workspaces' commits, queued in
+    /// the writer pool, go in between: a large import never holds them for more than one
+    /// such transaction. The workspace row goes first (a workspace whose first import
+    /// failed part way is still found and loaded), the mark and keys last.
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        if changes.upserts.len() + changes.deletes.len() <= IMPORT_TX_RECORDS {
+            return self.commit(workspace, changes).await;
+        }
+        let upserts = in_key_order(&changes.upserts);
+        let mut deletes: Vec<(RecordKind, &str)> = changes
+            .deletes
+            .iter()
+            .map(|(k, id)| (*k, id.as_str()))
+            .collect();
+        deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
+        let mut first = true;
+        // Upserts before deletes, as in one transaction.
+        for chunk in upserts.chunks(IMPORT_TX_RECORDS) {
+            self.write_part(
+                workspace,
+                Part {
+                    workspace: changes.workspace.as_ref().filter(|_| first),
+                    upserts: chunk,
+                    ..Part::default()
+                },
             )
-            .bind(w.id.to_string())
-            .bind(w.name.as_deref())
-            .bind(w.default_region.as_deref())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
+            .await?;
+            first = false;
         }
-
-        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
-        // deleted in one change set ends up deleted. Within a statement SQLite applies
-        // rows in order, so a repeated id simply ends with its last version.
-        for chunk in in_key_order(&changes.upserts).chunks(UPSERT_CHUNK) {
-            let partial_sql;
-            let sql = if chunk.len() == UPSERT_CHUNK {
-                &FULL_UPSERT_SQL
-            } else {
-                partial_sql = upsert_sql(chunk.len());
-                &partial_sql
-            };
-            let mut q = sqlx::query(sql);
-            for r in chunk {
-                q = q
-                    .bind(&ws)
-                    .bind(r.kind().as_str())
-                    .bind(r.id_string())
-                    .bind(r.to_json());
-            }
-            q.execute(&mut *tx).await.map_err(&fail)?;
-        }
-
-        // Deletes are grouped by kind so that each statement is a plain primary-key
-        // `IN` lookup.
-        for kind in RecordKind::ALL {
-            let mut ids: Vec<&str> = changes
-                .deletes
-                .iter()
-                .filter(|(k, _)| *k == kind)
-                .map(|(_, id)| id.as_str())
-                .collect();
-            // In key order, for the same reason as upserts (see `in_key_order`).
-            ids.sort_unstable();
-            for chunk in ids.chunks(DELETE_CHUNK) {
-                let sql = delete_sql(chunk.len());
-                let mut q = sqlx::query(&sql).bind(&ws).bind(kind.as_str());
-                for id in chunk {
-                    q = q.bind(*id);
-                }
-                q.execute(&mut *tx).await.map_err(&fail)?;
-            }
-        }
-
-        for k in &changes.keys {
-            sqlx::query(
-                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
-                 revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                 ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
-                 secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
-                 created_by = excluded.created_by, revoked = excluded.revoked, \
-                 rate_limit_per_minute = excluded.rate_limit_per_minute",
+        for chunk in deletes.chunks(IMPORT_TX_RECORDS) {
+            self.write_part(
+                workspace,
+                Part {
+                    workspace: changes.workspace.as_ref().filter(|_| first),
+                    deletes: chunk,
+                    ..Part::default()
+                },
             )
-            .bind(&k.id)
-            .bind(k.workspace_id.to_string())
-            .bind(&k.secret_hash[..])
-            .bind(k.scopes.to_csv())
-            .bind(k.created_by.to_string())
-            .bind(k.revoked)
-            .bind(k.rate_limit_per_minute.map(i64::from))
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
+            .await?;
+            first = false;
         }
-
-        if let Some(batch) = changes.batch {
-            sqlx::query(
-                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
-            )
-            .bind(&ws)
-            .bind(batch.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-        tx.commit().await.map_err(&fail)
+        self.write_part(
+            workspace,
+            Part {
+                workspace: changes.workspace.as_ref().filter(|_| first),
+                keys: &changes.keys,
+                batch: changes.batch,
+                ..Part::default()
+            },
+        )
+        .await
     }
 
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {

@@ -160,7 +160,6 @@ impl WorkspaceActor {
                 act.in_doubt = Some(InDoubt {
                     batch,
                     next: next.clone(),
-                    keys: Vec::new(),
                 });
                 act.settle_later(ctx);
             }
@@ -211,9 +210,6 @@ impl WorkspaceActor {
                     let doubt = act.in_doubt.take().expect("settling");
                     tracing::info!(workspace = %act.id, batch = %doubt.batch, committed, "settled a commit whose outcome was unknown");
                     if committed {
-                        for k in &doubt.keys {
-                            act.registry.keys.put(k.clone());
-                        }
                         act.publish(doubt.next, ctx);
                     }
                 }
@@ -289,6 +285,52 @@ impl WorkspaceActor {
         }
     }
 
+    /// After an import whose commit failed: part of it, or all of it, may be in the
+    /// store, so memory is made what the store holds. First the store is asked about the
+    /// import's batch, which answers only once nothing of it can still be in flight (see
+    /// `Store::committed`); then the keys and the workspace are read back (on a blocking
+    /// thread: building a state is CPU work) and published. Until that succeeds (retried
+    /// with backoff) no job starts: queued writes get their 503 at `QUEUE_TIMEOUT`.
+    fn recover(&mut self, batch: Uuid, ctx: &mut Context<Self>) {
+        self.recover_after(batch, crate::registry::LOAD_RETRY_FIRST, ctx);
+    }
+
+    fn recover_after(&mut self, batch: Uuid, backoff: Duration, ctx: &mut Context<Self>) {
+        self.committing = true;
+        let registry = self.registry.clone();
+        let workspace = (*self.view.load().workspace).clone();
+        let id = self.id;
+        let reload = async move {
+            registry.store.committed(id, batch).await?;
+            registry.load_keys().await?;
+            let runtime = tokio::runtime::Handle::current();
+            let store = registry.store.clone();
+            tokio::task::spawn_blocking(move || {
+                runtime.block_on(crate::registry::Registry::load_state(&*store, workspace))
+            })
+            .await
+            .unwrap_or_else(|e| Err(StoreError::Other(format!("reloading failed: {e}"))))
+        };
+        ctx.spawn(reload.into_actor(self).map(move |res, act, ctx| match res {
+            Ok(state) => {
+                act.committing = false;
+                tracing::info!(workspace = %act.id, "reloaded from the store after a failed import");
+                act.publish(state, ctx);
+                act.pump(ctx);
+            }
+            Err(e) => {
+                tracing::warn!(workspace = %act.id, error = %e, retry_in_ms = backoff.as_millis() as u64, "reloading after a failed import failed; trying again");
+                ctx.run_later(backoff, move |act, ctx| {
+                    act.recover_after(
+                        batch,
+                        (backoff * 2).min(crate::registry::LOAD_RETRY_MAX),
+                        ctx,
+                    )
+                });
+            }
+        }));
+    }
+
     /// Plans the import, writes its blobs and commits it. Planning (validation, the next
     /// state, search index builds) and blob writes (with fsync) are CPU and disk work
     /// that can take minutes: they run on a blocking thread, so the arbiter that runs
@@ -324,31 +366,29 @@ impl WorkspaceActor {
             });
             let plan = match planned {
                 Ok(plan) => plan,
-                Err(e) => return Err((e, None)),
+                Err(e) => return Err((e, false)),
             };
             let started = std::time::Instant::now();
-            let res = registry.store.commit(id, &plan.changes).await;
+            let res = registry.store.commit_import(id, &plan.changes).await;
             registry.observe_commit(CommitKind::Import, started.elapsed(), res.is_ok());
             match res {
                 Ok(()) => Ok(plan),
-                Err(e @ StoreError::Unavailable(_)) => Err((ImportError::Store(e), Some(plan))),
-                Err(e) => Err((ImportError::Store(e), None)),
+                // Part of it may be in the store (or all of it): see `recover`.
+                Err(e) => {
+                    tokio::task::spawn_blocking(move || drop(plan));
+                    Err((ImportError::Store(e), true))
+                }
             }
         };
         ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
             let res = match res {
                 Ok(plan) => Ok(plan),
-                Err((e, Some(plan))) => {
-                    act.in_doubt = Some(InDoubt {
-                        batch,
-                        next: plan.next.expect("planned with the next state"),
-                        keys: plan.changes.keys,
-                    });
-                    act.settle_later(ctx);
+                Err((e, true)) => {
+                    act.recover(batch, ctx);
                     Err(e)
                 }
-                Err((e, None)) => Err(e),
+                Err((e, false)) => Err(e),
             };
             let answer = res.map(|plan| {
                 let released = released_objects(&plan);

@@ -71,7 +71,6 @@ pub struct WorkspaceActor {
 struct InDoubt {
     batch: Uuid,
     next: WorkspaceState,
-    keys: Vec<crate::model::ApiKey>,
 }
 
 impl WorkspaceActor {

@@ -372,3 +372,45 @@ async fn writes_behind_a_long_import_are_refused_at_their_deadline() {
     let done = h.addr.send(Write(note("after", None))).await.unwrap();
     assert!(done.is_ok());
 }
+
+/// An import whose commit failed may have left part or all of itself in the store (a
+/// store may split an import into several transactions): the workspace is reloaded from
+/// the store, so memory holds exactly what the store does, and goes on taking writes.
+#[actix::test]
+async fn an_import_whose_commit_failed_is_reloaded_from_the_store() {
+    let (store, h) = workspace(Duration::ZERO).await;
+    let mut snap: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    snap["companies"][0]["name"] = serde_json::json!("Fabrikam after the import");
+    let snap = parse_slice(&serde_json::to_vec(&snap).unwrap()).unwrap();
+    // The store applies the import, then loses the answer.
+    store.mode.store(1, Ordering::SeqCst);
+    let res = h.addr.send(Import(snap)).await.unwrap();
+    assert!(matches!(res, Err(super::ImportError::Store(_))), "{res:?}");
+    store.mode.store(0, Ordering::SeqCst);
+    let company = Uuid::parse_str(FABRIKAM).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let name = h
+            .state()
+            .companies
+            .get(&company)
+            .and_then(|c| c.name.clone());
+        if name.as_deref() == Some("Fabrikam after the import") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not reloaded: {name:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let done = h
+        .addr
+        .send(Write(note("after the reload", None)))
+        .await
+        .unwrap();
+    assert!(done.is_ok());
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Measures how a large import in one workspace affects API writes to another: starts
+# recruitd on a fresh store, prepares a small workspace (B) with the load generator,
+# writes a generated snapshot of PEOPLE people (another workspace, A), then runs
+# `recruitd-loadtest write` against B at a fixed rate while A's snapshot is imported
+# through the admin interface. Reports the import's time and B's write figures (every
+# answer checked; any refusal is an error in the report).
+#
+# Settings (environment): PEOPLE (100000), RATE (100 writes/s), STORE (sqlite, or a
+# postgres:// URL: a fresh database is made from it, named recruitd_isolation), OUT
+# (bench-results/isolation-<UTC time>), API_PORT (18453), ADMIN_PORT (18454),
+# CARGO_TARGET_DIR (target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PEOPLE="${PEOPLE:-100000}"
+RATE="${RATE:-100}"
+STORE="${STORE:-sqlite}"
+OUT="${OUT:-bench-results/isolation-$(date -u +%Y%m%dT%H%M%SZ)}"
+API_PORT="${API_PORT:-18453}"
+ADMIN_PORT="${ADMIN_PORT:-18454}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+cargo build --release -p recruitd -p recruitd-loadtest
+BIN="$CARGO_TARGET_DIR/release"
+
+DATA="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+store=()
+if [ "$STORE" != sqlite ]; then
+  server_url="${STORE%/*}/postgres"
+  psql "$server_url" -qc 'DROP DATABASE IF EXISTS recruitd_isolation' -c 'CREATE DATABASE recruitd_isolation'
+  store=(--database-url "${STORE%/*}/recruitd_isolation")
+fi
+
+"$BIN/recruitd" generate --people "$PEOPLE" --seed 17 --out "$DATA/a.json" >/dev/null
+"$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
+  --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  >"$OUT/server.out" 2>"$OUT/server.log" &
+server_pid=$!
+for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+
+LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
+"${LT[@]}" prepare --people 1000 --admin-url "http://127.0.0.1:$ADMIN_PORT" >"$OUT/prepare.log" 2>&1
+
+# The write run starts first; the import begins 3 s into it and the run lasts well past
+# its end (it is checked below).
+"${LT[@]}" --name writes-during-import write --rate "$RATE" --duration "${DURATION:-150}" --warmup 2 \
+  >"$OUT/write.txt" 2>"$OUT/write.log" &
+writer=$!
+sleep 5
+token="$(cat "$DATA/admin-token")"
+started=$(date +%s.%N)
+curl -sS -o "$OUT/import.json" -w '%{http_code}\n' -X POST \
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  --data-binary @"$DATA/a.json" "http://127.0.0.1:$ADMIN_PORT/admin/v1/import" >"$OUT/import.status"
+ended=$(date +%s.%N)
+status=0
+wait "$writer" || status=$?
+echo "store: $STORE; import of $PEOPLE people: HTTP $(cat "$OUT/import.status"), $(awk "BEGIN {printf \"%.1f\", $ended - $started}") s" | tee "$OUT/summary.txt"
+cat "$OUT/write.txt" | tee -a "$OUT/summary.txt"
+echo "reports in $OUT"
+exit "$status"
