@@ -62,19 +62,45 @@ const DELETE_RECORDS: &str = "DELETE FROM records r \
 /// PostgreSQL behind the Store port.
 pub struct PostgresStore {
     pool: PgPool,
-    /// The transaction of each batch whose commit has not reported its outcome: set
-    /// when the batch's first statement answers, cleared once the outcome is known.
+    /// Each batch whose commit has not reported its outcome: `Starting` until its first
+    /// statement answers, then the transaction that carries it; cleared once the outcome
+    /// is known.
     in_flight: Mutex<HashMap<Uuid, InFlight>>,
 }
 
-/// Which server transaction carries a batch: enough to end it and to ask how it ended.
+/// Where a batch's commit is: enough to wait for it, end it and ask how it ended.
 #[derive(Clone, Debug)]
-struct InFlight {
-    /// The backend serving the commit's connection.
-    pid: i32,
-    /// Its transaction id (`xid8`, as text).
-    xid: String,
+enum InFlight {
+    /// Before its first statement answered (acquiring a connection, BEGIN, the mark):
+    /// no COMMIT has been sent, but the commit may still go on to send one.
+    Starting,
+    Running {
+        /// The backend serving the commit's connection.
+        pid: i32,
+        /// Its transaction id (`xid8`, as text).
+        xid: String,
+    },
 }
+
+/// Clears a batch still `Starting` when its commit ends or is dropped: a commit that
+/// never got its first answer never sent COMMIT, and never will.
+struct StartGuard<'a> {
+    in_flight: &'a Mutex<HashMap<Uuid, InFlight>>,
+    batch: Uuid,
+}
+
+impl Drop for StartGuard<'_> {
+    fn drop(&mut self) {
+        let mut map = self.in_flight.lock();
+        if matches!(map.get(&self.batch), Some(InFlight::Starting)) {
+            map.remove(&self.batch);
+        }
+    }
+}
+
+/// Longest `committed` waits for a commit still `Starting` before it answers
+/// `Unavailable` (and is asked again).
+const STARTING_WAIT: Duration = Duration::from_secs(2);
 
 /// How often `committed` looks again while an ended backend finishes its transaction.
 const SETTLE_POLL: Duration = Duration::from_millis(20);
@@ -128,7 +154,9 @@ impl PostgresStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(&fail)?;
-            self.in_flight.lock().insert(batch, InFlight { pid, xid });
+            self.in_flight
+                .lock()
+                .insert(batch, InFlight::Running { pid, xid });
         }
 
         if let Some(w) = &changes.workspace {
@@ -350,6 +378,13 @@ impl Store for PostgresStore {
         if changes.is_empty() {
             return Ok(());
         }
+        let _guard = changes.batch.map(|batch| {
+            self.in_flight.lock().insert(batch, InFlight::Starting);
+            StartGuard {
+                in_flight: &self.in_flight,
+                batch,
+            }
+        });
         let res = self.write_changes(workspace, changes).await;
         if let Some(batch) = changes.batch {
             // The outcome is known, unless the connection broke or the server stopped
@@ -370,17 +405,34 @@ impl Store for PostgresStore {
     /// while waiting for a standby finishes its commit locally first, so the batch is
     /// then committed (and the standby catches up later).
     ///
-    /// A batch with no recorded transaction never got an answer to its first statement,
-    /// so its COMMIT was never sent and it cannot commit; the mark confirms that.
+    /// A commit still before its first answer is waited for (up to `STARTING_WAIT`). A
+    /// batch not recorded at all has ended: either its commit reported its outcome, or
+    /// it never got an answer to its first statement, so never sent COMMIT; the mark
+    /// tells which.
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
-        let recorded = self.in_flight.lock().get(&batch).cloned();
-        if let Some(InFlight { pid, xid }) = recorded {
-            let status = self.settle_transaction(pid, &xid).await?;
-            if let Some(committed) = status {
-                self.in_flight.lock().remove(&batch);
-                return Ok(committed);
+        let waiting_since = std::time::Instant::now();
+        loop {
+            let recorded = self.in_flight.lock().get(&batch).cloned();
+            match recorded {
+                Some(InFlight::Starting) => {
+                    if waiting_since.elapsed() > STARTING_WAIT {
+                        return Err(StoreError::Unavailable(
+                            "the commit has not reached the store yet".into(),
+                        ));
+                    }
+                    tokio::time::sleep(SETTLE_POLL).await;
+                }
+                Some(InFlight::Running { pid, xid }) => {
+                    let status = self.settle_transaction(pid, &xid).await?;
+                    if let Some(committed) = status {
+                        self.in_flight.lock().remove(&batch);
+                        return Ok(committed);
+                    }
+                    // Too old for the commit log to say: the mark does.
+                    break;
+                }
+                None => break,
             }
-            // Too old for the commit log to say: the mark does.
         }
         let mark: Option<String> =
             sqlx::query_scalar("SELECT batch_id FROM commit_marks WHERE workspace_id = $1")

@@ -14,18 +14,7 @@ use std::time::{Duration, Instant};
 
 /// A note on the example company with a `reference`; status, Retry-After and body.
 async fn post_note(app: &TestApp, text: &str, reference: &str) -> (u16, Option<String>, Value) {
-    let res = app
-        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
-        .json(&json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text, "reference": reference}))
-        .send()
-        .await
-        .unwrap();
-    let retry = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    let (s, body) = json_of(res).await;
-    (s.as_u16(), retry, body)
+    app.post_company_note_with(text, Some(reference)).await
 }
 
 /// Every note the API lists, as (id, updated_at, body_html), in sync order.

@@ -181,6 +181,23 @@ impl TestApp {
         self.handles.1.stop(false).await;
     }
 
+    /// The admin interface's `GET /metrics` text (checked: 200, plain text).
+    pub async fn metrics_text(&self) -> String {
+        let res = self
+            .client
+            .get(format!("{}/metrics", self.admin_base))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain"));
+        res.text().await.unwrap()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -196,9 +213,23 @@ impl TestApp {
     /// `POST /v1/notes` of a note on the example company with the write key; returns the
     /// status, the `Retry-After` header and the JSON body.
     pub async fn post_company_note(&self, text: &str) -> (u16, Option<String>, Value) {
+        self.post_company_note_with(text, None).await
+    }
+
+    /// [`post_company_note`](Self::post_company_note) with an optional `reference`.
+    pub async fn post_company_note_with(
+        &self,
+        text: &str,
+        reference: Option<&str>,
+    ) -> (u16, Option<String>, Value) {
+        let mut body =
+            serde_json::json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text});
+        if let Some(r) = reference {
+            body["reference"] = r.into();
+        }
         let res = self
             .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
-            .json(&serde_json::json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": text}))
+            .json(&body)
             .send()
             .await
             .unwrap();

@@ -67,16 +67,7 @@ async fn a_failed_load_is_retried_and_reported(b: Backend) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(message.contains("corrupt"), "{message}");
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.admin_base))
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics_text().await;
     assert!(
         metrics
             .lines()
@@ -112,16 +103,7 @@ async fn a_failed_load_is_retried_and_reported(b: Backend) {
     assert_eq!(s, 200, "{body}");
     let (_, notes_after) = app.paginate("notes", "limit=500", READ_KEY).await;
     assert_eq!(notes_before, notes_after);
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.admin_base))
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics_text().await;
     assert!(
         !metrics.contains("recruitd_workspace_load_failures{"),
         "{metrics}"

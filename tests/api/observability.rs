@@ -4,22 +4,6 @@ use crate::helpers::*;
 use reqwest::Method;
 use serde_json::json;
 
-async fn metrics_text(app: &TestApp) -> String {
-    let res = app
-        .client
-        .get(format!("{}/metrics", app.admin_base))
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/plain"));
-    res.text().await.unwrap()
-}
-
 /// The value of the first sample line starting with `prefix`.
 fn sample(text: &str, prefix: &str) -> f64 {
     text.lines()
@@ -44,7 +28,7 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     let (s, _) = app.get("/v1/candidates/not-an-id", READ_KEY).await;
     assert_eq!(s, 404);
     assert_eq!(app.post_company_note("x").await.0, 201);
-    let text = metrics_text(&app).await;
+    let text = app.metrics_text().await;
     assert_eq!(
         sample(
             &text,
@@ -106,7 +90,7 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     };
     assert_eq!(app.get("/v1/counts", &tiny.1).await.0, 200);
     assert_eq!(app.get("/v1/counts", &tiny.1).await.0, 429);
-    let text = metrics_text(&app).await;
+    let text = app.metrics_text().await;
     assert_eq!(
         sample(
             &text,

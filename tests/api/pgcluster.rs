@@ -102,20 +102,23 @@ impl ThrowawayPostgres {
         self.dir.path().join("data")
     }
 
-    /// Runs one of the cluster's binaries as the cluster's owner; panics on failure.
-    fn run(&self, tool: &str, args: &[&str]) {
+    /// One of the cluster's binaries, run as the cluster's owner.
+    fn command(&self, tool: &str) -> Command {
         let exe = self.bin.join(tool);
-        let out = if is_root() {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(&exe)
-                .args(args)
-                .current_dir(self.dir.path())
-                .output()
+        if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"])
+                .arg(exe)
+                .current_dir(self.dir.path());
+            c
         } else {
-            Command::new(&exe).args(args).output()
+            Command::new(exe)
         }
-        .unwrap();
+    }
+
+    /// Runs one of the cluster's binaries; panics on failure.
+    fn run(&self, tool: &str, args: &[&str]) {
+        let out = self.command(tool).args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{tool} failed: {}{}",
@@ -171,18 +174,10 @@ impl ThrowawayPostgres {
 
 impl Drop for ThrowawayPostgres {
     fn drop(&mut self) {
-        let exe = self.bin.join("pg_ctl");
         let data = self.data();
-        let args = ["-D", data.to_str().unwrap(), "-m", "immediate", "stop"];
-        let _ = if is_root() {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(&exe)
-                .args(args)
-                .current_dir(self.dir.path())
-                .output()
-        } else {
-            Command::new(&exe).args(args).output()
-        };
+        let _ = self
+            .command("pg_ctl")
+            .args(["-D", data.to_str().unwrap(), "-m", "immediate", "stop"])
+            .output();
     }
 }

@@ -100,18 +100,6 @@ async fn download(app: &TestApp, id: &str) -> (StatusCode, Vec<u8>) {
     (status, res.bytes().await.unwrap().to_vec())
 }
 
-async fn metrics_text(app: &TestApp) -> String {
-    let res = app
-        .client
-        .get(format!("{}/metrics", app.admin_base))
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    res.text().await.unwrap()
-}
-
 /// A sample's value; 0 when the series has no sample yet.
 fn sample(text: &str, series: &str) -> f64 {
     text.lines()
@@ -121,7 +109,7 @@ fn sample(text: &str, series: &str) -> f64 {
 
 /// (objects, bytes) reclaimed so far `by` imports or sweeps.
 async fn reclaimed(app: &TestApp, by: &str) -> (f64, f64) {
-    let text = metrics_text(app).await;
+    let text = app.metrics_text().await;
     assert!(
         text.contains("# TYPE recruitd_blobs_reclaimed_bytes counter")
             && text.contains("# TYPE recruitd_blobs_reclaimed_objects counter"),

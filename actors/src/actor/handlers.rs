@@ -140,10 +140,16 @@ impl WorkspaceActor {
         let registry = self.registry.clone();
         let commit = async move {
             let started = std::time::Instant::now();
-            let res = match tokio::time::timeout(WRITE_COMMIT_TIMEOUT, store.commit(id, &changes))
-                .await
-            {
-                Ok(res) => res,
+            // The commit runs as a task of its own that the deadline stops waiting for but
+            // never cancels: a transaction cut off mid-statement would leave its
+            // connection in an unknown state, and it is settled by asking the store
+            // anyway (`settle`), which waits for or ends whatever is still in flight.
+            let running = tokio::spawn(async move { store.commit(id, &changes).await });
+            let res = match tokio::time::timeout(WRITE_COMMIT_TIMEOUT, running).await {
+                Ok(Ok(res)) => res,
+                Ok(Err(e)) => Err(StoreError::Unavailable(format!(
+                    "the commit task failed: {e}"
+                ))),
                 Err(_) => Err(StoreError::Unavailable(format!(
                     "the store did not confirm the commit within {} s",
                     WRITE_COMMIT_TIMEOUT.as_secs()
@@ -196,8 +202,14 @@ impl WorkspaceActor {
         self.committing = true;
         let (store, id, batch) = (self.registry.store.clone(), self.id, doubt.batch);
         let ask = async move {
-            match tokio::time::timeout(SETTLE_TIMEOUT, store.committed(id, batch)).await {
-                Ok(res) => res,
+            // Not cancelled at the deadline either (see `commit_writes`): a late answer is
+            // simply not used, and the question is asked again.
+            let asking = tokio::spawn(async move { store.committed(id, batch).await });
+            match tokio::time::timeout(SETTLE_TIMEOUT, asking).await {
+                Ok(Ok(res)) => res,
+                Ok(Err(e)) => Err(StoreError::Unavailable(format!(
+                    "the settle task failed: {e}"
+                ))),
                 Err(_) => Err(StoreError::Unavailable(
                     "the store did not answer in time".into(),
                 )),
