@@ -2,7 +2,6 @@
 
 use crate::actor::WorkspaceActor;
 use crate::model::{hash_secret, ApiKey, Workspace};
-use crate::reclaim::LiveObjects;
 use crate::snapshot::KeyDirectory;
 use crate::state::WorkspaceState;
 use crate::store::{BlobStore, Reclaimed, Store, StoreError};
@@ -243,10 +242,10 @@ impl Registry {
                         let id = state.id();
                         let records =
                             state.candidates.len() + state.notes.len() + state.tasks.len();
-                        // Before the actor exists: no import of this workspace can be
-                        // writing blobs.
-                        self.sweep_blobs(LiveObjects::of(&state)).await;
-                        self.install(state);
+                        let handle = self.install(state);
+                        // Off the path to ready: the actor sweeps the blob store before
+                        // it takes any import (the only writer of blobs).
+                        handle.addr.do_send(crate::actor::SweepBlobs);
                         self.load_failures.remove(&id);
                         tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
                     }
@@ -284,31 +283,6 @@ impl Registry {
             .collect();
         v.sort_by_key(|(id, _)| *id);
         v
-    }
-
-    /// Removes the workspace's objects that no attachment of its loaded state names:
-    /// what a crash between a commit and its blob removal, or an import whose commit
-    /// failed after its blobs were written, left behind. A failure is logged, never fatal
-    /// (the objects stay until the next start).
-    async fn sweep_blobs(&self, live: LiveObjects) {
-        let workspace = live.workspace();
-        let blobs = self.blobs.clone();
-        let swept =
-            tokio::task::spawn_blocking(move || crate::reclaim::sweep(&*blobs, &live)).await;
-        match swept {
-            Ok(Ok(done)) => {
-                if !done.is_empty() {
-                    tracing::info!(%workspace, objects = done.objects, bytes = done.bytes, "swept blobs no attachment names");
-                    self.observe_reclaimed(ReclaimedBy::Sweep, done);
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(%workspace, error = %e, "sweeping blobs failed; they stay until the next start")
-            }
-            Err(e) => {
-                tracing::warn!(%workspace, error = %e, "the blob sweep task failed; blobs stay until the next start")
-            }
-        }
     }
 
     /// Reads one workspace's records into a fresh state.

@@ -369,18 +369,7 @@ impl BlobStore for MemoryBlobs {
 
     fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
         let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
-        let mut done = Reclaimed::default();
-        self.inner.lock().retain(|(ws, id), bytes| {
-            let named = keys.contains(object_key(*ws, id).as_str());
-            if named {
-                done += Reclaimed {
-                    objects: 1,
-                    bytes: bytes.len() as u64,
-                };
-            }
-            !named
-        });
-        Ok(done)
+        Ok(self.remove_where(|ws, id| keys.contains(object_key(ws, id).as_str())))
     }
 
     fn sweep(
@@ -388,9 +377,16 @@ impl BlobStore for MemoryBlobs {
         workspace: Uuid,
         keep: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<Reclaimed, StoreError> {
+        Ok(self.remove_where(|ws, id| ws == workspace && !keep(&object_key(ws, id))))
+    }
+}
+
+impl MemoryBlobs {
+    /// Removes every object `doomed` names, counting what went.
+    fn remove_where(&self, doomed: impl Fn(Uuid, &str) -> bool) -> Reclaimed {
         let mut done = Reclaimed::default();
         self.inner.lock().retain(|(ws, id), bytes| {
-            let drop = *ws == workspace && !keep(&object_key(*ws, id));
+            let drop = doomed(*ws, id);
             if drop {
                 done += Reclaimed {
                     objects: 1,
@@ -399,7 +395,7 @@ impl BlobStore for MemoryBlobs {
             }
             !drop
         });
-        Ok(done)
+        done
     }
 }
 

@@ -17,6 +17,20 @@ async fn post_note(app: &TestApp, text: &str, reference: &str) -> (u16, Option<S
     app.post_company_note_with(text, Some(reference)).await
 }
 
+/// The answer is 503 SERVICE_UNAVAILABLE with an integer `Retry-After`.
+fn assert_retry_later((status, retry, body): &(u16, Option<String>, Value)) {
+    assert_error(
+        reqwest::StatusCode::from_u16(*status).unwrap(),
+        body,
+        503,
+        "SERVICE_UNAVAILABLE",
+    );
+    assert!(
+        retry.as_deref().is_some_and(|r| r.parse::<u64>().is_ok()),
+        "Retry-After"
+    );
+}
+
 /// Every note the API lists, as (id, updated_at, body_html), in sync order.
 async fn api_notes(app: &TestApp) -> Vec<(String, String, String)> {
     let (notes, _) = app.paginate("notes", "limit=500", READ_KEY).await;
@@ -83,17 +97,7 @@ async fn a_commit_that_ends_after_its_deadline_is_counted_once() {
     // visible to other sessions, never confirmed to recruitd.
     pg.set("synchronous_standby_names", Some("nobody")).await;
     let started = Instant::now();
-    let (s, retry, body) = post_note(&app, "in doubt", "crm-doubt").await;
-    assert_error(
-        reqwest::StatusCode::from_u16(s).unwrap(),
-        &body,
-        503,
-        "SERVICE_UNAVAILABLE",
-    );
-    assert!(
-        retry.is_some_and(|r| r.parse::<u64>().is_ok()),
-        "Retry-After"
-    );
+    assert_retry_later(&post_note(&app, "in doubt", "crm-doubt").await);
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "answered in bounded time"
@@ -154,17 +158,7 @@ async fn a_read_only_store_answers_503_and_changes_nothing() {
     // As after a failover to a server that is still a standby, or read-only by setting.
     pg.set("default_transaction_read_only", Some("on")).await;
     for i in 0..3 {
-        let (s, retry, body) = post_note(&app, "refused", &format!("ro-{i}")).await;
-        assert_error(
-            reqwest::StatusCode::from_u16(s).unwrap(),
-            &body,
-            503,
-            "SERVICE_UNAVAILABLE",
-        );
-        assert!(
-            retry.is_some_and(|r| r.parse::<u64>().is_ok()),
-            "Retry-After"
-        );
+        assert_retry_later(&post_note(&app, "refused", &format!("ro-{i}")).await);
     }
     let (s, body) = app
         .admin(

@@ -241,11 +241,9 @@ async fn startup_sweep_removes_orphans(b: Backend) {
     std::fs::write(&foreign, b"left by an operator").unwrap();
 
     let again = spawn_app_in(b, data_dir).await;
-    assert!(
-        !orphan.exists(),
-        "the orphan is swept before the workspace is ready"
-    );
-    assert!(!staged.exists(), "so is the staged leftover");
+    // The sweep runs once the workspace has loaded, off the path to ready.
+    assert!(gone(&orphan).await, "the orphan is swept");
+    assert!(gone(&staged).await, "so is the staged leftover");
     assert!(foreign.exists());
     assert_eq!(reclaimed(&again, "sweep").await, (2.0, 1024.0));
     assert_eq!(download(&again, CV).await, (StatusCode::OK, cv_bytes()));

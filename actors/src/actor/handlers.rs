@@ -73,10 +73,14 @@ pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
 pub const QUEUE_TIMEOUT: Duration = WRITE_COMMIT_TIMEOUT;
 
 impl WorkspaceActor {
-    /// Starts committing the next batch unless one is in flight (or the last one's blobs
-    /// are still being reclaimed). A commit whose outcome is unknown is settled first.
+    /// Starts committing the next batch unless one is in flight. While blobs are being
+    /// reclaimed or swept, an import waits (it writes blobs); API writes do not. A
+    /// commit whose outcome is unknown is settled first.
     pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
-        while !self.committing && !self.reclaiming {
+        while !self.committing {
+            if self.reclaiming && matches!(self.queue.front(), Some(Job::Import(..))) {
+                return;
+            }
             if self.in_doubt.is_some() {
                 if !self.queue.is_empty() {
                     self.settle(ctx);

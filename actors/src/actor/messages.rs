@@ -51,3 +51,11 @@ pub struct WriteDone {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct IndexRebuilt(pub SearchRebuilt);
+
+/// Sweep the workspace's blob store of objects no attachment of the current state names
+/// (what a crash between an import's commit and its removals, or an import whose commit
+/// failed after its bytes were written, left behind). Sent once, when the workspace has
+/// loaded; imports wait for it, reads and API writes do not.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SweepBlobs;

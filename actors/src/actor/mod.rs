@@ -52,7 +52,8 @@ pub struct WorkspaceActor {
     queue: VecDeque<Job>,
     /// A batch is being committed; the next one waits for it.
     committing: bool,
-    /// Blobs released by the last import are being removed; the next job waits for it
+    /// Blobs released by the last import are being removed, or the blob store is being
+    /// swept after the load; the next import waits for it, API writes do not
     /// (`reclaim.rs`).
     reclaiming: bool,
     /// A search index rebuild is running on its own thread.

@@ -1,13 +1,52 @@
-//! Removing the blobs an import released, after its commit and publish.
+//! Removing the blobs an import released, after its commit and publish, and sweeping
+//! the leftovers once a workspace has loaded.
 
-use super::WorkspaceActor;
+use super::{SweepBlobs, WorkspaceActor};
+use crate::reclaim::LiveObjects;
 use crate::registry::ReclaimedBy;
-use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
+use actix::{ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+
+impl Handler<SweepBlobs> for WorkspaceActor {
+    type Result = ();
+
+    /// Sweeps on a blocking thread (the live set is hashed there too: a million
+    /// attachments take a while), holding imports back until it is over, so that no
+    /// object an import writes meanwhile can be taken.
+    fn handle(&mut self, _: SweepBlobs, ctx: &mut Context<Self>) {
+        self.reclaiming = true;
+        let (blobs, state) = (self.registry.blobs.clone(), self.view.load_full());
+        let sweep = async move {
+            tokio::task::spawn_blocking(move || {
+                crate::reclaim::sweep(&*blobs, &LiveObjects::of(&state))
+            })
+            .await
+        };
+        ctx.spawn(sweep.into_actor(self).map(|res, act, ctx| {
+            act.reclaiming = false;
+            match res {
+                Ok(Ok(done)) => {
+                    if !done.is_empty() {
+                        tracing::info!(workspace = %act.id, objects = done.objects, bytes = done.bytes, "swept blobs no attachment names");
+                        act.registry.observe_reclaimed(ReclaimedBy::Sweep, done);
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(workspace = %act.id, error = %e, "sweeping blobs failed; they stay until the next start")
+                }
+                Err(e) => {
+                    tracing::warn!(workspace = %act.id, error = %e, "the blob sweep task failed; blobs stay until the next start")
+                }
+            }
+            act.pump(ctx);
+        }));
+    }
+}
 
 impl WorkspaceActor {
     /// Removes `keys` (from [`crate::reclaim::released_objects`] of an import whose commit
-    /// succeeded and whose state is published) on a blocking thread. No further job
-    /// starts until the removal is over: the next import may re-add one of these
+    /// succeeded and whose state is published) on a blocking thread. No further import
+    /// starts until the removal is over (API writes never write blobs): the next import
+    /// may re-add one of these
     /// attachments, and its bytes, written under the same key before its commit, must not
     /// be taken by this removal. A failed or interrupted removal leaves objects no
     /// attachment names, which the sweep at the next start collects.
@@ -201,7 +240,12 @@ mod tests {
         let list = registry.discover().await.unwrap();
         registry.load_all(list).await;
         assert!(registry.is_ready());
-        assert_eq!(blobs.get(ws, "cv:deleted-before-a-crash"), None);
+        // The sweep runs in the workspace's actor once it has loaded.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while blobs.get(ws, "cv:deleted-before-a-crash").is_some() {
+            assert!(std::time::Instant::now() < deadline, "never swept");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert!(
             blobs.get(ws, CV).is_some(),
             "a live attachment's bytes stay"
