@@ -138,6 +138,39 @@ pub(crate) fn in_key_order(upserts: &[Record]) -> Vec<&Record> {
     sorted
 }
 
+/// One transaction of a large import, as both stores split it (`commit_import`): a run
+/// of the upserts (in key order), then of the deletes, at most a set number of records
+/// each, and a last transaction for the keys and the batch's mark. The workspace row
+/// goes with the first, so a workspace whose first import failed part way is still
+/// found and loaded.
+pub(crate) struct ImportTransaction {
+    pub upserts: std::ops::Range<usize>,
+    pub deletes: std::ops::Range<usize>,
+    pub first: bool,
+    pub last: bool,
+}
+
+/// The transactions of an import of `upserts` upserts and `deletes` deletes, at most
+/// `size` records each: upserts before deletes, as in one transaction.
+pub(crate) fn import_transactions(
+    upserts: usize,
+    deletes: usize,
+    size: usize,
+) -> impl Iterator<Item = ImportTransaction> {
+    let runs = |n: usize| (0..n).step_by(size).map(move |at| at..(at + size).min(n));
+    runs(upserts)
+        .map(|r| (r, 0..0))
+        .chain(runs(deletes).map(|r| (0..0, r)))
+        .chain(std::iter::once((0..0, 0..0)))
+        .enumerate()
+        .map(move |(i, (upserts, deletes))| ImportTransaction {
+            last: upserts.is_empty() && deletes.is_empty(),
+            upserts,
+            deletes,
+            first: i == 0,
+        })
+}
+
 /// Rebuilds a workspace description from its columns.
 pub(crate) fn decode_workspace(
     id: &str,
@@ -806,7 +839,7 @@ mod tests {
 
     /// A large import is the same records in the store as one commit would make, and it
     /// never holds another workspace's commit until it ends: a small commit started while
-    /// it runs finishes first.
+    /// it runs finishes first, and the import commits in parts as it goes.
     async fn imports_let_other_commits_through(b: &Backend) {
         let store = b.open().await;
         let ws2 = workspace(WS2, "Other");
@@ -833,6 +866,14 @@ mod tests {
             "{}: the small commit waited for the whole import",
             b.name
         );
+        // It commits as it goes (so that it never has much to flush or fold at once):
+        // a reader sees part of it before it ends.
+        let mut partial = false;
+        while !importing.is_finished() {
+            let n = loaded(&*store, WS).await.len();
+            partial |= n > 0 && n < ids.len();
+        }
+        assert!(partial, "{}: the import was seen only whole", b.name);
         importing.await.unwrap().unwrap();
         let held: std::collections::HashSet<Uuid> = loaded(&*store, WS)
             .await
@@ -856,6 +897,79 @@ mod tests {
             imports_let_other_commits_through(&b).await;
             b.cleanup().await;
         }
+    }
+
+    #[test]
+    fn imports_split_into_transactions_upserts_then_deletes_then_the_mark() {
+        let txs: Vec<_> = import_transactions(1200, 300, 500)
+            .map(|t| (t.upserts, t.deletes, t.first, t.last))
+            .collect();
+        assert_eq!(
+            txs,
+            vec![
+                (0..500, 0..0, true, false),
+                (500..1000, 0..0, false, false),
+                (1000..1200, 0..0, false, false),
+                (0..0, 0..300, false, false),
+                (0..0, 0..0, false, true),
+            ]
+        );
+        let only_mark: Vec<_> = import_transactions(0, 0, 500)
+            .map(|t| (t.first, t.last))
+            .collect();
+        assert_eq!(only_mark, vec![(true, true)]);
+    }
+
+    /// A large import folds the WAL into the database file as it goes, even while other
+    /// workspaces commit beside it: the WAL stays a few megabytes instead of growing to
+    /// the size of the import (whose end would then be one long checkpoint and a long
+    /// truncation that every commit behind them waits for).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_imports_keep_the_wal_small() {
+        let b = Backend::sqlite();
+        std::fs::create_dir_all(&b.dir).unwrap();
+        let db = b.dir.join("recruit.db");
+        let store = Arc::new(sqlite::SqliteStore::open(&db).await.unwrap());
+        let name = "x".repeat(400);
+        let ids: Vec<Uuid> = (0..40_000).map(|_| Uuid::new_v4()).collect();
+        let import = ChangeSet {
+            workspace: Some(workspace(WS, "Northwind")),
+            upserts: ids.iter().map(|id| candidate(*id, &name)).collect(),
+            batch: Some(Uuid::new_v4()),
+            ..ChangeSet::default()
+        };
+        let imported = import
+            .upserts
+            .iter()
+            .map(|r| r.to_json().len())
+            .sum::<usize>();
+        let importing = {
+            let store = store.clone();
+            tokio::spawn(async move { store.commit_import(ws(WS), &import).await })
+        };
+        // Another workspace commits all along, as API writes do.
+        let mut beside = 0;
+        while !importing.is_finished() {
+            let small = ChangeSet {
+                workspace: Some(workspace(WS2, "Other")),
+                upserts: vec![candidate(Uuid::new_v4(), "meanwhile")],
+                ..ChangeSet::default()
+            };
+            store.commit(ws(WS2), &small).await.unwrap();
+            beside += 1;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        importing.await.unwrap().unwrap();
+        let wal = std::fs::metadata(b.dir.join("recruit.db-wal"))
+            .unwrap()
+            .len();
+        assert!(
+            wal < 8 << 20 && (wal as usize) < imported / 4,
+            "the WAL grew to {wal} bytes for an import of {imported} bytes"
+        );
+        assert_eq!(loaded(&*store, WS).await.len(), ids.len());
+        assert_eq!(loaded(&*store, WS2).await.len(), beside);
+        store.close().await;
     }
 
     fn assert_unavailable<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {

@@ -8,7 +8,9 @@
 //! connection. Deletes use the same shape (`DELETE … USING UNNEST(…)`). Records go out
 //! in primary-key order (`in_key_order`), and an upsert that would not change a body
 //! does not write a new row version, so re-importing a snapshot costs little more than
-//! reading it.
+//! reading it. An import commits in transactions of a few hundred records, so that its
+//! WAL is flushed as it goes rather than by the commits of other workspaces
+//! (`commit_import`).
 //!
 //! # Body type
 //! `records.body` is TEXT rather than JSONB; see the note in
@@ -19,9 +21,10 @@
 //! dead server is reported as `Unavailable` within seconds.
 
 use super::{
-    decode_key, decode_record, decode_workspace, in_key_order, map_error, ACQUIRE_TIMEOUT,
+    decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
+    ACQUIRE_TIMEOUT,
 };
-use actors::model::{ApiKey, Workspace};
+use actors::model::{ApiKey, Record, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
@@ -41,6 +44,29 @@ const UPSERT_CHUNK: usize = 5000;
 
 /// Ids per delete statement.
 const DELETE_CHUNK: usize = 5000;
+
+/// Most records an import writes in one transaction (see `commit_import`): a few
+/// hundred kilobytes of WAL, or a few megabytes just after a checkpoint starts (when
+/// every page's first change is logged whole), which is what a commit of another
+/// workspace may have to flush with its own. The import takes no longer for it.
+const IMPORT_TX_RECORDS: usize = 250;
+
+/// What one transaction of `write_part` writes.
+struct Part<'a> {
+    workspace: Option<&'a Workspace>,
+    /// In key order.
+    upserts: &'a [&'a Record],
+    /// (kind, id), sorted.
+    deletes: &'a [(&'a str, &'a str)],
+    keys: &'a [ApiKey],
+    /// The batch the transaction belongs to: it is tracked in `in_flight` under it.
+    batch: Option<Uuid>,
+    /// Whether it writes the batch's mark (a batch's last, or only, transaction).
+    marks: bool,
+    /// Part of an import: the backend pushes the data pages it writes out to disk as it
+    /// goes (see `commit_import`).
+    bulk: bool,
+}
 
 /// Pooled connections: one per concurrent workspace commit or load is plenty; the
 /// workspace actors serialise writes per workspace anyway.
@@ -79,6 +105,9 @@ enum InFlight {
         pid: i32,
         /// Its transaction id (`xid8`, as text).
         xid: String,
+        /// Whether the transaction writes the batch's mark; if not (an import's earlier
+        /// transaction), its outcome is not the batch's, and the mark says that.
+        marks: bool,
     },
 }
 
@@ -133,8 +162,50 @@ impl PostgresStore {
         })
     }
 
-    /// One commit's transaction: the mark first, then the workspace, records and keys.
+    /// One commit's transaction: the whole change set.
     async fn write_changes(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        let upserts = in_key_order(&changes.upserts);
+        let deletes = sorted_deletes(changes);
+        self.write_tracked(
+            workspace,
+            Part {
+                workspace: changes.workspace.as_ref(),
+                upserts: &upserts,
+                deletes: &deletes,
+                keys: &changes.keys,
+                batch: changes.batch,
+                marks: true,
+                bulk: false,
+            },
+        )
+        .await
+    }
+
+    /// `write_part`, with the transaction tracked in `in_flight` under its batch until
+    /// its outcome is known (see `committed`).
+    async fn write_tracked(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
+        let batch = part.batch;
+        let _guard = batch.map(|batch| {
+            self.in_flight.lock().insert(batch, InFlight::Starting);
+            StartGuard {
+                in_flight: &self.in_flight,
+                batch,
+            }
+        });
+        let res = self.write_part(workspace, part).await;
+        if let Some(batch) = batch {
+            // The outcome is known, unless the connection broke or the server stopped
+            // answering on the way: such a batch stays recorded for `committed`.
+            if !matches!(res, Err(StoreError::Unavailable(_))) {
+                self.in_flight.lock().remove(&batch);
+            }
+        }
+        res
+    }
+
+    /// One transaction: the mark (or, in an import's earlier transactions, just the
+    /// transaction's name) first, then the workspace, records and keys.
+    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
         let fail = err("commit");
         let mut tx = self.pool.begin().await.map_err(&fail)?;
         let ws = workspace.to_string();
@@ -143,23 +214,40 @@ impl PostgresStore {
         // transaction id), recorded before anything else can stall, so that `committed`
         // can settle this batch with a certain answer if its outcome is never reported.
         // Its row lock also orders concurrent committers of one workspace.
-        if let Some(batch) = changes.batch {
-            let (pid, xid): (i32, String) = sqlx::query_as(
-                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id \
-                 RETURNING pg_backend_pid(), pg_current_xact_id()::text",
-            )
-            .bind(&ws)
-            .bind(batch.to_string())
-            .fetch_one(&mut *tx)
-            .await
+        if let Some(batch) = part.batch {
+            let (pid, xid): (i32, String) = if part.marks {
+                sqlx::query_as(
+                    "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
+                     ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id \
+                     RETURNING pg_backend_pid(), pg_current_xact_id()::text",
+                )
+                .bind(&ws)
+                .bind(batch.to_string())
+                .fetch_one(&mut *tx)
+                .await
+            } else {
+                sqlx::query_as("SELECT pg_backend_pid(), pg_current_xact_id()::text")
+                    .fetch_one(&mut *tx)
+                    .await
+            }
             .map_err(&fail)?;
-            self.in_flight
-                .lock()
-                .insert(batch, InFlight::Running { pid, xid });
+            self.in_flight.lock().insert(
+                batch,
+                InFlight::Running {
+                    pid,
+                    xid,
+                    marks: part.marks,
+                },
+            );
+        }
+        if part.bulk {
+            sqlx::query("SET LOCAL backend_flush_after = '256kB'")
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
         }
 
-        if let Some(w) = &changes.workspace {
+        if let Some(w) = part.workspace {
             sqlx::query(
                 "INSERT INTO workspaces (id, name, default_region) VALUES ($1, $2, $3) \
                  ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, \
@@ -175,7 +263,7 @@ impl PostgresStore {
 
         // Upserts before deletes, as in `MemoryStore`: a record both upserted and
         // deleted in one change set ends up deleted.
-        for chunk in in_key_order(&changes.upserts).chunks(UPSERT_CHUNK) {
+        for chunk in part.upserts.chunks(UPSERT_CHUNK) {
             // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement. The
             // stable sort put repeats of a key side by side in change-set order, so the
             // last of each run is kept. Repeats split across chunks need nothing:
@@ -204,14 +292,7 @@ impl PostgresStore {
                 .map_err(&fail)?;
         }
 
-        // In key order, for the same reason as upserts (see `in_key_order`).
-        let mut deletes: Vec<(&str, &str)> = changes
-            .deletes
-            .iter()
-            .map(|(k, id)| (k.as_str(), id.as_str()))
-            .collect();
-        deletes.sort_unstable();
-        for chunk in deletes.chunks(DELETE_CHUNK) {
+        for chunk in part.deletes.chunks(DELETE_CHUNK) {
             let kinds: Vec<&str> = chunk.iter().map(|(k, _)| *k).collect();
             let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
             sqlx::query(DELETE_RECORDS)
@@ -223,7 +304,7 @@ impl PostgresStore {
                 .map_err(&fail)?;
         }
 
-        for k in &changes.keys {
+        for k in part.keys {
             sqlx::query(
                 "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
                  revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -285,6 +366,18 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A change set's deletes as (kind, id), in key order for the same reason as upserts
+/// (see `in_key_order`).
+fn sorted_deletes(changes: &ChangeSet) -> Vec<(&str, &str)> {
+    let mut deletes: Vec<(&str, &str)> = changes
+        .deletes
+        .iter()
+        .map(|(k, id)| (k.as_str(), id.as_str()))
+        .collect();
+    deletes.sort_unstable();
+    deletes
 }
 
 /// Whether a database error is the server's state rather than the statement's: every
@@ -378,22 +471,44 @@ impl Store for PostgresStore {
         if changes.is_empty() {
             return Ok(());
         }
-        let _guard = changes.batch.map(|batch| {
-            self.in_flight.lock().insert(batch, InFlight::Starting);
-            StartGuard {
-                in_flight: &self.in_flight,
-                batch,
-            }
-        });
-        let res = self.write_changes(workspace, changes).await;
-        if let Some(batch) = changes.batch {
-            // The outcome is known, unless the connection broke or the server stopped
-            // answering on the way: such a batch stays recorded for `committed`.
-            if !matches!(res, Err(StoreError::Unavailable(_))) {
-                self.in_flight.lock().remove(&batch);
-            }
+        self.write_changes(workspace, changes).await
+    }
+
+    /// In transactions of at most `IMPORT_TX_RECORDS` records each. PostgreSQL lets other
+    /// commits run beside a long transaction, but every commit must flush the WAL up to
+    /// its own record, so a commit of another workspace would flush whatever the import
+    /// wrote since the last flush: tens of megabytes in one transaction, hundreds of
+    /// milliseconds. An import that commits every few hundred records flushes its own
+    /// WAL as it goes. Its data pages, too: the import's backend writes out the pages it
+    /// evicts from the server's buffers, and by default leaves them to the kernel, which
+    /// lets hundreds of megabytes gather and then writes them in one burst that every
+    /// WAL flush on the disk waits behind (measured: 350 MB at once, half-second
+    /// commits); `backend_flush_after` makes it start their write-back every 256 kB,
+    /// for its transactions only. The workspace row goes first (a workspace whose first import failed
+    /// part way is still found and loaded), the mark and keys last. Every transaction is
+    /// tracked under the batch, so `committed` settles whichever is in doubt.
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        if changes.upserts.len() + changes.deletes.len() <= IMPORT_TX_RECORDS {
+            return self.commit(workspace, changes).await;
         }
-        res
+        let upserts = in_key_order(&changes.upserts);
+        let deletes = sorted_deletes(changes);
+        for tx in import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS) {
+            self.write_tracked(
+                workspace,
+                Part {
+                    workspace: changes.workspace.as_ref().filter(|_| tx.first),
+                    upserts: &upserts[tx.upserts],
+                    deletes: &deletes[tx.deletes],
+                    keys: if tx.last { &changes.keys } else { &[] },
+                    batch: changes.batch,
+                    marks: tx.last,
+                    bulk: true,
+                },
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Certain, never a guess: a transaction still in progress (its COMMIT stalled on a
@@ -422,13 +537,14 @@ impl Store for PostgresStore {
                     }
                     tokio::time::sleep(SETTLE_POLL).await;
                 }
-                Some(InFlight::Running { pid, xid }) => {
+                Some(InFlight::Running { pid, xid, marks }) => {
                     let status = self.settle_transaction(pid, &xid).await?;
-                    if let Some(committed) = status {
+                    if let (Some(committed), true) = (status, marks) {
                         self.in_flight.lock().remove(&batch);
                         return Ok(committed);
                     }
-                    // Too old for the commit log to say: the mark does.
+                    // Too old for the commit log to say, or not the transaction that
+                    // marks the batch (ended now, either way): the mark says.
                     break;
                 }
                 None => break,

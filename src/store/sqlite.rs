@@ -24,10 +24,13 @@
 //! (`wal_autocheckpoint=0`); a background task does, on a connection of its own, every
 //! `CHECKPOINT_EVERY`, in `PASSIVE` mode, which neither waits for nor blocks the writer
 //! or the readers. The WAL is reused from its start once a checkpoint has folded all of
-//! it in, so it stays small.
+//! it in, so it stays small. A large import is the exception that rule needs help with:
+//! it writes without pause, so it folds the WAL in itself every few transactions, with
+//! the writer held for the moment (`fold_wal_every`).
 
 use super::{
-    decode_key, decode_record, decode_workspace, in_key_order, map_error, ACQUIRE_TIMEOUT,
+    decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
+    ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
@@ -56,8 +59,11 @@ const DELETE_CHUNK: usize = 500;
 /// wait behind it; the extra cost to the import is one WAL sync per transaction.
 const IMPORT_TX_RECORDS: usize = 500;
 
+/// Records an import writes between two checkpoints it waits for (see
+/// `fold_wal_every`): about a megabyte of WAL.
+const IMPORT_FOLD_RECORDS: usize = 2 * IMPORT_TX_RECORDS;
+
 /// What one transaction of `write_part` writes.
-#[derive(Default)]
 struct Part<'a> {
     workspace: Option<&'a Workspace>,
     /// In key order.
@@ -160,6 +166,38 @@ impl SqliteStore {
             readers,
             checkpointer,
         })
+    }
+
+    /// Between an import's transactions: once `IMPORT_FOLD_RECORDS` records have been
+    /// written since the last time, folds the WAL into the database file. Otherwise the
+    /// WAL grows to the size of the whole import: SQLite rewinds it only when a
+    /// transaction starts with all of it folded in, and a background checkpoint always
+    /// runs beside some commit in progress. Its end then brings one long checkpoint and a
+    /// truncation of hundreds of megabytes, which every commit behind them waits for.
+    /// Folded in steps, with the writer held so that no commit adds to the log
+    /// meanwhile, the next transaction rewinds it, and the disk never has more than a
+    /// megabyte or so to flush at once; other commits wait for one such checkpoint at
+    /// most (milliseconds). A checkpoint that fails does not fail the import: the WAL
+    /// just grows.
+    async fn fold_wal_every(&self, unfolded: &mut usize, next: usize) {
+        if *unfolded >= IMPORT_FOLD_RECORDS {
+            *unfolded = 0;
+            if let Err(e) = self.fold_wal().await {
+                tracing::debug!("checkpoint between import transactions failed: {e}");
+            }
+        }
+        *unfolded += next;
+    }
+
+    async fn fold_wal(&self) -> Result<(), sqlx::Error> {
+        // The checkpointer's connection first: a background round in progress is waited
+        // for without holding the writer.
+        let mut checkpointer = self.checkpointer.acquire().await?;
+        let _writer = self.writer.acquire().await?;
+        sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut *checkpointer)
+            .await?;
+        Ok(())
     }
 
     /// One transaction on the writer: the workspace row, upserts (already in key order),
@@ -448,42 +486,25 @@ impl Store for SqliteStore {
             .map(|(k, id)| (*k, id.as_str()))
             .collect();
         deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
-        let mut first = true;
-        // Upserts before deletes, as in one transaction.
-        for chunk in upserts.chunks(IMPORT_TX_RECORDS) {
+        let mut unfolded = 0usize;
+        for tx in import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS) {
+            if !tx.last {
+                self.fold_wal_every(&mut unfolded, tx.upserts.len() + tx.deletes.len())
+                    .await;
+            }
             self.write_part(
                 workspace,
                 Part {
-                    workspace: changes.workspace.as_ref().filter(|_| first),
-                    upserts: chunk,
-                    ..Part::default()
+                    workspace: changes.workspace.as_ref().filter(|_| tx.first),
+                    upserts: &upserts[tx.upserts],
+                    deletes: &deletes[tx.deletes],
+                    keys: if tx.last { &changes.keys } else { &[] },
+                    batch: changes.batch.filter(|_| tx.last),
                 },
             )
             .await?;
-            first = false;
         }
-        for chunk in deletes.chunks(IMPORT_TX_RECORDS) {
-            self.write_part(
-                workspace,
-                Part {
-                    workspace: changes.workspace.as_ref().filter(|_| first),
-                    deletes: chunk,
-                    ..Part::default()
-                },
-            )
-            .await?;
-            first = false;
-        }
-        self.write_part(
-            workspace,
-            Part {
-                workspace: changes.workspace.as_ref().filter(|_| first),
-                keys: &changes.keys,
-                batch: changes.batch,
-                ..Part::default()
-            },
-        )
-        .await
+        Ok(())
     }
 
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {

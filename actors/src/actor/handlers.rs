@@ -348,9 +348,10 @@ impl WorkspaceActor {
     }
 
     /// Plans the import, writes its blobs and commits it. Planning (validation, the next
-    /// state, search index builds) and blob writes (with fsync) are CPU and disk work
-    /// that can take minutes: they run on a blocking thread, so the arbiter that runs
-    /// every workspace's actor keeps serving the others meanwhile.
+    /// state, search index builds), blob writes (with fsync) and the commit's encoding
+    /// are CPU and disk work that can take minutes: they run on a thread of their own, at
+    /// a lower priority, so the arbiter that runs every workspace's actor keeps serving
+    /// the others meanwhile, and so do the threads that answer requests.
     fn commit_import(
         &mut self,
         snap: crate::snapshot::Snapshot,
@@ -363,38 +364,47 @@ impl WorkspaceActor {
         let id = self.id;
         let batch = Uuid::new_v4();
         // An import is not given a deadline: a large one takes minutes.
-        let work = async move {
-            let planner = registry.clone();
-            let planned = tokio::task::spawn_blocking(move || {
-                let mut plan = plan_import(Some(&current), snap, &planner.keys, true)
-                    .map_err(ImportError::Invalid)?;
-                plan.changes.batch = Some(batch);
-                planner.blobs.put_many(id, &plan.blobs)?;
-                // The bytes are in the blob store; no need to hold them any longer.
-                plan.blobs = Vec::new();
-                Ok::<_, ImportError>(plan)
-            })
-            .await
-            .unwrap_or_else(|e| {
-                Err(ImportError::Store(StoreError::Other(format!(
-                    "planning the import failed: {e}"
-                ))))
-            });
-            let plan = match planned {
-                Ok(plan) => plan,
-                Err(e) => return Err((e, false)),
-            };
+        let runtime = tokio::runtime::Handle::current();
+        let run = move || {
+            lower_cpu_priority();
+            let mut plan = plan_import(Some(&current), snap, &registry.keys, true)
+                .map_err(|e| (ImportError::Invalid(e), false))?;
+            plan.changes.batch = Some(batch);
+            registry
+                .blobs
+                .put_many(id, &plan.blobs)
+                .map_err(|e| (ImportError::from(e), false))?;
+            // The bytes are in the blob store; no need to hold them any longer.
+            plan.blobs = Vec::new();
+            // The commit is driven from here too (by this arbiter's runtime): ordering and
+            // encoding hundreds of thousands of records is CPU work as well.
             let started = std::time::Instant::now();
-            let res = registry.store.commit_import(id, &plan.changes).await;
+            let res = runtime.block_on(registry.store.commit_import(id, &plan.changes));
             registry.observe_commit(CommitKind::Import, started.elapsed(), res.is_ok());
             match res {
-                Ok(()) => Ok(plan),
+                // Which blobs the import released is worked out here too: it walks every
+                // record of the import.
+                Ok(()) => Ok((released_objects(&plan), plan)),
                 // Part of it may be in the store (or all of it): see `recover`.
-                Err(e) => {
-                    tokio::task::spawn_blocking(move || drop(plan));
-                    Err((ImportError::Store(e), true))
-                }
+                Err(e) => Err((ImportError::Store(e), true)),
             }
+        };
+        let (done, answer) = oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("import".into())
+            .spawn(move || {
+                let _ = done.send(run());
+            });
+        let work = async move {
+            if let Err(e) = spawned {
+                let failed = StoreError::Unavailable(format!("could not start the import: {e}"));
+                return Err((ImportError::Store(failed), false));
+            }
+            answer.await.unwrap_or_else(|_| {
+                // It may have stopped during the commit: settle as if it had.
+                let failed = StoreError::Other("the import's thread failed".into());
+                Err((ImportError::Store(failed), true))
+            })
         };
         ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
@@ -406,8 +416,7 @@ impl WorkspaceActor {
                 }
                 Err((e, false)) => Err(e),
             };
-            let answer = res.map(|plan| {
-                let released = released_objects(&plan);
+            let answer = res.map(|(released, plan)| {
                 let ImportPlan {
                     changes,
                     next,
@@ -431,5 +440,18 @@ impl WorkspaceActor {
             let _ = reply.send(answer);
             act.pump(ctx);
         }));
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nice 10; the threads it starts inherit it).
+/// An import's planning, blob writes and encoding keep a core busy for seconds to
+/// minutes; at a lower priority they give way to the threads that answer requests,
+/// which would otherwise wait in the run queue behind them, and take the cores that
+/// requests leave idle. The thread is one of its own: a thread's priority cannot be
+/// raised back without privilege, so it must not return to a pool.
+fn lower_cpu_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(None, 10) {
+        tracing::debug!(error = %e, "could not lower the import thread's priority");
     }
 }

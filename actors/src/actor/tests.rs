@@ -25,6 +25,10 @@ struct SlowStore {
     mode: std::sync::atomic::AtomicU8,
     /// Extra milliseconds every commit takes while set (a store that stalls).
     stall_ms: std::sync::atomic::AtomicU64,
+    /// Milliseconds an import's commit keeps its calling thread busy (as encoding a large
+    /// import does), and the CPU priority (nice value) that thread had.
+    import_busy_ms: std::sync::atomic::AtomicU64,
+    import_nice: std::sync::atomic::AtomicI32,
 }
 
 #[async_trait::async_trait]
@@ -51,6 +55,18 @@ impl Store for SlowStore {
             _ => std::future::pending().await,
         }
     }
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        let busy = self.import_busy_ms.load(Ordering::SeqCst);
+        if busy > 0 {
+            #[cfg(target_os = "linux")]
+            self.import_nice.store(
+                rustix::process::getpriority_process(None).unwrap_or(i32::MIN),
+                Ordering::SeqCst,
+            );
+            std::thread::sleep(Duration::from_millis(busy));
+        }
+        self.commit(workspace, changes).await
+    }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         self.inner.committed(workspace, batch).await
     }
@@ -62,13 +78,21 @@ impl Store for SlowStore {
     }
 }
 
-async fn workspace(delay: Duration) -> (Arc<SlowStore>, crate::registry::WorkspaceHandle) {
+async fn workspace(
+    delay: Duration,
+) -> (
+    Arc<SlowStore>,
+    crate::registry::WorkspaceHandle,
+    Arc<Registry>,
+) {
     let store = Arc::new(SlowStore {
         inner: MemoryStore::new(),
         commits: AtomicUsize::new(0),
         delay,
         mode: std::sync::atomic::AtomicU8::new(0),
         stall_ms: std::sync::atomic::AtomicU64::new(0),
+        import_busy_ms: std::sync::atomic::AtomicU64::new(0),
+        import_nice: std::sync::atomic::AtomicI32::new(0),
     });
     let registry = Registry::new(
         store.clone(),
@@ -82,7 +106,7 @@ async fn workspace(delay: Duration) -> (Arc<SlowStore>, crate::registry::Workspa
     let w = snap.workspace.clone().unwrap();
     let h = registry.handle_or_create(&w).unwrap();
     h.addr.send(Import(snap)).await.unwrap().unwrap();
-    (store, h)
+    (store, h, registry)
 }
 
 fn note(body: &str, reference: Option<&str>) -> WriteOp {
@@ -100,7 +124,7 @@ fn note(body: &str, reference: Option<&str>) -> WriteOp {
 
 #[actix::test]
 async fn writes_queued_behind_a_commit_share_the_next_one() {
-    let (store, h) = workspace(Duration::from_millis(100)).await;
+    let (store, h, _) = workspace(Duration::from_millis(100)).await;
     let before = store.commits.load(Ordering::SeqCst);
     let notes_before = h.state().notes.visible_len();
     // Forty concurrent clients, each its own task (as HTTP requests are).
@@ -141,7 +165,7 @@ async fn writes_queued_behind_a_commit_share_the_next_one() {
 
 #[actix::test]
 async fn a_failed_commit_changes_nothing() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let before = h.state();
     store.inner.fail.store(true, Ordering::SeqCst);
     let err = h.addr.send(Write(note("lost", Some("r1")))).await.unwrap();
@@ -168,7 +192,7 @@ async fn a_failed_commit_changes_nothing() {
 
 #[actix::test]
 async fn concurrent_retries_of_one_reference_make_one_note() {
-    let (_store, h) = workspace(Duration::from_millis(20)).await;
+    let (_store, h, _) = workspace(Duration::from_millis(20)).await;
     let before = h.state().notes.visible_len();
     let requests: Vec<_> = (0..12)
         .map(|i| {
@@ -215,7 +239,7 @@ fn created(w: &Written) -> Uuid {
 
 #[actix::test]
 async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.mode.store(1, Ordering::SeqCst);
     let lost = h
@@ -251,7 +275,7 @@ async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
 
 #[actix::test]
 async fn an_unconfirmed_commit_is_settled_without_further_writes() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.mode.store(1, Ordering::SeqCst);
     let lost = h.addr.send(Write(note("made it", None))).await.unwrap();
@@ -264,7 +288,7 @@ async fn an_unconfirmed_commit_is_settled_without_further_writes() {
 
 #[actix::test]
 async fn a_commit_that_never_happened_is_dropped() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let before = h.state().notes.visible_len();
     store.inner.fail.store(true, Ordering::SeqCst);
     let failed = h
@@ -292,7 +316,7 @@ async fn a_commit_that_never_happened_is_dropped() {
 
 #[actix::test]
 async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     store.mode.store(2, Ordering::SeqCst);
     let started = std::time::Instant::now();
     let hung = h.addr.send(Write(note("hangs", None))).await.unwrap();
@@ -321,7 +345,7 @@ async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
 /// is applied, in memory or in the store.
 #[actix::test]
 async fn writes_behind_a_long_import_are_refused_at_their_deadline() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let notes_before = h.state().notes.visible_len();
     let stall = super::handlers::QUEUE_TIMEOUT + Duration::from_secs(2);
     store
@@ -378,7 +402,7 @@ async fn writes_behind_a_long_import_are_refused_at_their_deadline() {
 /// the store, so memory holds exactly what the store does, and goes on taking writes.
 #[actix::test]
 async fn an_import_whose_commit_failed_is_reloaded_from_the_store() {
-    let (store, h) = workspace(Duration::ZERO).await;
+    let (store, h, _) = workspace(Duration::ZERO).await;
     let mut snap: serde_json::Value = serde_json::from_slice(include_bytes!(
         "../../../tests/fixtures/snapshot-small.json"
     ))
@@ -413,4 +437,52 @@ async fn an_import_whose_commit_failed_is_reloaded_from_the_store() {
         .await
         .unwrap();
     assert!(done.is_ok());
+}
+
+/// An import's commit keeps its thread busy (a store orders and encodes every record):
+/// that is the import's own thread, at a lower CPU priority, never the arbiter that runs
+/// every workspace's actor, so another workspace's writes commit meanwhile.
+#[actix::test]
+async fn an_import_commit_holds_no_other_workspace() {
+    let (store, a, registry) = workspace(Duration::ZERO).await;
+    // B: the same snapshot under another workspace id, on the same arbiter.
+    let mut snap: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    snap["workspace"]["id"] = serde_json::json!(Uuid::new_v4());
+    // Key ids are global: B's snapshot brings none.
+    snap["api_keys"] = serde_json::json!([]);
+    let snap = parse_slice(&serde_json::to_vec(&snap).unwrap()).unwrap();
+    let b = registry
+        .handle_or_create(snap.workspace.as_ref().unwrap())
+        .unwrap();
+    b.addr.send(Import(snap)).await.unwrap().unwrap();
+
+    let busy = Duration::from_secs(3);
+    store
+        .import_busy_ms
+        .store(busy.as_millis() as u64, Ordering::SeqCst);
+    let snap = parse_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let import = actix::spawn(a.addr.send(Import(snap)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let done = b.addr.send(Write(note("meanwhile", None))).await.unwrap();
+    assert!(done.is_ok(), "{:?}", done.err());
+    assert!(
+        started.elapsed() < busy - Duration::from_secs(1),
+        "B's write waited for A's import: {:?}",
+        started.elapsed()
+    );
+    assert!(!import.is_finished(), "the import was still committing");
+    import.await.unwrap().unwrap().unwrap();
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        store.import_nice.load(Ordering::SeqCst),
+        10,
+        "the import ran at a lower priority"
+    );
 }
