@@ -46,6 +46,7 @@ pub enum Command {
     /// Apply snapshot files to the store, offline: refused while a server uses the store
     /// (import through its `POST /admin/v1/import` instead).
     Import {
+        /// Snapshot files (JSON), applied in order.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -54,10 +55,13 @@ pub enum Command {
     Key(KeyCommand),
     /// Write a synthetic, realistic snapshot.
     Generate {
+        /// How many people (candidates and contacts) the workspace has.
         #[arg(long)]
         people: usize,
+        /// The same seed gives the same file.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Where to write the snapshot (default: standard output).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -82,6 +86,7 @@ pub enum KeyCommand {
         /// Comma-separated: notes:write, tasks:write, records:write (read is implied).
         #[arg(long, value_delimiter = ',')]
         scopes: Vec<String>,
+        /// This key's own request budget per minute (default: the server's).
         #[arg(long)]
         rate_limit_per_minute: Option<u32>,
         #[command(flatten)]
@@ -91,6 +96,7 @@ pub enum KeyCommand {
     /// store directly when no server uses it; fails, changing nothing, when a server uses
     /// the store but its admin interface cannot be used (see `create`).
     Revoke {
+        /// The key's id (`key_…`, as `key create` printed it), not its secret.
         key_id: String,
         #[command(flatten)]
         admin: AdminArgs,
@@ -100,8 +106,10 @@ pub enum KeyCommand {
 /// Where a running server's admin interface would be.
 #[derive(Args, Debug)]
 pub struct AdminArgs {
+    /// Address of the running server's admin interface.
     #[arg(long, default_value = "127.0.0.1:8444")]
     pub admin_listen: SocketAddr,
+    /// Bearer token of that admin interface (default: `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 }
@@ -233,21 +241,31 @@ fn admin_error(json: &serde_json::Value) -> String {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
+    /// Address of the HTTPS API.
     #[arg(long, default_value = "127.0.0.1:8443")]
     pub listen: SocketAddr,
+    /// Address of the admin interface (plain HTTP; loopback only unless
+    /// --admin-allow-remote).
     #[arg(long, default_value = "127.0.0.1:8444")]
     pub admin_listen: SocketAddr,
+    /// Let the admin interface bind a non-loopback address.
     #[arg(long)]
     pub admin_allow_remote: bool,
+    /// TLS certificate chain, PEM (default: a self-signed pair generated once in
+    /// `<data-dir>/tls/`).
     #[arg(long, requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
+    /// TLS private key, PEM (with --tls-cert).
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// Base of signed download URLs (default https://<listen>).
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Requests per minute per key, unless the key has its own budget.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_minute: u32,
+    /// Bearer token of the admin interface (default: generated once into
+    /// `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// HTTPS worker threads (default: one per CPU).
@@ -551,4 +569,34 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
     .await?;
     store.close().await;
     Ok(Some(secret))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every subcommand says what it is in `--help`.
+    #[test]
+    fn every_flag_has_a_description() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    missing.push(format!("{path} {} (the subcommand)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "recruitd", &mut missing);
+        assert!(missing.is_empty(), "no description: {missing:?}");
+    }
 }

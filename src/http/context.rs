@@ -276,6 +276,13 @@ fn finish_error(res: ServiceResponse<BoxBody>, rid: &RequestId) -> ServiceRespon
         header::HeaderName::from_static("x-request-id"),
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),
     );
+    if kind == ErrorKind::Unauthorized {
+        // RFC 6750: a 401 names the scheme the client should authenticate with.
+        http.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"recruitd\""),
+        );
+    }
     let http = http.set_body(BoxBody::new(body));
     ServiceResponse::new(req, http)
 }

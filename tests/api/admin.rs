@@ -24,6 +24,13 @@ async fn ready_and_token(b: Backend) {
         .send()
         .await
         .unwrap();
+    assert!(
+        res.headers()
+            .get("www-authenticate")
+            .is_some_and(|v| v.to_str().unwrap().starts_with("Bearer ")),
+        "{:?}",
+        res.headers()
+    );
     let (s, body) = json_of(res).await;
     assert_error(s, &body, 401, "UNAUTHORIZED");
 }

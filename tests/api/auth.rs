@@ -34,7 +34,19 @@ async fn only_the_bearer_header_is_accepted(b: Backend) {
         app.client.get(&url).bearer_auth(format!("{READ_KEY}x")),
     ];
     for rb in cases {
-        let (s, body) = json_of(rb.send().await.unwrap()).await;
+        let res = rb.send().await.unwrap();
+        // RFC 6750: the answer names the scheme to authenticate with.
+        let challenge = res
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.starts_with("Bearer ")),
+            "WWW-Authenticate: {challenge:?}"
+        );
+        let (s, body) = json_of(res).await;
         assert_error(s, &body, 401, "UNAUTHORIZED");
     }
 }
