@@ -28,9 +28,11 @@ impl Backend {
     }
 
     /// Closes, server side, the PostgreSQL connections of this backend's schema once its
-    /// test is over. A finished test's application is never torn down (its threads
-    /// outlive the test's runtime), so its idle pool would otherwise hold connections
-    /// until the whole run ends, and a long suite would exhaust `max_connections`.
+    /// test is over, then drops the schema. A finished test's application is never torn
+    /// down (its threads outlive the test's runtime), so its idle pool would otherwise
+    /// hold connections until the whole run ends, and a long suite would exhaust
+    /// `max_connections`; and a run would leave a schema per test behind (a later run's
+    /// sweep is the fallback, for a process killed mid-test).
     pub async fn release(&self) {
         let Backend::Postgres(url) = self else {
             return;
@@ -52,6 +54,14 @@ impl Backend {
         .bind(schema)
         .execute(&mut conn)
         .await;
+        // A pool that reconnects meanwhile could hold a table lock a moment: wait for it
+        // a little, and leave the schema to the sweep rather than hang.
+        let _ = sqlx::query("SET lock_timeout = '5s'")
+            .execute(&mut conn)
+            .await;
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .execute(&mut conn)
+            .await;
         let _ = conn.close().await;
     }
 }

@@ -16,8 +16,13 @@ macro_rules! store_test {
                     match $crate::helpers::Backend::postgres().await {
                         Some(b) => {
                             let used = b.clone();
-                            super::$name(b).await;
+                            // Run as a task of its own, so that a failing test still
+                            // drops its schema before its panic is passed on.
+                            let outcome = actix_web::rt::spawn(super::$name(b)).await;
                             used.release().await;
+                            if let Err(e) = outcome {
+                                std::panic::resume_unwind(e.into_panic());
+                            }
                         }
                         None => eprintln!("{} not set: PostgreSQL variant not run", $crate::helpers::PG_ENV),
                     }
