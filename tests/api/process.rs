@@ -450,6 +450,73 @@ async fn sigterm_finishes_in_flight_writes_and_exits_zero(b: Backend) {
     drop(restarted);
 }
 
+/// Ctrl-C is as graceful as SIGTERM: a write whose body is still uploading when SIGINT
+/// arrives is read to its end, committed and answered, and the server exits 0.
+async fn sigint_lets_a_slow_upload_finish(b: Backend) {
+    slow_upload_across(b, "INT").await;
+}
+
+async fn sigterm_lets_a_slow_upload_finish(b: Backend) {
+    slow_upload_across(b, "TERM").await;
+}
+
+async fn slow_upload_across(b: Backend, sig: &str) {
+    use futures_util::StreamExt;
+    let dir = prepare(&b).await;
+    let log = dir.path().join("server.log");
+    let mut server = Server::start_logging(dir.path(), &b, Some(&log)).await;
+    let text = format!("uploaded across SIG{sig}");
+    let body = serde_json::to_vec(&note_request(&text)).unwrap();
+    let (first, rest) = body.split_at(body.len() / 2);
+    let chunks = vec![first.to_vec(), rest.to_vec()];
+    let slow =
+        futures_util::stream::iter(chunks.into_iter().enumerate()).then(|(i, chunk)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+            Ok::<_, std::io::Error>(chunk)
+        });
+    let request = server
+        .client()
+        .post(format!("{}/v1/notes", server.api))
+        .bearer_auth(WRITE_KEY)
+        .header("content-type", "application/json")
+        .header("content-length", body.len())
+        .body(reqwest::Body::wrap_stream(slow))
+        .send();
+    let upload = tokio::spawn(request);
+    // The headers and the first half are in; the rest comes 1.5 s later.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.signal(&format!("-{sig}"));
+    let res = upload
+        .await
+        .unwrap()
+        .expect("an answer, not a cut connection");
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    assert!(created["data"]["id"].is_string(), "{created}");
+    let status = tokio::time::timeout(Duration::from_secs(30), server.child.wait())
+        .await
+        .expect("exits within 30 s")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!("SIG{sig} received; starting graceful shutdown")),
+        "{logged}"
+    );
+    assert!(!logged.contains("forced shutdown"), "{logged}");
+    // It was committed, not just answered.
+    let restarted = Server::start(dir.path(), &b).await;
+    let notes = restarted.notes().await;
+    assert_eq!(
+        notes.get(&text).map(Vec::len),
+        Some(1),
+        "the note is stored once"
+    );
+    drop(restarted);
+}
+
 async fn access_logs_are_structured_and_keep_secrets_out(b: Backend) {
     let dir = prepare(&b).await;
     let log = dir.path().join("server.log");
@@ -504,6 +571,8 @@ async fn access_logs_are_structured_and_keep_secrets_out(b: Backend) {
 
 store_test!(
     access_logs_are_structured_and_keep_secrets_out,
+    sigint_lets_a_slow_upload_finish,
+    sigterm_lets_a_slow_upload_finish,
     sigkill_under_write_load_loses_no_acknowledged_write,
     sigterm_finishes_in_flight_writes_and_exits_zero
 );
