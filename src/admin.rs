@@ -1,7 +1,7 @@
 //! The admin interface: plain HTTP on loopback, bearer admin token.
 //!
 //! `GET /admin/v1/ready`, `POST /admin/v1/import`, `POST /admin/v1/keys`,
-//! `DELETE /admin/v1/keys/{id}` — see `operations.md`. Same envelope as the API.
+//! `DELETE /admin/v1/keys/{id}` — see `docs/operations.md`. Same envelope as the API.
 
 use crate::http::context::{request_context, RequestId};
 use crate::http::errors::{ApiError, ErrorKind};

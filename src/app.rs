@@ -43,7 +43,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Defaults of `operations.md`, rooted at `data_dir`.
+    /// Defaults of `docs/operations.md`, rooted at `data_dir`.
     pub fn new(data_dir: PathBuf) -> Self {
         Settings {
             data_dir,

@@ -1,4 +1,4 @@
-//! The command line (`operations.md`): `serve`, `import`, `key create|revoke`, `generate`.
+//! The command line (`docs/operations.md`): `serve`, `import`, `key create|revoke`, `generate`.
 
 use crate::admin_client::AdminReply;
 use crate::app::{Application, Settings};

@@ -1,5 +1,5 @@
 //! `prepare`: puts a workspace into a running server through its operator surface only
-//! (see `operations.md`): `recruitd generate` writes a synthetic snapshot, the admin
+//! (see `docs/operations.md`): `recruitd generate` writes a synthetic snapshot, the admin
 //! interface imports it (`POST /admin/v1/import`) and creates a key with every scope and
 //! a per-minute budget far above any benchmark rate (`POST /admin/v1/keys`), written to
 //! a file the scenarios read.
