@@ -2,7 +2,7 @@
 //!
 //! Each view borrows the raw record and the state it was read from and serialises
 //! straight to JSON: no intermediate copies on the list path. Derivation rules follow the
-//! spec and `snapshot-format.md` ("Derived in the API").
+//! API reference and `docs/snapshot-format.md` ("What the API shows besides them").
 
 use crate::model::*;
 use crate::rendered::{Reads, Rendered};

@@ -96,7 +96,7 @@ pub const WRITE_KEY: &str = "rk_example_write_0123456789abcdef";
 /// The example snapshot's company.
 pub const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
-/// The worked example of `snapshot-format.md`.
+/// The small example snapshot of `docs/snapshot-format.md`.
 pub fn example() -> Value {
     serde_json::from_str(include_str!("../fixtures/snapshot-small.json")).unwrap()
 }
