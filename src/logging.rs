@@ -13,7 +13,8 @@ static GUARD: Mutex<Option<WorkerGuard>> = Mutex::new(None);
 /// Installs the subscriber: `RECRUITD_LOG` filters (default `info`),
 /// `RECRUITD_LOG_FORMAT=json` writes one JSON object per line.
 pub fn init() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RECRUITD_LOG")
+    let directives = std::env::var("RECRUITD_LOG").unwrap_or_else(|_| "info".into());
+    let filter = tracing_subscriber::EnvFilter::try_new(quiet_notices(&directives))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(false)
@@ -39,4 +40,26 @@ pub fn flush() {
 /// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
 pub fn json_logs() -> bool {
     std::env::var("RECRUITD_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
+}
+
+/// PostgreSQL's NOTICE messages reach the log through sqlx at `info`: every start would
+/// log that `_sqlx_migrations` already exists. They are kept to warnings, unless the
+/// filter names sqlx itself.
+fn quiet_notices(directives: &str) -> String {
+    if directives.contains("sqlx") {
+        directives.to_owned()
+    } else {
+        format!("{directives},sqlx::postgres::notice=warn")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quiet_notices;
+
+    #[test]
+    fn postgres_notices_are_quiet_unless_asked_for() {
+        assert_eq!(quiet_notices("info"), "info,sqlx::postgres::notice=warn");
+        assert_eq!(quiet_notices("debug,sqlx=info"), "debug,sqlx=info");
+    }
 }
