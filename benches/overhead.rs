@@ -61,6 +61,7 @@ fn overhead(c: &mut Criterion) {
         created_by: uuid::Uuid::nil(),
         revoked: false,
         rate_limit_per_minute: Some(u32::MAX),
+        created_at: None,
     };
     let limiter = RateLimiter::new(600, Clock::System);
     let mut buf = Vec::with_capacity(4096);

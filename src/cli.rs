@@ -1,4 +1,5 @@
-//! The command line (`docs/operations.md`): `serve`, `import`, `key create|revoke`, `generate`.
+//! The command line (`docs/operations.md`): `serve`, `import`, `key create|list|revoke`,
+//! `generate`.
 
 use crate::admin_client::AdminReply;
 use crate::app::{Application, Settings};
@@ -91,6 +92,14 @@ pub enum KeyCommand {
         rate_limit_per_minute: Option<u32>,
         #[command(flatten)]
         admin: AdminArgs,
+    },
+    /// List keys: id, workspace, scopes, creator, when created, whether revoked. Never a
+    /// secret (the store holds only their hashes). Reads the store; safe beside a running
+    /// server.
+    List {
+        /// Only the keys of this workspace (id or exact name).
+        #[arg(long)]
+        workspace: Option<String>,
     },
     /// Revoke a key: through a running server, effective on its next request, or in the
     /// store directly when no server uses it; fails, changing nothing, when a server uses
@@ -316,6 +325,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_minute,
             },
         )),
+        Command::Key(KeyCommand::List { workspace }) => {
+            system().block_on(list_keys(&cli.store, workspace.as_deref()))
+        }
         Command::Key(KeyCommand::Revoke { key_id, admin }) => {
             system().block_on(revoke_key(&cli.store, &admin, &key_id))
         }
@@ -323,6 +335,57 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::generate::run_cli(&GenerateOptions { people, seed }, out.as_deref())
         }
     }
+}
+
+/// `recruitd key list [--workspace WS]`: one line per key, oldest workspace first, then
+/// by id. Reading needs no store lock: every key change is committed before it is
+/// acknowledged, so the store is the whole truth.
+async fn list_keys(store_args: &StoreArgs, workspace: Option<&str>) -> anyhow::Result<()> {
+    let store =
+        crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+    let workspaces = store.workspaces().await?;
+    let wanted = match workspace {
+        None => None,
+        Some(w) => Some(
+            workspaces
+                .iter()
+                .find(|ws| ws.id.to_string() == w || ws.name.as_deref() == Some(w))
+                .map(|ws| ws.id)
+                .with_context(|| format!("no workspace with the id or name {w:?}"))?,
+        ),
+    };
+    let name_of = |id: uuid::Uuid| {
+        workspaces
+            .iter()
+            .find(|w| w.id == id)
+            .and_then(|w| w.name.clone())
+            .unwrap_or_default()
+    };
+    let mut keys = store.keys().await?;
+    keys.retain(|k| wanted.is_none_or(|w| k.workspace_id == w));
+    keys.sort_by(|a, b| (a.workspace_id, &a.id).cmp(&(b.workspace_id, &b.id)));
+    store.close().await;
+    say(format_args!(
+        "{:<24} {:<36} {:<20} {:<44} {:<36} {:<24} revoked",
+        "id", "workspace", "workspace name", "scopes", "created by (user id)", "created"
+    ))?;
+    for k in keys {
+        let created = k
+            .created_at
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            .unwrap_or_else(|| "-".into());
+        say(format_args!(
+            "{:<24} {:<36} {:<20} {:<44} {:<36} {:<24} {}",
+            k.id,
+            k.workspace_id,
+            name_of(k.workspace_id),
+            k.scopes.to_csv(),
+            k.created_by,
+            created,
+            if k.revoked { "yes" } else { "no" }
+        ))?;
+    }
+    Ok(())
 }
 
 /// `recruitd import FILE...`: offline, so only while no server uses the store (a server

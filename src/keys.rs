@@ -48,6 +48,7 @@ pub fn build_key(state: &WorkspaceState, req: &NewKey<'_>) -> Result<(ApiKey, St
             created_by: user_id,
             revoked: false,
             rate_limit_per_minute: req.rate_limit_per_minute,
+            created_at: None,
         },
         secret,
     ))

@@ -195,6 +195,7 @@ mod tests {
             created_by: uuid::Uuid::nil(),
             rate_limit_per_minute: limit,
             revoked: false,
+            created_at: None,
         }
     }
 

@@ -561,6 +561,9 @@ pub struct ApiKey {
     pub created_by: Uuid,
     pub revoked: bool,
     pub rate_limit_per_minute: Option<u32>,
+    /// When the store first recorded the key (its own clock, set on insert and never
+    /// changed); `None` until the key has been read back from the store.
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Hash under which a key secret is kept and looked up. Key secrets are long random

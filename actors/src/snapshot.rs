@@ -814,6 +814,7 @@ pub fn plan_import(
                     created_by: k.created_by,
                     revoked: k.revoked,
                     rate_limit_per_minute: k.rate_limit_per_minute,
+                    created_at: keys.key(&k.id).and_then(|existing| existing.created_at),
                 });
             }
             Entry::Delete(id) => match keys.key(id) {

@@ -186,16 +186,30 @@ pub(crate) fn decode_workspace(
     })
 }
 
-/// Rebuilds an API key from its columns (as both schemas keep them).
-pub(crate) fn decode_key(
-    id: String,
-    workspace_id: &str,
-    secret_hash: &[u8],
-    scopes: &str,
-    created_by: &str,
-    revoked: bool,
-    rate_limit_per_minute: Option<i64>,
-) -> Result<ApiKey, StoreError> {
+/// An `api_keys` row's columns, as both schemas keep them (`created_at` as RFC 3339 text).
+pub(crate) struct KeyRow<'a> {
+    pub id: String,
+    pub workspace_id: &'a str,
+    pub secret_hash: &'a [u8],
+    pub scopes: &'a str,
+    pub created_by: &'a str,
+    pub revoked: bool,
+    pub rate_limit_per_minute: Option<i64>,
+    pub created_at: Option<&'a str>,
+}
+
+/// Rebuilds an API key from its row.
+pub(crate) fn decode_key(row: KeyRow<'_>) -> Result<ApiKey, StoreError> {
+    let KeyRow {
+        id,
+        workspace_id,
+        secret_hash,
+        scopes,
+        created_by,
+        revoked,
+        rate_limit_per_minute,
+        created_at,
+    } = row;
     let corrupt = |what: String| StoreError::Corrupt(format!("api key {id:?}: {what}"));
     let workspace_id = Uuid::parse_str(workspace_id)
         .map_err(|e| corrupt(format!("workspace_id {workspace_id:?}: {e}")))?;
@@ -209,6 +223,13 @@ pub(crate) fn decode_key(
         .map(u32::try_from)
         .transpose()
         .map_err(|e| corrupt(format!("rate_limit_per_minute: {e}")))?;
+    let created_at = created_at
+        .map(|t| {
+            chrono::DateTime::parse_from_rfc3339(t)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|e| corrupt(format!("created_at {t:?}: {e}")))
+        })
+        .transpose()?;
     Ok(ApiKey {
         id,
         workspace_id,
@@ -217,6 +238,7 @@ pub(crate) fn decode_key(
         created_by,
         revoked,
         rate_limit_per_minute,
+        created_at,
     })
 }
 
@@ -474,6 +496,16 @@ mod tests {
         all
     }
 
+    /// Keys as read back, with the time the store recorded for each (which must be
+    /// there) set aside, to compare with the keys written.
+    fn stamped(mut keys: Vec<ApiKey>) -> Vec<ApiKey> {
+        for k in &mut keys {
+            let at = k.created_at.take();
+            assert!(at.is_some_and(|t| t <= chrono::Utc::now()), "{k:?}");
+        }
+        keys
+    }
+
     fn key(id: &str, scopes: Scopes, rate: Option<u32>) -> ApiKey {
         ApiKey {
             id: id.to_owned(),
@@ -483,6 +515,7 @@ mod tests {
             created_by: ws(USER),
             revoked: false,
             rate_limit_per_minute: rate,
+            created_at: None,
         }
     }
 
@@ -552,7 +585,8 @@ mod tests {
             vec![workspace(WS, "Northwind Talent")],
             "{name}"
         );
-        assert_eq!(store.keys().await.unwrap(), keys, "{name}");
+        let first_read = store.keys().await.unwrap();
+        assert_eq!(stamped(first_read.clone()), keys, "{name}");
 
         // Re-open: migrations are already applied, the data is still there.
         drop(store);
@@ -701,7 +735,11 @@ mod tests {
         let mut revoked = keys[1].clone();
         revoked.revoked = true;
         assert_eq!(
-            store.revoke_key("key_write").await.unwrap(),
+            store
+                .revoke_key("key_write")
+                .await
+                .unwrap()
+                .map(|k| stamped(vec![k]).remove(0)),
             Some(revoked.clone()),
             "{name}"
         );
@@ -710,11 +748,15 @@ mod tests {
             None,
             "{name}"
         );
+        let last_read = store.keys().await.unwrap();
         assert_eq!(
-            store.keys().await.unwrap(),
+            stamped(last_read.clone()),
             vec![replaced, revoked],
             "{name}"
         );
+        // When a key was made stays what the store first recorded, whatever replaced it.
+        let created = |keys: &[ApiKey]| keys.iter().map(|k| k.created_at).collect::<Vec<_>>();
+        assert_eq!(created(&last_read), created(&first_read), "{name}");
 
         // A body that no longer parses is reported as corrupt, naming kind and id.
         b.raw(&format!(

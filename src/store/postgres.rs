@@ -22,7 +22,7 @@
 
 use super::{
     decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
-    ACQUIRE_TIMEOUT,
+    KeyRow, ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
@@ -74,7 +74,8 @@ const MAX_CONNECTIONS: u32 = 8;
 
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
-    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute";
+    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
+     to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
 
 const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
      SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
@@ -421,15 +422,16 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
 
 fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
     let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
-    decode_key(
-        row.try_get(0).map_err(get)?,
-        row.try_get(1).map_err(get)?,
-        row.try_get(2).map_err(get)?,
-        row.try_get(3).map_err(get)?,
-        row.try_get(4).map_err(get)?,
-        row.try_get(5).map_err(get)?,
-        row.try_get(6).map_err(get)?,
-    )
+    decode_key(KeyRow {
+        id: row.try_get(0).map_err(get)?,
+        workspace_id: row.try_get(1).map_err(get)?,
+        secret_hash: row.try_get(2).map_err(get)?,
+        scopes: row.try_get(3).map_err(get)?,
+        created_by: row.try_get(4).map_err(get)?,
+        revoked: row.try_get(5).map_err(get)?,
+        rate_limit_per_minute: row.try_get(6).map_err(get)?,
+        created_at: row.try_get(7).map_err(get)?,
+    })
 }
 
 #[async_trait]

@@ -30,7 +30,7 @@
 
 use super::{
     decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
-    ACQUIRE_TIMEOUT,
+    KeyRow, ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
@@ -84,7 +84,8 @@ static FULL_UPSERT_SQL: LazyLock<String> = LazyLock::new(|| upsert_sql(UPSERT_CH
 
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
-    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute";
+    "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
+     created_at";
 
 /// SQLite behind the Store port. See the module doc for the connection layout.
 pub struct SqliteStore {
@@ -403,15 +404,16 @@ fn delete_sql(ids: usize) -> String {
 
 fn key_from_row(row: &SqliteRow) -> Result<ApiKey, StoreError> {
     let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
-    decode_key(
-        row.try_get(0).map_err(get)?,
-        row.try_get(1).map_err(get)?,
-        row.try_get(2).map_err(get)?,
-        row.try_get(3).map_err(get)?,
-        row.try_get(4).map_err(get)?,
-        row.try_get(5).map_err(get)?,
-        row.try_get(6).map_err(get)?,
-    )
+    decode_key(KeyRow {
+        id: row.try_get(0).map_err(get)?,
+        workspace_id: row.try_get(1).map_err(get)?,
+        secret_hash: row.try_get(2).map_err(get)?,
+        scopes: row.try_get(3).map_err(get)?,
+        created_by: row.try_get(4).map_err(get)?,
+        revoked: row.try_get(5).map_err(get)?,
+        rate_limit_per_minute: row.try_get(6).map_err(get)?,
+        created_at: row.try_get(7).map_err(get)?,
+    })
 }
 
 #[async_trait]

@@ -61,6 +61,7 @@ async fn offline_import_and_keys(b: Backend) {
     let secret = out.lines().next().unwrap().trim().to_string();
     assert!(secret.starts_with("rk_"), "{out}");
     assert!(out.lines().nth(1).unwrap().contains("key_"), "{out}");
+    let out_of_create = out.clone();
     let (ok, _, err) = recruitd(
         dir.path(),
         &b,
@@ -90,6 +91,34 @@ async fn offline_import_and_keys(b: Backend) {
     )
     .await;
     assert!(ok);
+    // The list shows every key of the workspace, with scopes, creation and revocation,
+    // and never a secret.
+    let new_id = out_key_id(&out_of_create);
+    let (ok, listed, err) = recruitd(
+        dir.path(),
+        &b,
+        &["key", "list", "--workspace", "Northwind Talent"],
+    )
+    .await;
+    assert!(ok, "{listed}{err}");
+    let line_of = |id: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("{id} not listed: {listed}"))
+            .to_owned()
+    };
+    let created = line_of(&new_id);
+    assert!(created.contains("read,notes:write"), "{created}");
+    assert!(created.ends_with(" no"), "{created}");
+    let year = chrono::Utc::now().format("%Y-").to_string();
+    assert!(created.contains(&year), "a creation time: {created}");
+    assert!(line_of("key_demo_write").ends_with(" yes"), "{listed}");
+    for secret in [secret.as_str(), READ_KEY, WRITE_KEY] {
+        assert!(!listed.contains(secret), "a secret was listed");
+    }
+    let (ok, _, err) = recruitd(dir.path(), &b, &["key", "list", "--workspace", "nope"]).await;
+    assert!(!ok && err.contains("nope"), "{err}");
     let app = spawn_app_in(b, dir).await;
     assert_eq!(app.get("/v1/jobs", &secret).await.0, 200);
     let (s, body) = app.get("/v1/jobs", WRITE_KEY).await;
@@ -348,4 +377,16 @@ async fn key_create_into_a_pipe_closed_early() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// The key id in `key create`'s output (its second line names it).
+fn out_key_id(out: &str) -> String {
+    let line = out.lines().nth(1).unwrap_or_default();
+    let at = line
+        .find("key_")
+        .unwrap_or_else(|| panic!("no key id in {out:?}"));
+    line[at..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
 }
