@@ -34,8 +34,6 @@ pub struct Settings {
     pub rate_limit_per_minute: u32,
     pub admin_token: Option<String>,
     pub workers: Option<usize>,
-    /// Leave SIGINT/SIGTERM to the caller (tests run several servers in one process).
-    pub disable_signals: bool,
     /// Most API writes of one workspace committed in one transaction (1: no grouping).
     pub write_batch_max: usize,
     /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
@@ -57,7 +55,6 @@ impl Settings {
             rate_limit_per_minute: 600,
             admin_token: None,
             workers: None,
-            disable_signals: false,
             write_batch_max: actors::actor::MAX_BATCH,
             clock: Clock::System,
         }
@@ -163,7 +160,6 @@ impl Application {
             move || http::app(app_state.clone()),
             HttpsOptions {
                 workers: s.workers,
-                disable_signals: s.disable_signals,
                 ..HttpsOptions::default()
             },
         )?;
@@ -178,13 +174,13 @@ impl Application {
             api_accepting,
             metrics,
         });
-        let mut admin = HttpServer::new(move || admin::app(admin_state.clone()))
+        // Signals are the caller's (`stop_on_signals`): several servers may share a
+        // process (tests), and actix would stop at once on SIGINT.
+        let admin = HttpServer::new(move || admin::app(admin_state.clone()))
             .workers(1)
-            .listen(admin_listener)?;
-        if s.disable_signals {
-            admin = admin.disable_signals();
-        }
-        let admin = admin.run();
+            .disable_signals()
+            .listen(admin_listener)?
+            .run();
 
         Ok(Application {
             api_addr,
@@ -211,6 +207,34 @@ impl Application {
     /// Handles to stop both servers.
     pub fn handles(&self) -> (ServerHandle, ServerHandle) {
         (self.api.handle(), self.admin.handle())
+    }
+
+    /// Stops both servers on a signal: SIGINT and SIGTERM gracefully (no new connections;
+    /// requests in flight, uploads included, finish within the shutdown bound), SIGQUIT at
+    /// once.
+    pub fn stop_on_signals(&self) -> anyhow::Result<()> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (api, admin) = self.handles();
+        for (kind, name, graceful) in [
+            (SignalKind::interrupt(), "SIGINT", true),
+            (SignalKind::terminate(), "SIGTERM", true),
+            (SignalKind::quit(), "SIGQUIT", false),
+        ] {
+            let mut received = signal(kind).with_context(|| format!("handling {name}"))?;
+            let (api, admin) = (api.clone(), admin.clone());
+            actix_web::rt::spawn(async move {
+                if received.recv().await.is_none() {
+                    return;
+                }
+                if graceful {
+                    tracing::info!("{name} received; starting graceful shutdown");
+                } else {
+                    tracing::info!("{name} received; stopping at once");
+                }
+                futures_util::future::join(api.stop(graceful), admin.stop(graceful)).await;
+            });
+        }
+        Ok(())
     }
 
     /// Runs until both servers have stopped (a signal, or their handles).

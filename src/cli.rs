@@ -549,9 +549,6 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         rate_limit_per_minute: args.rate_limit_per_minute,
         admin_token: args.admin_token,
         workers: args.workers,
-        // Handled below: actix stops at once on SIGINT, and SIGINT (Ctrl-C) must be as
-        // graceful as SIGTERM.
-        disable_signals: true,
         write_batch_max: args.write_batch_max as usize,
         clock: crate::signed_urls::Clock::System,
     };
@@ -576,7 +573,7 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
             cert = cert.display()
         );
     }
-    stop_on_signals(&app)?;
+    app.stop_on_signals()?;
     app.run_until_stopped().await.context("server failed")?;
     // Every request is answered and the store is closed. Exit now rather than tearing
     // down the in-memory workspaces piece by piece, which for millions of records takes
@@ -587,34 +584,6 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("recruitd: stopped");
     }
     std::process::exit(0)
-}
-
-/// Stops both servers on a signal: SIGINT and SIGTERM gracefully (no new connections;
-/// requests in flight, uploads included, finish within the shutdown bound), SIGQUIT at
-/// once.
-fn stop_on_signals(app: &crate::app::Application) -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (api, admin) = app.handles();
-    for (kind, name, graceful) in [
-        (SignalKind::interrupt(), "SIGINT", true),
-        (SignalKind::terminate(), "SIGTERM", true),
-        (SignalKind::quit(), "SIGQUIT", false),
-    ] {
-        let mut received = signal(kind).with_context(|| format!("handling {name}"))?;
-        let (api, admin) = (api.clone(), admin.clone());
-        actix_web::rt::spawn(async move {
-            if received.recv().await.is_none() {
-                return;
-            }
-            if graceful {
-                tracing::info!("{name} received; starting graceful shutdown");
-            } else {
-                tracing::info!("{name} received; stopping at once");
-            }
-            futures_util::future::join(api.stop(graceful), admin.stop(graceful)).await;
-        });
-    }
-    Ok(())
 }
 
 /// Loads the demo workspace into an empty store; the new key's secret, or `None` when the

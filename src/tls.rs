@@ -315,14 +315,11 @@ pub struct HttpsOptions {
     /// Connections served at once by each worker; further ones wait in the listen backlog.
     /// Default 25 000 (actix-server's default).
     pub max_connections_per_worker: usize,
-    /// After SIGINT/SIGTERM (or [`actix_server::ServerHandle::stop`] with `graceful`),
+    /// After [`actix_server::ServerHandle::stop`] with `graceful` (SIGINT or SIGTERM),
     /// in-flight requests get this long to finish before connections are dropped; rounded
     /// up to whole seconds. Default 25 s: shorter than the 30 s that common supervisors
     /// (Kubernetes, Docker) wait before SIGKILL, so shutdown stays graceful under them.
     pub shutdown_timeout: Duration,
-    /// Do not install SIGINT/SIGTERM/SIGQUIT handlers; stop through the server's handle
-    /// instead. Lets tests run several servers in one process. Default `false`.
-    pub disable_signals: bool,
 }
 
 impl Default for HttpsOptions {
@@ -335,7 +332,6 @@ impl Default for HttpsOptions {
             tls_handshake_timeout: Duration::from_secs(3),
             max_connections_per_worker: 25_000,
             shutdown_timeout: Duration::from_secs(25),
-            disable_signals: false,
         }
     }
 }
@@ -347,8 +343,9 @@ impl Default for HttpsOptions {
 /// as `https`. Plain HTTP on this port is answered with `400` and closed (see the module
 /// docs); it never reaches the application.
 ///
-/// Await the returned [`Server`] (or spawn it and keep its `handle()`) to run it. Unless
-/// `opts.disable_signals`, SIGINT/SIGTERM stop it gracefully, SIGQUIT at once.
+/// Await the returned [`Server`] (or spawn it and keep its `handle()`) to run it. It
+/// installs no signal handlers: the caller stops it through its handle (the server's
+/// `Application::stop_on_signals`), so several may share a process.
 ///
 /// # Errors
 ///
@@ -392,9 +389,7 @@ where
     builder = builder
         .max_concurrent_connections(opts.max_connections_per_worker)
         .shutdown_timeout(ceil_secs(opts.shutdown_timeout));
-    if opts.disable_signals {
-        builder = builder.disable_signals();
-    }
+    builder = builder.disable_signals();
     Ok(listen_https(builder, listener, tls, app_factory, &opts)?.run())
 }
 
@@ -672,7 +667,6 @@ mod tests {
     fn test_options() -> HttpsOptions {
         HttpsOptions {
             workers: Some(1),
-            disable_signals: true,
             shutdown_timeout: Duration::from_secs(1),
             ..HttpsOptions::default()
         }

@@ -26,7 +26,7 @@
 //! or the readers. The WAL is reused from its start once a checkpoint has folded all of
 //! it in, so it stays small. A large import is the exception that rule needs help with:
 //! it writes without pause, so it folds the WAL in itself every few transactions, with
-//! the writer held for the moment (`fold_wal_every`).
+//! the writer held for the moment (`fold_wal`).
 
 use super::{
     decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
@@ -59,9 +59,9 @@ const DELETE_CHUNK: usize = 500;
 /// wait behind it; the extra cost to the import is one WAL sync per transaction.
 const IMPORT_TX_RECORDS: usize = 500;
 
-/// Records an import writes between two checkpoints it waits for (see
-/// `fold_wal_every`): about a megabyte of WAL.
-const IMPORT_FOLD_RECORDS: usize = 2 * IMPORT_TX_RECORDS;
+/// Transactions of an import between two checkpoints it waits for (see `fold_wal`):
+/// about a megabyte of WAL.
+const IMPORT_FOLD_EVERY: usize = 2;
 
 /// What one transaction of `write_part` writes.
 struct Part<'a> {
@@ -169,8 +169,8 @@ impl SqliteStore {
         })
     }
 
-    /// Between an import's transactions: once `IMPORT_FOLD_RECORDS` records have been
-    /// written since the last time, folds the WAL into the database file. Otherwise the
+    /// Between an import's transactions (every `IMPORT_FOLD_EVERY`): folds the WAL into
+    /// the database file. Otherwise the
     /// WAL grows to the size of the whole import: SQLite rewinds it only when a
     /// transaction starts with all of it folded in, and a background checkpoint always
     /// runs beside some commit in progress. Its end then brings one long checkpoint and a
@@ -180,16 +180,6 @@ impl SqliteStore {
     /// megabyte or so to flush at once; other commits wait for one such checkpoint at
     /// most (milliseconds). A checkpoint that fails does not fail the import: the WAL
     /// just grows.
-    async fn fold_wal_every(&self, unfolded: &mut usize, next: usize) {
-        if *unfolded >= IMPORT_FOLD_RECORDS {
-            *unfolded = 0;
-            if let Err(e) = self.fold_wal().await {
-                tracing::debug!("checkpoint between import transactions failed: {e}");
-            }
-        }
-        *unfolded += next;
-    }
-
     async fn fold_wal(&self) -> Result<(), sqlx::Error> {
         // The checkpointer's connection first: a background round in progress is waited
         // for without holding the writer.
@@ -488,11 +478,12 @@ impl Store for SqliteStore {
             .map(|(k, id)| (*k, id.as_str()))
             .collect();
         deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
-        let mut unfolded = 0usize;
-        for tx in import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS) {
-            if !tx.last {
-                self.fold_wal_every(&mut unfolded, tx.upserts.len() + tx.deletes.len())
-                    .await;
+        let transactions = import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS);
+        for (i, tx) in transactions.enumerate() {
+            if i > 0 && i % IMPORT_FOLD_EVERY == 0 {
+                if let Err(e) = self.fold_wal().await {
+                    tracing::debug!("checkpoint between import transactions failed: {e}");
+                }
             }
             self.write_part(
                 workspace,

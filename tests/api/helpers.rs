@@ -135,7 +135,6 @@ async fn start_app(
     s.listen = "127.0.0.1:0".parse().unwrap();
     s.admin_listen = "127.0.0.1:0".parse().unwrap();
     s.workers = Some(1);
-    s.disable_signals = true;
     s.database_url = match &backend {
         Backend::Sqlite => None,
         Backend::Postgres(url) => Some(url.clone()),
