@@ -95,18 +95,19 @@ async fn a_commit_that_ends_after_its_deadline_is_counted_once() {
 
     // Every COMMIT now waits for a standby that never connects: durable locally, not
     // visible to other sessions, never confirmed to recruitd.
-    pg.set("synchronous_standby_names", Some("nobody")).await;
+    pg.stall_commits().await;
     let started = Instant::now();
     assert_retry_later(&post_note(&app, "in doubt", "crm-doubt").await);
     assert!(
         started.elapsed() < Duration::from_secs(8),
-        "answered in bounded time"
+        "answered in bounded time, not in {:?}",
+        started.elapsed()
     );
 
     // The server settles the batch while the COMMIT is still held (today's standby never
     // comes); only then is the standby released, as an operator would.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    pg.set("synchronous_standby_names", None).await;
+    pg.release_commits().await;
 
     // The client retries the identical request, as told to: the same note, not a second.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -167,6 +167,53 @@ impl ThrowawayPostgres {
         }
     }
 
+    /// Makes every COMMIT wait for a synchronous standby that never connects (durable
+    /// locally, invisible to other sessions, never confirmed), and returns once a COMMIT
+    /// really waits. A session sees the new setting at once, but commits wait only once
+    /// the checkpointer has published it to shared memory after its own reload, which a
+    /// busy machine may delay; so a probe transaction is committed until one stalls.
+    pub async fn stall_commits(&self) {
+        use sqlx::Connection;
+        // Made while commits still go through; a row written to it is WAL to wait for.
+        self.exec("CREATE TABLE IF NOT EXISTS stall_probe (x int)")
+            .await;
+        self.set("synchronous_standby_names", Some("nobody")).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut conn = sqlx::PgConnection::connect(&self.url()).await.unwrap();
+            let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            let probe = async {
+                sqlx::query("INSERT INTO stall_probe VALUES (1)")
+                    .execute(&mut conn)
+                    .await
+            };
+            let stalled = tokio::time::timeout(Duration::from_millis(300), probe)
+                .await
+                .is_err();
+            drop(conn);
+            if stalled {
+                // The probe's backend waits for the standby: end it (its row is then
+                // committed locally), so that it holds nothing.
+                self.exec(&format!("SELECT pg_terminate_backend({pid})"))
+                    .await;
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "commits still do not wait for the synchronous standby"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Lets commits go through again (and those waiting finish).
+    pub async fn release_commits(&self) {
+        self.set("synchronous_standby_names", None).await;
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
