@@ -2,6 +2,8 @@
 //!
 //! ## Map
 //! - [`context`]: request ids and the error envelope (middleware).
+//! - [`drain`]: HTTP/2 request bodies left unread by an answer, read to their end so the
+//!   stream ends cleanly.
 //! - [`errors`]: error kinds → status and the spec's eight codes.
 //! - [`auth`]: bearer keys and scopes as typed extractors.
 //! - [`query`]: strict query-string decoding.
@@ -28,6 +30,7 @@ pub mod auth;
 pub mod body;
 pub mod context;
 pub mod downloads;
+pub mod drain;
 pub mod errors;
 pub mod files;
 pub mod openapi;

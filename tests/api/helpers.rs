@@ -88,6 +88,8 @@ pub struct TestApp {
     pub data_dir: TempDir,
     pub registry: std::sync::Arc<actors::registry::Registry>,
     pub backend: Backend,
+    /// The server's certificate (PEM), for clients of its own.
+    pub tls_cert_pem: Vec<u8>,
     handles: (actix_web::dev::ServerHandle, actix_web::dev::ServerHandle),
 }
 
@@ -154,6 +156,7 @@ async fn start_app(
     let handles = app.handles();
     let admin_token = app.admin_token.clone();
     let registry = app.registry.clone();
+    let tls_cert_pem = app.tls_cert_pem.clone();
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         base,
@@ -163,6 +166,7 @@ async fn start_app(
         data_dir,
         registry,
         backend,
+        tls_cert_pem,
         handles,
     }
 }

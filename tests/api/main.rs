@@ -41,6 +41,7 @@ mod docs;
 mod doubt;
 mod downloads;
 mod errors;
+mod http2;
 mod isolation;
 mod lists;
 mod loading;
