@@ -145,6 +145,8 @@ async fn create_key(
     check_token(&req, &state)?;
     let kr: KeyRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("invalid key request: {e}")))?;
+    let new_key = NewKey::parse(&kr.created_by_email, &kr.scopes, kr.rate_limit_per_minute)
+        .map_err(ApiError::bad_request)?;
     let handle = match state.registry.slot(kr.workspace_id) {
         Some(actors::registry::Slot::Ready(h)) => h,
         Some(actors::registry::Slot::Loading) => {
@@ -157,15 +159,13 @@ async fn create_key(
             )))
         }
     };
-    let (key, secret) = build_key(
-        &handle.state(),
-        &NewKey {
-            created_by_email: &kr.created_by_email,
-            scopes: &kr.scopes,
-            rate_limit_per_minute: kr.rate_limit_per_minute,
-        },
-    )
-    .map_err(ApiError::bad_request)?;
+    let workspace = handle.state();
+    let creator = workspace
+        .users_by_email
+        .get(new_key.created_by_email.as_str())
+        .and_then(|id| workspace.users.get(id));
+    let (key, secret) = build_key(kr.workspace_id, creator.map(|u| &**u), &new_key)
+        .map_err(ApiError::bad_request)?;
     state
         .registry
         .store

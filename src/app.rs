@@ -19,6 +19,11 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// The API's address unless `--listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
+/// The admin interface's address unless `--admin-listen` says otherwise.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:8444";
+
 /// Everything `serve` is configured with.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -46,8 +51,8 @@ impl Settings {
         Settings {
             data_dir,
             database_url: None,
-            listen: "127.0.0.1:8443".parse().expect("valid"),
-            admin_listen: "127.0.0.1:8444".parse().expect("valid"),
+            listen: DEFAULT_LISTEN.parse().expect("valid"),
+            admin_listen: DEFAULT_ADMIN_LISTEN.parse().expect("valid"),
             admin_allow_remote: false,
             tls_cert: None,
             tls_key: None,

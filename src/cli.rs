@@ -116,7 +116,7 @@ pub enum KeyCommand {
 #[derive(Args, Debug)]
 pub struct AdminArgs {
     /// Address of the running server's admin interface.
-    #[arg(long, default_value = "127.0.0.1:8444")]
+    #[arg(long, default_value = crate::app::DEFAULT_ADMIN_LISTEN)]
     pub admin_listen: SocketAddr,
     /// Bearer token of that admin interface (default: `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
@@ -251,11 +251,11 @@ fn admin_error(json: &serde_json::Value) -> String {
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address of the HTTPS API.
-    #[arg(long, default_value = "127.0.0.1:8443")]
+    #[arg(long, default_value = crate::app::DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Address of the admin interface (plain HTTP; loopback only unless
     /// --admin-allow-remote).
-    #[arg(long, default_value = "127.0.0.1:8444")]
+    #[arg(long, default_value = crate::app::DEFAULT_ADMIN_LISTEN)]
     pub admin_listen: SocketAddr,
     /// Let the admin interface bind a non-loopback address.
     #[arg(long)]
@@ -300,10 +300,6 @@ fn say(line: impl std::fmt::Display) -> anyhow::Result<()> {
     }
 }
 
-/// People in the demo workspace.
-pub const DEMO_PEOPLE: usize = 500;
-pub const DEMO_SEED: u64 = 20261121;
-
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let system = actix_web::rt::System::new;
     match cli.command {
@@ -315,16 +311,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             scopes,
             rate_limit_per_minute,
             admin,
-        }) => system().block_on(create_key(
-            &cli.store,
-            &admin,
-            &workspace,
-            &NewKey {
-                created_by_email: &created_by,
-                scopes: &scopes,
-                rate_limit_per_minute,
-            },
-        )),
+        }) => {
+            // Checked before anything else: a bad scope costs no store access.
+            let req = NewKey::parse(&created_by, &scopes, rate_limit_per_minute)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            system().block_on(create_key(&cli.store, &admin, &workspace, &req))
+        }
         Command::Key(KeyCommand::List { workspace }) => {
             system().block_on(list_keys(&cli.store, workspace.as_deref()))
         }
@@ -423,7 +415,7 @@ async fn create_key(
     store_args: &StoreArgs,
     admin: &AdminArgs,
     workspace: &str,
-    req: &NewKey<'_>,
+    req: &NewKey,
 ) -> anyhow::Result<()> {
     let url = store_args.database_url.as_deref();
     let store = crate::store::open(url, &store_args.data_dir).await?;
@@ -437,7 +429,7 @@ async fn create_key(
     let request = serde_json::json!({
         "workspace_id": ws_id,
         "created_by_email": req.created_by_email,
-        "scopes": req.scopes,
+        "scopes": [req.scopes.to_csv()],
         "rate_limit_per_minute": req.rate_limit_per_minute,
     });
     let unreached = match via_server(
@@ -533,10 +525,10 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     // Taken before the demo workspace is written, so that it too is written under it.
     let store_lock =
         StoreLock::for_server(store_args.database_url.as_deref(), &store_args.data_dir).await?;
-    let mut demo_key = None;
-    if args.demo {
-        demo_key = load_demo(&store_args).await?;
-    }
+    let demo = match args.demo {
+        true => Some(load_demo(&store_args).await?),
+        false => None,
+    };
     let settings = Settings {
         data_dir: store_args.data_dir.clone(),
         database_url: store_args.database_url.clone(),
@@ -563,15 +555,39 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
             app.admin_addr()
         );
     }
-    if let Some(secret) = demo_key {
-        let cert = crate::tls::self_signed_paths(&store_args.data_dir).0;
-        println!(
-            "\nDemo workspace loaded. Read+write API key (shown once):\n\n  {secret}\n\nTry:\n\n  \
-             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/counts'\n  \
-             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/candidates?limit=2'\n  \
-             curl --cacert {cert} -H 'Authorization: Bearer {secret}' '{base}/v1/jobs?updated_since=2026-09-01'\n",
-            cert = cert.display()
-        );
+    if demo.is_some() {
+        // What follows is printed once the workspaces answer (or a minute has passed), so
+        // that the calls and commands it shows work when pasted.
+        let since = std::time::Instant::now();
+        while !app.registry.is_ready() && since.elapsed() < std::time::Duration::from_secs(60) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    match demo {
+        Some(Demo::Loaded(loaded)) => say(loaded.welcome(
+            &base,
+            &crate::tls::self_signed_paths(&store_args.data_dir).0,
+        ))?,
+        Some(Demo::AlreadyThere(workspaces)) => {
+            eprintln!(
+                "recruitd: --demo: the store already holds data, served unchanged; its demo key \
+                 was shown when it was first loaded (`recruitd key list` shows the keys, \
+                 never their secrets). To make a new key while the server runs:"
+            );
+            let admin_flag = match app.admin_addr() {
+                a if a.to_string() == crate::app::DEFAULT_ADMIN_LISTEN => String::new(),
+                a => format!(" --admin-listen {a}"),
+            };
+            for (workspace, owner) in workspaces {
+                eprintln!(
+                    "  recruitd{} key create --workspace {} --created-by {} --scopes notes:write,tasks:write,records:write{admin_flag}",
+                    store_flags(&store_args),
+                    workspace.id,
+                    owner.as_deref().unwrap_or("<an active owner's e-mail>"),
+                );
+            }
+        }
+        None => {}
     }
     app.stop_on_signals()?;
     app.run_until_stopped().await.context("server failed")?;
@@ -586,52 +602,117 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
     std::process::exit(0)
 }
 
-/// Loads the demo workspace into an empty store; the new key's secret, or `None` when the
-/// store already holds data (then nothing is changed).
-async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Option<String>> {
+/// What `serve --demo` did.
+enum Demo {
+    /// The store was empty: the demo workspace and a key were made.
+    Loaded(Box<DemoLoaded>),
+    /// The store already held data, left unchanged: each workspace and who may create its
+    /// keys (an active owner or administrator, when it has one).
+    AlreadyThere(Vec<(actors::model::Workspace, Option<String>)>),
+}
+
+/// The demo workspace just loaded, and what its welcome message says.
+struct DemoLoaded {
+    workspace: actors::model::Workspace,
+    owner: String,
+    records: usize,
+    key_id: String,
+    secret: String,
+    tour: Option<crate::demo::Tour>,
+}
+
+impl DemoLoaded {
+    /// The message printed on standard output: the workspace, the key (its secret once)
+    /// and the tour's calls, ready to paste.
+    fn welcome(&self, base: &str, cert: &std::path::Path) -> String {
+        let mut out = format!(
+            "\nDemo workspace {name:?} loaded: {people} people, {records} records.\n  \
+             workspace id: {ws}\n  owner:        {owner} (creates keys: recruitd key create \
+             --workspace {ws} --created-by {owner})\n  API key id:   {key_id} (every scope; \
+             its secret is shown once, here)\n\nPaste these into another shell:\n\n  \
+             export KEY={secret} CA={cert} API={base}\n",
+            name = self.workspace.name.as_deref().unwrap_or_default(),
+            people = crate::demo::DEMO_PEOPLE,
+            records = self.records,
+            ws = self.workspace.id,
+            owner = self.owner,
+            key_id = self.key_id,
+            secret = self.secret,
+            cert = cert.display(),
+        );
+        if let Some(tour) = &self.tour {
+            for line in tour.calls().lines() {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// The store flags to repeat in a suggested command: the data dir when it is not the
+/// default, and a placeholder for a database URL (which may hold a password).
+fn store_flags(store_args: &StoreArgs) -> String {
+    let mut flags = String::new();
+    if store_args.database_url.is_some() {
+        flags.push_str(" --database-url \"$RECRUITD_DATABASE_URL\"");
+    }
+    if store_args.data_dir != std::path::Path::new("./data") {
+        flags.push_str(&format!(" --data-dir {}", store_args.data_dir.display()));
+    }
+    flags
+}
+
+/// Loads the demo workspace into an empty store with a key of every scope; when the
+/// store already holds data, changes nothing and says what is there.
+async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
     let store =
         crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
-    if !store.workspaces().await?.is_empty() {
-        eprintln!("recruitd: --demo: the store already holds data; serving it unchanged");
-        return Ok(None);
+    let existing = store.workspaces().await?;
+    if !existing.is_empty() {
+        let mut out = Vec::new();
+        for w in existing {
+            let owner = crate::keys::suggested_creator_in(&*store, w.id).await?;
+            out.push((w, owner));
+        }
+        store.close().await;
+        return Ok(Demo::AlreadyThere(out));
     }
     let bytes = crate::generate::snapshot_bytes(&GenerateOptions {
-        people: DEMO_PEOPLE,
-        seed: DEMO_SEED,
+        people: crate::demo::DEMO_PEOPLE,
+        seed: crate::demo::DEMO_SEED,
     });
     let snap =
         actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
     let ws = snap
         .workspace_id()
         .context("demo snapshot has a workspace")?;
-    let owner = snap
-        .users
-        .iter()
-        .find_map(|u| match u {
-            actors::snapshot::Entry::Upsert(u)
-                if u.is_active() && u.role.as_deref() == Some("owner") =>
-            {
-                u.email.clone()
-            }
-            _ => None,
-        })
-        .context("demo snapshot has an active owner")?;
     let blobs = crate::blobs::FileBlobs::new(store_args.data_dir.join("blobs"));
     let keys = crate::offline::key_ring(&*store).await?;
     crate::offline::import_snapshot(&*store, &blobs, &keys, snap).await?;
+    let state = crate::offline::load_workspace(&*store, ws)
+        .await?
+        .context("the demo workspace is in the store")?;
+    let owner = state.users.iter().map(|(_, u)| &**u);
+    let owner = crate::keys::suggested_creator(owner)
+        .and_then(|u| u.email.clone())
+        .context("demo snapshot has an active owner")?;
     let scopes = ["notes:write", "tasks:write", "records:write"].map(String::from);
-    let (_, secret) = crate::offline::create_key(
-        store.clone(),
-        &ws.to_string(),
-        &NewKey {
-            created_by_email: &owner,
-            scopes: &scopes,
-            rate_limit_per_minute: None,
-        },
-    )
-    .await?;
+    let req = NewKey::parse(&owner, &scopes, None).map_err(|e| anyhow::anyhow!(e))?;
+    let (key, secret) = crate::offline::create_key(store.clone(), &ws.to_string(), &req).await?;
     store.close().await;
-    Ok(Some(secret))
+    Ok(Demo::Loaded(Box::new(DemoLoaded {
+        workspace: (*state.workspace).clone(),
+        owner,
+        records: actors::model::Entity::ALL
+            .iter()
+            .map(|e| state.count(*e))
+            .sum(),
+        key_id: key.id,
+        secret,
+        tour: crate::demo::Tour::find(&state),
+    })))
 }
 
 #[cfg(test)]

@@ -41,6 +41,9 @@ pub struct GenerateOptions {
 /// How many records of each kind were written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GenerateStats {
+    pub workspace_id: Uuid,
+    /// The e-mail of the workspace's owner, who can create its keys.
+    pub owner_email: String,
     pub people: usize,
     pub candidate_rows: usize,
     pub companies: usize,
@@ -71,6 +74,13 @@ pub fn write_snapshot<W: Write>(
     };
     let world = World::build(opts.seed, opts.people);
     let mut stats = GenerateStats {
+        workspace_id: world.workspace_id,
+        owner_email: world
+            .users
+            .iter()
+            .find(|u| u.role == "owner" && u.status == UserStatus::Active)
+            .map(|u| u.email.clone())
+            .unwrap_or_default(),
         people: opts.people,
         users: world.users.len(),
         companies: world.companies.len(),
@@ -201,6 +211,10 @@ pub fn run_cli(opts: &GenerateOptions, out: Option<&std::path::Path>) -> anyhow:
         started.elapsed().as_secs_f64(),
         out.map(|p| format!(" -> {}", p.display()))
             .unwrap_or_default(),
+    );
+    eprintln!(
+        "workspace {}, owner {} (who creates keys: recruitd key create --workspace {} --created-by {})",
+        stats.workspace_id, stats.owner_email, stats.workspace_id, stats.owner_email
     );
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod blobs;
 pub mod cli;
 pub mod clock;
+pub mod demo;
 pub mod generate;
 pub mod http;
 pub mod keys;

@@ -1,12 +1,12 @@
 //! Store operations without a running server: `recruitd import` and `recruitd key`.
 //!
 //! They use the same validation and planning as the live paths (`actors::snapshot`,
-//! `keys::build_key`), only without actors: load the workspace, plan, commit.
+//! `keys::build_key`), only without actors: load what is needed, plan, commit.
 
 use crate::blobs::FileBlobs;
 use crate::keys::{build_key, NewKey};
 use actors::actor::ImportReport;
-use actors::model::ApiKey;
+use actors::model::{ApiKey, Record, RecordKind};
 use actors::reclaim::released_objects;
 use actors::registry::{KeyRing, Registry};
 use actors::snapshot::{plan_import, Snapshot};
@@ -104,29 +104,47 @@ pub async fn import_files(
             .with_context(|| format!("importing {}", f.display()))?;
         let total: usize = report.upserted.values().sum();
         let deleted: usize = report.deleted.values().sum();
+        let owner = crate::keys::suggested_creator_in(&*store, report.workspace_id).await?;
         println!(
-            "{}: workspace {}: {total} records upserted, {deleted} deleted in {:.1?}",
+            "{}: workspace {}: {total} records upserted, {deleted} deleted in {:.1?}; owner {} \
+             (who creates keys: recruitd key create --workspace {} --created-by {})",
             f.display(),
             report.workspace_id,
-            started.elapsed()
+            started.elapsed(),
+            owner.as_deref().unwrap_or("none"),
+            report.workspace_id,
+            owner.as_deref().unwrap_or("<an active owner's e-mail>"),
         );
     }
     Ok(())
 }
 
-/// `recruitd key create`: `workspace` is the workspace's id or its exact name.
+/// `recruitd key create`: `workspace` is the workspace's id or its exact name. Reads
+/// only the workspace's users (the creator is checked against them), never the whole
+/// workspace.
 pub async fn create_key(
     store: Arc<dyn Store>,
     workspace: &str,
-    req: &NewKey<'_>,
+    req: &NewKey,
 ) -> anyhow::Result<(ApiKey, String)> {
     let list = store.workspaces().await?;
     let w = list
         .iter()
         .find(|w| w.id.to_string() == workspace || w.name.as_deref() == Some(workspace))
         .with_context(|| format!("no workspace {workspace:?} in the store"))?;
-    let state = Registry::load_state(&*store, w.clone()).await?;
-    let (key, secret) = build_key(&state, req).map_err(|e| anyhow::anyhow!(e))?;
+    let mut creator = None;
+    store
+        .load_kind(w.id, RecordKind::User, &mut |r| {
+            if let Record::User(u) = r {
+                if u.email.as_deref().map(str::to_lowercase).as_deref()
+                    == Some(req.created_by_email.as_str())
+                {
+                    creator = Some(u);
+                }
+            }
+        })
+        .await?;
+    let (key, secret) = build_key(w.id, creator.as_ref(), req).map_err(|e| anyhow::anyhow!(e))?;
     store
         .commit(
             w.id,

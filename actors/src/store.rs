@@ -60,6 +60,23 @@ pub trait Store: Send + Sync + 'static {
     /// Streams every record of a workspace into `sink`.
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError>;
 
+    /// Streams the records of one kind of a workspace into `sink` (e.g. its users, to
+    /// check a key's creator without loading the whole workspace). Stores override this
+    /// with a read of just that kind.
+    async fn load_kind(
+        &self,
+        workspace: Uuid,
+        kind: crate::model::RecordKind,
+        sink: RecordSink<'_>,
+    ) -> Result<(), StoreError> {
+        self.load_records(workspace, &mut |r| {
+            if r.kind() == kind {
+                sink(r)
+            }
+        })
+        .await
+    }
+
     /// Applies a change set to one workspace atomically: all of it or nothing.
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
 

@@ -24,7 +24,7 @@ use super::{
     decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
     KeyRow, ACQUIRE_TIMEOUT,
 };
-use actors::model::{ApiKey, Record, Workspace};
+use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
@@ -458,6 +458,29 @@ impl Store for PostgresStore {
         let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
             .bind(&ws)
             .fetch(&self.pool);
+        let load = err("loading records");
+        while let Some(row) = rows.try_next().await.map_err(&load)? {
+            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+            let kind: &str = row.try_get(0).map_err(get)?;
+            let id: &str = row.try_get(1).map_err(get)?;
+            let body: &str = row.try_get(2).map_err(get)?;
+            sink(decode_record(kind, id, body)?);
+        }
+        Ok(())
+    }
+
+    async fn load_kind(
+        &self,
+        workspace: Uuid,
+        kind: RecordKind,
+        sink: RecordSink<'_>,
+    ) -> Result<(), StoreError> {
+        let ws = workspace.to_string();
+        let mut rows =
+            sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1 AND kind = $2")
+                .bind(&ws)
+                .bind(kind.as_str())
+                .fetch(&self.pool);
         let load = err("loading records");
         while let Some(row) = rows.try_next().await.map_err(&load)? {
             let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));

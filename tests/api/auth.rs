@@ -93,7 +93,7 @@ async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
             "/admin/v1/keys",
             Some(
                 &json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143",
-                "created_by_email": "RAJ@northwind.example", "scopes": ["notes:write"]}),
+                "created_by_email": "OLIVIA@northwind.example", "scopes": ["notes:write"]}),
             ),
         )
         .await;
@@ -101,15 +101,33 @@ async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
     let secret = body["data"]["secret"].as_str().unwrap().to_string();
     assert!(body["data"]["id"].as_str().is_some());
     assert_eq!(app.get("/v1/users", &secret).await.0, 200);
-    // Invited users cannot create keys; unknown workspaces and scopes are rejected.
-    for bad in [
-        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "ivy@northwind.example", "scopes": []}),
-        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "raj@northwind.example", "scopes": ["admin"]}),
-        json!({"workspace_id": "00000000-0000-4000-8000-000000000000", "created_by_email": "raj@northwind.example", "scopes": []}),
-        json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "raj@northwind.example", "extra": 1}),
+    // Invited users and members who are neither owner nor administrator cannot create
+    // keys; unknown workspaces and scopes are rejected.
+    for (bad, why) in [
+        (
+            json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "ivy@northwind.example", "scopes": []}),
+            "not an active member",
+        ),
+        (
+            json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "raj@northwind.example", "scopes": []}),
+            "owner or administrator",
+        ),
+        (
+            json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "olivia@northwind.example", "scopes": ["admin"]}),
+            "unknown scope",
+        ),
+        (
+            json!({"workspace_id": "00000000-0000-4000-8000-000000000000", "created_by_email": "olivia@northwind.example", "scopes": []}),
+            "no workspace",
+        ),
+        (
+            json!({"workspace_id": "b2574901-bbf6-5245-9d3f-3dd074396143", "created_by_email": "olivia@northwind.example", "extra": 1}),
+            "unknown field",
+        ),
     ] {
         let (s, body) = app.admin(Method::POST, "/admin/v1/keys", Some(&bad)).await;
-        assert_error(s, &body, 400, "BAD_REQUEST");
+        let message = assert_error(s, &body, 400, "BAD_REQUEST");
+        assert!(message.contains(why), "{bad}: {message}");
     }
     // Neither this secret nor the imported ones appear anywhere in the data dir's store.
     if let Backend::Sqlite = app.backend {

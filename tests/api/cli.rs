@@ -31,6 +31,12 @@ async fn offline_import_and_keys(b: Backend) {
     std::fs::write(&file, serde_json::to_vec(&example()).unwrap()).unwrap();
     let (ok, out, err) = recruitd(dir.path(), &b, &["import", file.to_str().unwrap()]).await;
     assert!(ok, "{out}{err}");
+    // What `key create` needs: the workspace's id and who may create its keys.
+    assert!(
+        out.contains("workspace b2574901-bbf6-5245-9d3f-3dd074396143")
+            && out.contains("--created-by olivia@northwind.example"),
+        "{out}"
+    );
     // A rejected file names its location and changes nothing.
     let mut bad = example();
     bad["jobs"][0]["is_archived"] = json!("yes");
@@ -39,25 +45,74 @@ async fn offline_import_and_keys(b: Backend) {
     let (ok, _, err) = recruitd(dir.path(), &b, &["import", bad_file.to_str().unwrap()]).await;
     assert!(!ok);
     assert!(err.contains("jobs[0].is_archived"), "{err}");
-    // No server runs: the key goes to the store; its secret is printed once, on its own line.
-    let (ok, out, err) = recruitd(
-        dir.path(),
-        &b,
-        &[
+    // Keys are made by a workspace owner or administrator; Raj is a recruiter.
+    let create = |by: &'static str, scopes: &'static str| {
+        [
             "key",
             "create",
             "--workspace",
             "Northwind Talent",
             "--created-by",
-            "raj@northwind.example",
+            by,
             "--scopes",
-            "notes:write",
+            scopes,
             "--admin-listen",
             "127.0.0.1:9",
-        ],
+        ]
+    };
+    let (ok, _, err) = recruitd(
+        dir.path(),
+        &b,
+        &create("raj@northwind.example", "notes:write"),
+    )
+    .await;
+    assert!(!ok && err.contains("owner or administrator"), "{err}");
+    // A bad scope is refused before anything is done: not even a data dir is made.
+    let nowhere = dir.path().join("not-made");
+    let (ok, _, err) = recruitd(
+        &nowhere,
+        &b,
+        &create("olivia@northwind.example", "notes:wirte"),
+    )
+    .await;
+    assert!(
+        !ok && err.contains("unknown scope \"notes:wirte\""),
+        "{err}"
+    );
+    assert!(!nowhere.exists(), "nothing was done");
+    // The whole workspace is never loaded, only its users: a candidate that does not
+    // decode (a full load would fail on it) does not stand in the way.
+    let candidate = "a214ca67-7691-5c62-8910-a410373e10c9";
+    let body = store_sql(
+        &b,
+        dir.path(),
+        &format!("SELECT body FROM records WHERE id = '{candidate}'"),
+    )
+    .await
+    .expect("the candidate is stored");
+    store_sql(
+        &b,
+        dir.path(),
+        &format!("UPDATE records SET body = '{{' WHERE id = '{candidate}'"),
+    )
+    .await;
+    // No server runs: the key goes to the store; its secret is printed once, on its own line.
+    let (ok, out, err) = recruitd(
+        dir.path(),
+        &b,
+        &create("olivia@northwind.example", "notes:write"),
     )
     .await;
     assert!(ok, "{out}{err}");
+    store_sql(
+        &b,
+        dir.path(),
+        &format!(
+            "UPDATE records SET body = '{}' WHERE id = '{candidate}'",
+            body.replace('\'', "''")
+        ),
+    )
+    .await;
     let secret = out.lines().next().unwrap().trim().to_string();
     assert!(secret.starts_with("rk_"), "{out}");
     assert!(out.lines().nth(1).unwrap().contains("key_"), "{out}");
@@ -71,7 +126,7 @@ async fn offline_import_and_keys(b: Backend) {
             "--workspace",
             "nope",
             "--created-by",
-            "raj@northwind.example",
+            "olivia@northwind.example",
             "--admin-listen",
             "127.0.0.1:9",
         ],
@@ -233,7 +288,7 @@ async fn offline_writers_refuse_a_store_a_server_uses(b: Backend) {
             "--workspace",
             "Northwind Talent",
             "--created-by",
-            "raj@northwind.example",
+            "olivia@northwind.example",
             "--admin-listen",
             &elsewhere,
         ],
@@ -361,7 +416,7 @@ async fn key_create_into_a_pipe_closed_early() {
             "--workspace",
             "Northwind Talent",
             "--created-by",
-            "raj@northwind.example",
+            "olivia@northwind.example",
             "--admin-listen",
             "127.0.0.1:9",
         ])
@@ -389,4 +444,31 @@ fn out_key_id(out: &str) -> String {
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
         .collect()
+}
+
+/// `recruitd generate` names the workspace it wrote and its owner, who creates keys.
+#[actix_web::test]
+async fn generate_names_the_workspace_and_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.json");
+    let (ok, _, err) = recruitd(
+        dir.path(),
+        &Backend::Sqlite,
+        &["generate", "--people", "3", "--out", file.to_str().unwrap()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let snap: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let owner = snap["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["role"] == "owner" && u["status"] == "active")
+        .unwrap();
+    let ws = snap["workspace"]["id"].as_str().unwrap();
+    let email = owner["email"].as_str().unwrap();
+    assert!(
+        err.contains(&format!("--workspace {ws} --created-by {email}")),
+        "{err}"
+    );
 }

@@ -369,3 +369,25 @@ pub fn assert_error(status: StatusCode, body: &Value, want_status: u16, want_cod
     assert!(body["request_id"].as_str().is_some_and(|r| !r.is_empty()));
     body["error"]["message"].as_str().unwrap().to_string()
 }
+
+/// Runs one statement on the backend's store behind the server's back.
+pub async fn store_sql(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<String> {
+    use sqlx::Connection;
+    match b {
+        Backend::Postgres(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::query_scalar(sql)
+                .fetch_optional(&mut c)
+                .await
+                .unwrap()
+        }
+        Backend::Sqlite => {
+            let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("recruit.db"));
+            let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+            sqlx::query_scalar(sql)
+                .fetch_optional(&mut c)
+                .await
+                .unwrap()
+        }
+    }
+}

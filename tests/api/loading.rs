@@ -9,28 +9,6 @@ use std::time::{Duration, Instant};
 const WORKSPACE: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
 const NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
 
-/// Runs one statement on the backend's store behind the server's back.
-async fn raw(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<String> {
-    use sqlx::Connection;
-    match b {
-        Backend::Postgres(url) => {
-            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-            sqlx::query_scalar(sql)
-                .fetch_optional(&mut c)
-                .await
-                .unwrap()
-        }
-        Backend::Sqlite => {
-            let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("recruit.db"));
-            let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
-            sqlx::query_scalar(sql)
-                .fetch_optional(&mut c)
-                .await
-                .unwrap()
-        }
-    }
-}
-
 async fn a_failed_load_is_retried_and_reported(b: Backend) {
     let app = spawn_app(b.clone()).await;
     app.import_ok(&example()).await;
@@ -40,14 +18,14 @@ async fn a_failed_load_is_retried_and_reported(b: Backend) {
     let dir = data_dir.path().to_path_buf();
 
     // A record that does not decode: the load fails part way through.
-    let body = raw(
+    let body = store_sql(
         &b,
         &dir,
         &format!("SELECT body FROM records WHERE id = '{NOTE}'"),
     )
     .await
     .expect("the note is stored");
-    raw(
+    store_sql(
         &b,
         &dir,
         &format!("UPDATE records SET body = '{{not json' WHERE id = '{NOTE}'"),
@@ -93,7 +71,7 @@ async fn a_failed_load_is_retried_and_reported(b: Backend) {
         "UPDATE records SET body = '{}' WHERE id = '{NOTE}'",
         body.replace('\'', "''")
     );
-    raw(&b, &dir, &restore).await;
+    store_sql(&b, &dir, &restore).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while !app.registry.is_ready() {
         assert!(Instant::now() < deadline, "never loaded after the repair");

@@ -37,6 +37,7 @@ mod helpers;
 mod admin;
 mod auth;
 mod cli;
+mod demo;
 mod docs;
 mod doubt;
 mod downloads;

@@ -1,0 +1,109 @@
+//! The demo workspace of `serve --demo` and the tour it prints: ready-to-paste calls
+//! that show the product on the data just loaded (a phone search that finds one person
+//! in two formats, an e-mail search, a download that works, a note with a `reference`).
+//!
+//! The tour is computed from the loaded state with the same search code the API runs, so
+//! every call it prints answers as it says. README's tour is the same text (a test holds
+//! them together), so a newcomer's first calls work against the demo they started.
+
+use actors::model::{AttachmentKind, ParentType};
+use actors::search::results::{search_email, search_phone, Confidence};
+use actors::state::WorkspaceState;
+
+/// People in the demo workspace.
+pub const DEMO_PEOPLE: usize = 500;
+/// Its seed: the demo is the same data on every machine.
+pub const DEMO_SEED: u64 = 20261121;
+
+/// One person of the demo workspace and what the tour shows of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tour {
+    pub person_name: String,
+    /// The candidate's primary row.
+    pub candidate_id: String,
+    /// Their number as entered and in a second form; each finds them alone.
+    pub phone_formats: [String; 2],
+    pub email: String,
+    /// A `cv` attachment of theirs whose bytes are in the blob store.
+    pub cv_id: String,
+}
+
+impl Tour {
+    /// The first person, in sync order, whom both numbers and the e-mail find alone
+    /// (`exact`) and who has a CV with bytes, preferring a number entered with spaces or
+    /// punctuation (it shows the search is format-agnostic); `None` when the workspace
+    /// has nobody so.
+    pub fn find(ws: &WorkspaceState) -> Option<Tour> {
+        let formatted = |n: &str| n.chars().any(|c| matches!(c, ' ' | '(' | '-' | '.'));
+        Self::find_where(ws, formatted).or_else(|| Self::find_where(ws, |_| true))
+    }
+
+    fn find_where(ws: &WorkspaceState, entered_as: impl Fn(&str) -> bool) -> Option<Tour> {
+        ws.candidates
+            .iter_from(None, None)
+            .filter(|(_, _, row)| row.raw.job_id.is_none())
+            .find_map(|(_, id, row)| {
+                let person = row.raw.person_id;
+                let finds_alone = |confidence: Confidence, people: &[uuid::Uuid]| {
+                    confidence == Confidence::Exact && people == [person]
+                };
+                let entered = row.raw.phone.as_deref()?.to_string();
+                let normalised = row.phone.as_deref()?.to_string();
+                if entered == normalised || !entered_as(&entered) {
+                    return None;
+                }
+                for number in [&entered, &normalised] {
+                    let found = search_phone(ws, number, 100);
+                    let people: Vec<_> = found.hits.persons.iter().map(|p| p.person_id).collect();
+                    if !finds_alone(found.confidence, &people) {
+                        return None;
+                    }
+                }
+                let email = row.raw.email.as_deref()?;
+                let found = search_email(ws, email, 100);
+                let people: Vec<_> = found.hits.persons.iter().map(|p| p.person_id).collect();
+                if !finds_alone(found.confidence, &people) {
+                    return None;
+                }
+                let cv = ws.attachments.iter_from(None, None).find(|(_, _, a)| {
+                    a.kind == AttachmentKind::Cv
+                        && a.has_content
+                        && a.parent_type == ParentType::Candidate
+                        && a.parent_id == *id
+                })?;
+                Some(Tour {
+                    person_name: row.raw.name.clone().unwrap_or_default(),
+                    candidate_id: id.to_string(),
+                    phone_formats: [entered, normalised],
+                    email: email.to_string(),
+                    cv_id: cv.1.to_string(),
+                })
+            })
+    }
+
+    /// The calls, one per line with a comment before each group, using `$KEY` (the API
+    /// key), `$CA` (the server's certificate) and `$API` (the base URL).
+    pub fn calls(&self) -> String {
+        let auth = r#"curl --cacert $CA -H "Authorization: Bearer $KEY""#;
+        let [entered, other] = &self.phone_formats;
+        format!(
+            "# How much is there?\n\
+             {auth} $API/v1/counts\n\
+             # Who is calling? {name}, found by their number as entered and in another form:\n\
+             {auth} -G $API/v1/search/phone --data-urlencode 'number={entered}'\n\
+             {auth} -G $API/v1/search/phone --data-urlencode 'number={other}'\n\
+             # ... and by e-mail:\n\
+             {auth} -G $API/v1/search/email --data-urlencode 'address={email}'\n\
+             # Their CV: a signed URL, then the file itself (fetched without the key):\n\
+             URL=$({auth} -s \"$API/v1/attachments/{cv}/download?redirect=false\" | jq -r .data.url)\n\
+             curl --cacert $CA -OJ \"$URL\"\n\
+             # A note after the call; sent again with the same reference, it updates that note:\n\
+             {auth} -H 'Content-Type: application/json' $API/v1/notes \\\n  \
+             -d '{{\"parent_type\":\"candidate\",\"parent_id\":\"{candidate}\",\"body_html\":\"<p>Called back</p>\",\"reference\":\"demo-call-1\"}}'\n",
+            name = self.person_name,
+            email = self.email,
+            cv = self.cv_id,
+            candidate = self.candidate_id,
+        )
+    }
+}
