@@ -66,6 +66,30 @@ impl Settings {
     }
 }
 
+/// The API's and the admin interface's sockets, bound before anything else is done.
+pub struct Listeners {
+    api: TcpListener,
+    admin: TcpListener,
+}
+
+impl Listeners {
+    /// Binds both addresses of `s`, refusing a non-loopback admin address unless allowed.
+    /// Done first, so that an address in use, or refused, leaves nothing behind.
+    pub fn bind(s: &Settings) -> anyhow::Result<Listeners> {
+        if !s.admin_allow_remote && !s.admin_listen.ip().is_loopback() {
+            anyhow::bail!(
+                "--admin-listen {} is not a loopback address; add --admin-allow-remote to allow it",
+                s.admin_listen
+            );
+        }
+        Ok(Listeners {
+            api: TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?,
+            admin: TcpListener::bind(s.admin_listen)
+                .with_context(|| format!("binding {}", s.admin_listen))?,
+        })
+    }
+}
+
 pub struct Application {
     api_addr: SocketAddr,
     admin_addr: SocketAddr,
@@ -87,20 +111,20 @@ impl Application {
     /// listeners. Must run inside an actix system (`#[actix_web::main]`,
     /// `#[actix_web::test]`). Fails when the store is locked (see `store::lock`).
     pub async fn build(s: Settings) -> anyhow::Result<Application> {
+        let listeners = Listeners::bind(&s)?;
         let lock = StoreLock::for_server(s.database_url.as_deref(), &s.data_dir).await?;
-        Self::build_holding(s, lock).await
+        Self::build_with(s, lock, listeners).await
     }
 
-    /// [`Application::build`] with the store lock already taken (by `serve`, which
-    /// writes the demo workspace under it first).
-    pub async fn build_holding(s: Settings, store_lock: StoreLock) -> anyhow::Result<Application> {
+    /// [`Application::build`] with the listeners bound and the store lock taken (by
+    /// `serve`, which binds first, so that a port in use makes nothing, and writes the
+    /// demo workspace under the lock).
+    pub async fn build_with(
+        s: Settings,
+        store_lock: StoreLock,
+        listeners: Listeners,
+    ) -> anyhow::Result<Application> {
         tls::install_crypto_provider();
-        if !s.admin_allow_remote && !s.admin_listen.ip().is_loopback() {
-            anyhow::bail!(
-                "--admin-listen {} is not a loopback address; add --admin-allow-remote to allow it",
-                s.admin_listen
-            );
-        }
         if let Some(url) = &s.public_url {
             // Signed URLs are this base plus a path and a query: anything else breaks them.
             if !(url.starts_with("https://") || url.starts_with("http://"))
@@ -141,8 +165,10 @@ impl Application {
             .unwrap_or_else(|| tls::self_signed_paths(&s.data_dir).0);
         let tls_cert_pem = std::fs::read(&cert_path).unwrap_or_default();
 
-        let api_listener =
-            TcpListener::bind(s.listen).with_context(|| format!("binding {}", s.listen))?;
+        let Listeners {
+            api: api_listener,
+            admin: admin_listener,
+        } = listeners;
         let api_addr = api_listener.local_addr()?;
         // `--public-url` defaults to the address actually bound (port 0 in tests).
         let public_url = s
@@ -169,8 +195,6 @@ impl Application {
             },
         )?;
 
-        let admin_listener = TcpListener::bind(s.admin_listen)
-            .with_context(|| format!("binding {}", s.admin_listen))?;
         let admin_addr = admin_listener.local_addr()?;
         let api_accepting = Arc::new(AtomicBool::new(true));
         let admin_state = web::Data::new(AdminState {

@@ -5,6 +5,7 @@ use crate::admin_client::AdminReply;
 use crate::app::{Application, Settings};
 use crate::generate::GenerateOptions;
 use crate::keys::NewKey;
+use crate::logging::{tell, Severity};
 use crate::store::lock::{Holder, StoreLock};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -449,13 +450,16 @@ async fn create_key(
             // The key exists and its secret is out: a warning, not a failure.
             match other_servers(store_args).await {
                 Ok(0) => {}
-                Ok(n) => eprintln!(
-                    "recruitd: warning: {} this store and will answer 401 to the new key \
-                     until they restart",
-                    servers(n)
+                Ok(n) => tell(
+                    Severity::Warning,
+                    format_args!(
+                        "{} this store and will answer 401 to the new key until they restart",
+                        servers(n)
+                    ),
                 ),
-                Err(e) => eprintln!(
-                    "recruitd: warning: could not check for other servers on this store: {e:#}"
+                Err(e) => tell(
+                    Severity::Warning,
+                    format_args!("could not check for other servers on this store: {e:#}"),
                 ),
             }
             return Ok(());
@@ -470,7 +474,10 @@ async fn create_key(
     let (key, secret) = created?;
     say(&secret)?;
     say(format_args!("id: {}", key.id))?;
-    eprintln!("recruitd: no server is using this store: the key was written to it directly");
+    tell(
+        Severity::Info,
+        "no server is using this store: the key was written to it directly",
+    );
     Ok(())
 }
 
@@ -512,8 +519,9 @@ async fn revoke_key(store_args: &StoreArgs, admin: &AdminArgs, key_id: &str) -> 
     match revoked? {
         Some(_) => {
             say(format_args!("revoked {key_id}"))?;
-            eprintln!(
-                "recruitd: no server is using this store: the key was revoked in it directly"
+            tell(
+                Severity::Info,
+                "no server is using this store: the key was revoked in it directly",
             );
             Ok(())
         }
@@ -522,13 +530,6 @@ async fn revoke_key(store_args: &StoreArgs, admin: &AdminArgs, key_id: &str) -> 
 }
 
 async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
-    // Taken before the demo workspace is written, so that it too is written under it.
-    let store_lock =
-        StoreLock::for_server(store_args.database_url.as_deref(), &store_args.data_dir).await?;
-    let demo = match args.demo {
-        true => Some(load_demo(&store_args).await?),
-        false => None,
-    };
     let settings = Settings {
         data_dir: store_args.data_dir.clone(),
         database_url: store_args.database_url.clone(),
@@ -544,15 +545,43 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
         write_batch_max: args.write_batch_max as usize,
         clock: crate::signed_urls::Clock::System,
     };
-    let app = Application::build_holding(settings, store_lock).await?;
+    // The sockets first: an address in use is found before anything is made.
+    let listeners = crate::app::Listeners::bind(&settings)?;
+    // A data dir this start makes is removed again if the start fails, so that a failed
+    // first start leaves nothing half-made behind.
+    let made_data_dir = !store_args.data_dir.exists();
+    let started = async {
+        // Taken before the demo workspace is written, so that it too is written under it.
+        let store_lock =
+            StoreLock::for_server(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+        let demo = match args.demo {
+            true => Some(load_demo(&store_args).await?),
+            false => None,
+        };
+        let app = Application::build_with(settings, store_lock, listeners).await?;
+        anyhow::Ok((app, demo))
+    }
+    .await;
+    let (app, demo) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            if made_data_dir {
+                let _ = std::fs::remove_dir_all(&store_args.data_dir);
+            }
+            return Err(e);
+        }
+    };
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
-    // With JSON logs, stderr carries only JSON lines (log collectors parse every line).
+    // With JSON logs, the event above says it already.
     let plain_stderr = !crate::logging::json_logs();
     if plain_stderr {
-        eprintln!(
-            "recruitd: API on {base}, admin interface on http://{}",
-            app.admin_addr()
+        tell(
+            Severity::Info,
+            format_args!(
+                "API on {base}, admin interface on http://{}",
+                app.admin_addr()
+            ),
         );
     }
     if demo.is_some() {
@@ -569,21 +598,25 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
             &crate::tls::self_signed_paths(&store_args.data_dir).0,
         ))?,
         Some(Demo::AlreadyThere(workspaces)) => {
-            eprintln!(
-                "recruitd: --demo: the store already holds data, served unchanged; its demo key \
-                 was shown when it was first loaded (`recruitd key list` shows the keys, \
-                 never their secrets). To make a new key while the server runs:"
+            tell(
+                Severity::Info,
+                "--demo: the store already holds data, served unchanged; its demo key was \
+                 shown when it was first loaded (`recruitd key list` shows the keys, never \
+                 their secrets). To make a new key while the server runs:",
             );
             let admin_flag = match app.admin_addr() {
                 a if a.to_string() == crate::app::DEFAULT_ADMIN_LISTEN => String::new(),
                 a => format!(" --admin-listen {a}"),
             };
             for (workspace, owner) in workspaces {
-                eprintln!(
-                    "  recruitd{} key create --workspace {} --created-by {} --scopes notes:write,tasks:write,records:write{admin_flag}",
-                    store_flags(&store_args),
-                    workspace.id,
-                    owner.as_deref().unwrap_or("<an active owner's e-mail>"),
+                tell(
+                    Severity::Info,
+                    format_args!(
+                        "  recruitd{} key create --workspace {} --created-by {} --scopes notes:write,tasks:write,records:write{admin_flag}",
+                        store_flags(&store_args),
+                        workspace.id,
+                        owner.as_deref().unwrap_or("<an active owner's e-mail>"),
+                    ),
                 );
             }
         }

@@ -195,7 +195,9 @@ pub fn run_cli(opts: &GenerateOptions, out: Option<&std::path::Path>) -> anyhow:
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    eprintln!(
+    crate::logging::tell(
+        crate::logging::Severity::Info,
+        format_args!(
         "generated {} people (seed {}): {} candidate rows, {} companies, {} contacts, {} jobs, \
          {} notes, {} tasks, {} attachments, {} users in {:.1}s{}",
         stats.people,
@@ -211,10 +213,14 @@ pub fn run_cli(opts: &GenerateOptions, out: Option<&std::path::Path>) -> anyhow:
         started.elapsed().as_secs_f64(),
         out.map(|p| format!(" -> {}", p.display()))
             .unwrap_or_default(),
+        ),
     );
-    eprintln!(
-        "workspace {}, owner {} (who creates keys: recruitd key create --workspace {} --created-by {})",
-        stats.workspace_id, stats.owner_email, stats.workspace_id, stats.owner_email
+    crate::logging::tell(
+        crate::logging::Severity::Info,
+        format_args!(
+            "workspace {}, owner {} (who creates keys: recruitd key create --workspace {} --created-by {})",
+            stats.workspace_id, stats.owner_email, stats.workspace_id, stats.owner_email
+        ),
     );
     Ok(())
 }

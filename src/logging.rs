@@ -42,6 +42,34 @@ pub fn json_logs() -> bool {
     std::env::var("RECRUITD_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
 }
 
+/// How bad a message to the operator is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+/// A message to the operator on stderr: `recruitd: …` as plain text, or, with
+/// `RECRUITD_LOG_FORMAT=json`, a log event like any other, so that every line of stderr
+/// is JSON (log collectors parse every line).
+pub fn tell(severity: Severity, message: impl std::fmt::Display) {
+    if json_logs() {
+        match severity {
+            Severity::Info => tracing::info!(target: "recruitd", "{message}"),
+            Severity::Warning => tracing::warn!(target: "recruitd", "{message}"),
+            Severity::Error => tracing::error!(target: "recruitd", "{message}"),
+        }
+    } else {
+        let prefix = match severity {
+            Severity::Info => "",
+            Severity::Warning => "warning: ",
+            Severity::Error => "error: ",
+        };
+        eprintln!("recruitd: {prefix}{message}");
+    }
+}
+
 /// PostgreSQL's NOTICE messages reach the log through sqlx at `info`: every start would
 /// log that `_sqlx_migrations` already exists. They are kept to warnings, unless the
 /// filter names sqlx itself.

@@ -5,7 +5,7 @@ fn main() -> std::process::ExitCode {
     let code = match recruitd::cli::run(recruitd::cli::Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("recruitd: error: {e:#}");
+            recruitd::logging::tell(recruitd::logging::Severity::Error, format_args!("{e:#}"));
             std::process::ExitCode::FAILURE
         }
     };

@@ -67,7 +67,9 @@ pub async fn import_snapshot(
         blobs_ms = (t_blobs - t_plan).as_millis() as u64,
         commit_ms = (t_commit - t_blobs).as_millis() as u64,
         blobs = plan.blobs.len(),
-        records = plan.changes.upserts.len(),
+        upserted = plan.changes.upserts.len(),
+        deleted = plan.changes.deletes.len(),
+        records = plan.records_after,
         reclaimed_objects = reclaimed.objects,
         reclaimed_bytes = reclaimed.bytes,
         "import applied"
@@ -79,6 +81,7 @@ pub async fn import_snapshot(
         workspace_id: ws_id,
         upserted: plan.upserted,
         deleted: plan.deleted,
+        records: plan.records_after,
     })
 }
 
@@ -106,11 +109,12 @@ pub async fn import_files(
         let deleted: usize = report.deleted.values().sum();
         let owner = crate::keys::suggested_creator_in(&*store, report.workspace_id).await?;
         println!(
-            "{}: workspace {}: {total} records upserted, {deleted} deleted in {:.1?}; owner {} \
-             (who creates keys: recruitd key create --workspace {} --created-by {})",
+            "{}: workspace {}: {total} records upserted, {deleted} deleted in {:.1?}; it holds {} \
+             records; owner {} (who creates keys: recruitd key create --workspace {} --created-by {})",
             f.display(),
             report.workspace_id,
             started.elapsed(),
+            report.records,
             owner.as_deref().unwrap_or("none"),
             report.workspace_id,
             owner.as_deref().unwrap_or("<an active owner's e-mail>"),

@@ -619,6 +619,21 @@ impl Record {
         })
     }
 
+    /// The record's id when it is a UUID (every kind but attachments).
+    pub fn uuid(&self) -> Option<Uuid> {
+        Some(match self {
+            Record::User(r) => r.id,
+            Record::Stage(r) => r.id,
+            Record::Company(r) => r.id,
+            Record::Contact(r) => r.id,
+            Record::Job(r) => r.id,
+            Record::Candidate(r) => r.id,
+            Record::Note(r) => r.id,
+            Record::Task(r) => r.id,
+            Record::Attachment(_) => return None,
+        })
+    }
+
     /// The record's id as the store keys it.
     pub fn id_string(&self) -> String {
         match self {

@@ -49,7 +49,7 @@ pub fn released_objects(plan: &ImportPlan) -> Vec<String> {
         .filter(|id| {
             plan.next
                 .as_ref()
-                .is_none_or(|next| !next.attachments.contains(&(*id).into()))
+                .is_none_or(|next| !next.attachments.contains(*id))
         })
         .map(|id| object_key(workspace, id))
         .collect();

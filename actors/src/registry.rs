@@ -240,8 +240,7 @@ impl Registry {
                 match Self::load_state(&*self.store, w.clone()).await {
                     Ok(state) => {
                         let id = state.id();
-                        let records =
-                            state.candidates.len() + state.notes.len() + state.tasks.len();
+                        let records = state.stored_records();
                         let handle = self.install(state);
                         // Off the path to ready: the actor sweeps the blob store before
                         // it takes any import (the only writer of blobs).

@@ -445,6 +445,9 @@ pub struct ImportPlan {
     pub next: Option<WorkspaceState>,
     pub upserted: Counts,
     pub deleted: Counts,
+    /// How many raw records the workspace will hold once the change set is committed
+    /// (`WorkspaceState::stored_records` of the next state).
+    pub records_after: usize,
 }
 
 /// What the planner needs to know about the keys that already exist (of any workspace).
@@ -1206,6 +1209,19 @@ pub fn plan_import(
         }
     }
 
+    // Ids appear once per array, so what is new and what is removed add up exactly.
+    let records_after = state.stored_records()
+        + changes
+            .upserts
+            .iter()
+            .filter(|r| !state.holds_record(r))
+            .count()
+        - changes
+            .deletes
+            .iter()
+            .filter(|(k, id)| state.holds(*k, id))
+            .count();
+
     // The next state, unless the caller only needs the change set (offline imports).
     let next = build_next.then(|| {
         let mut next = state.clone();
@@ -1236,6 +1252,7 @@ pub fn plan_import(
         next,
         upserted,
         deleted,
+        records_after,
     })
 }
 

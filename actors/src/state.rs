@@ -103,7 +103,11 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
             .map(|r| &r.rec)
     }
 
-    pub fn contains(&self, id: &K) -> bool {
+    pub fn contains<Q>(&self, id: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.rows.contains_key(id)
     }
 
@@ -843,6 +847,36 @@ impl WorkspaceState {
                 None => false,
             },
             RecordKind::Attachment => unreachable!("handled above"),
+        }
+    }
+
+    /// How many raw records the workspace holds (hidden ones included): what the store
+    /// keeps for it, and the one record count the logs report, at load and at import.
+    pub fn stored_records(&self) -> usize {
+        self.users.len()
+            + self.stages.len()
+            + self.companies.len()
+            + self.contacts.len()
+            + self.jobs.len()
+            + self.candidates.len()
+            + self.notes.len()
+            + self.tasks.len()
+            + self.attachments.len()
+    }
+
+    /// Whether the workspace holds a record of this kind and id (hidden ones included).
+    pub fn holds(&self, kind: RecordKind, id: &str) -> bool {
+        match kind {
+            RecordKind::Attachment => self.attachments.contains(id),
+            kind => Uuid::try_parse(id).is_ok_and(|u| self.contains_uuid(kind, u)),
+        }
+    }
+
+    /// Whether the workspace holds a record with `r`'s kind and id (hidden ones included).
+    pub fn holds_record(&self, r: &Record) -> bool {
+        match r {
+            Record::Attachment(a) => self.attachments.contains(a.id.as_str()),
+            r => r.uuid().is_some_and(|u| self.contains_uuid(r.kind(), u)),
         }
     }
 

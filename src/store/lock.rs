@@ -280,12 +280,12 @@ async fn pg_session(options: &PgConnectOptions) -> anyhow::Result<(PgConnection,
     let mut conn = tokio::time::timeout(ACQUIRE_TIMEOUT, options.connect())
         .await
         .map_err(|_| {
-            anyhow::anyhow!(
-                "PostgreSQL did not answer within {} s",
-                ACQUIRE_TIMEOUT.as_secs()
+            super::postgres_unreachable(
+                options,
+                &sqlx::Error::Io(std::io::ErrorKind::TimedOut.into()),
             )
         })?
-        .map_err(|e| anyhow::anyhow!("connecting to PostgreSQL for the store lock: {e}"))?;
+        .map_err(|e| super::postgres_unreachable(options, &e))?;
     let key = PgKey::of(&mut conn).await?;
     Ok((conn, key))
 }

@@ -37,6 +37,15 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Opens the store the operator chose: PostgreSQL for `Some(url)`, otherwise SQLite at
 /// `<data_dir>/recruit.db` (directory and file created when missing). Migrations are
 /// applied before the store is returned.
+/// Connection options without sqlx's "slow statement" warnings. Loads, imports and
+/// checkpoints run long by nature and are measured as what they are ("workspace loaded",
+/// "import applied", the commit metrics and the actor's "slow commit" warning); a
+/// warning that only names a statement would sound an alarm on every normal start.
+/// Statements are still logged at `debug` (`RECRUITD_LOG=sqlx=debug`).
+pub(crate) fn quiet_slow_statements<O: sqlx::ConnectOptions>(options: O) -> O {
+    options.log_slow_statements(log::LevelFilter::Off, std::time::Duration::ZERO)
+}
+
 pub async fn open(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
     match database_url {
         Some(url) => {
@@ -83,6 +92,27 @@ pub(crate) fn map_error(
     } else {
         StoreError::Other(format!("{context}: {e}"))
     }
+}
+
+/// Why PostgreSQL could not be reached, naming where it was looked for: "connection
+/// refused at 127.0.0.1:5433" says what to check, where a pool's "timed out" does not.
+pub(crate) fn postgres_unreachable(
+    options: &sqlx::postgres::PgConnectOptions,
+    e: &sqlx::Error,
+) -> anyhow::Error {
+    let at = format!("{}:{}", options.get_host(), options.get_port());
+    let why = match e {
+        sqlx::Error::Io(io) => match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => format!(
+                "connection refused at {at} (is PostgreSQL running there, and is that its \
+                 address and port?)"
+            ),
+            std::io::ErrorKind::TimedOut => format!("no answer from {at} (timed out)"),
+            _ => format!("{io} (at {at})"),
+        },
+        other => format!("{other} (at {at})"),
+    };
+    anyhow::anyhow!("cannot connect to PostgreSQL: {why}")
 }
 
 /// Reads a stored record back; a body that does not parse, an unknown kind or a body

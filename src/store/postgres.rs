@@ -140,7 +140,23 @@ impl PostgresStore {
     /// applies the migrations.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let store = Self::connect_lazy(url, ACQUIRE_TIMEOUT)?;
-        // The first acquisition also proves the server is there.
+        // One connection first, on its own: the pool would retry until its deadline and
+        // report only that it timed out, not why.
+        {
+            use sqlx::{ConnectOptions, Connection};
+            let options = PgConnectOptions::from_str(url)
+                .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
+            let conn = tokio::time::timeout(ACQUIRE_TIMEOUT, options.connect())
+                .await
+                .map_err(|_| {
+                    super::postgres_unreachable(
+                        &options,
+                        &sqlx::Error::Io(std::io::ErrorKind::TimedOut.into()),
+                    )
+                })?
+                .map_err(|e| super::postgres_unreachable(&options, &e))?;
+            conn.close().await.ok();
+        }
         sqlx::migrate!("./migrations/postgres")
             .run(&store.pool)
             .await
@@ -153,6 +169,7 @@ impl PostgresStore {
     pub fn connect_lazy(url: &str, acquire_timeout: Duration) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
+        let options = super::quiet_slow_statements(options);
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(acquire_timeout)

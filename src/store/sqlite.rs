@@ -101,7 +101,7 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating when missing) the database file and applies the migrations.
     pub async fn open(path: &Path) -> anyhow::Result<Self> {
-        let base = SqliteConnectOptions::new()
+        let base = super::quiet_slow_statements(SqliteConnectOptions::new())
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -120,11 +120,18 @@ impl SqliteStore {
                 base.clone().connect().await.map_err(|e| {
                     anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display())
                 })?;
+            let started = std::time::Instant::now();
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
                 .execute(&mut conn)
                 .await
                 .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
             conn.close().await.ok();
+            if started.elapsed() > std::time::Duration::from_millis(100) {
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "folded the write-ahead log the store was left with into the database"
+                );
+            }
         }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
@@ -323,11 +330,22 @@ async fn checkpoints(pool: SqlitePool) {
         if pool.is_closed() {
             return;
         }
+        let started = std::time::Instant::now();
         match sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
             .execute(&pool)
             .await
         {
-            Ok(_) => failing = false,
+            Ok(_) => {
+                failing = false;
+                let elapsed = started.elapsed();
+                if elapsed > std::time::Duration::from_secs(1) {
+                    // Off every commit's path, but a sign of a disk behind on its writes.
+                    tracing::debug!(
+                        elapsed_ms = elapsed.as_millis() as u64,
+                        "slow background checkpoint"
+                    );
+                }
+            }
             Err(sqlx::Error::PoolClosed) => return,
             Err(e) => {
                 if !failing {

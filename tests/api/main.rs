@@ -56,6 +56,7 @@ mod ratelimit;
 mod reclaim;
 mod records;
 mod search;
+mod startup;
 mod subresources;
 mod sync;
 mod writes;

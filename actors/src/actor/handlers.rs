@@ -62,6 +62,8 @@ type WriteReply = oneshot::Sender<Result<WriteDone, WriteError>>;
 
 /// Longest wait for the store to confirm a batch of API writes.
 pub const WRITE_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A batch of API writes whose commit takes longer is logged as slow.
+pub const SLOW_COMMIT: Duration = Duration::from_secs(1);
 /// Longest wait for the store to say whether an unconfirmed batch took effect.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How soon an unconfirmed batch is settled when no write arrives to prompt it.
@@ -139,6 +141,7 @@ impl WorkspaceActor {
         changes.batch = Some(batch);
         let store = self.registry.store.clone();
         let id = self.id;
+        let writes = accepted.len();
         // Bounded: a store that stopped answering (frozen, unreachable) must not hold the
         // clients; they get 503 and the batch's outcome is settled later.
         let registry = self.registry.clone();
@@ -159,7 +162,11 @@ impl WorkspaceActor {
                     WRITE_COMMIT_TIMEOUT.as_secs()
                 ))),
             };
-            registry.observe_commit(CommitKind::Writes, started.elapsed(), res.is_ok());
+            let elapsed = started.elapsed();
+            registry.observe_commit(CommitKind::Writes, elapsed, res.is_ok());
+            if elapsed > SLOW_COMMIT {
+                tracing::warn!(workspace = %id, writes, elapsed_ms = elapsed.as_millis() as u64, ok = res.is_ok(), "slow commit");
+            }
             res
         };
         ctx.spawn(commit.into_actor(self).map(move |res, act, ctx| {
@@ -363,6 +370,7 @@ impl WorkspaceActor {
         let registry = self.registry.clone();
         let id = self.id;
         let batch = Uuid::new_v4();
+        let began = Instant::now();
         // An import is not given a deadline: a large one takes minutes.
         let runtime = tokio::runtime::Handle::current();
         let run = move || {
@@ -422,8 +430,17 @@ impl WorkspaceActor {
                     next,
                     upserted,
                     deleted,
+                    records_after,
                     ..
                 } = plan;
+                tracing::info!(
+                    workspace = %act.id,
+                    upserted = upserted.values().sum::<usize>(),
+                    deleted = deleted.values().sum::<usize>(),
+                    records = records_after,
+                    elapsed_ms = began.elapsed().as_millis() as u64,
+                    "import applied"
+                );
                 for k in &changes.keys {
                     act.registry.keys.put(k.clone());
                 }
@@ -435,6 +452,7 @@ impl WorkspaceActor {
                     workspace_id: act.id,
                     upserted,
                     deleted,
+                    records: records_after,
                 }
             });
             let _ = reply.send(answer);

@@ -19,6 +19,8 @@ pub struct ImportReport {
     pub workspace_id: Uuid,
     pub upserted: Counts,
     pub deleted: Counts,
+    /// How many raw records the workspace holds after the import.
+    pub records: usize,
 }
 
 #[derive(Debug, thiserror::Error)]

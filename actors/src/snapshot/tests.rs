@@ -246,3 +246,28 @@ fn a_new_default_region_renormalises_numbers() {
         Some("+442079460011")
     );
 }
+
+/// The record count an import reports is what the next state holds, whether the file
+/// adds, updates or deletes records.
+#[test]
+fn records_after_is_what_the_next_state_holds() {
+    let first = plan(&example()).unwrap();
+    let held = first.next.unwrap();
+    assert_eq!(first.records_after, held.stored_records());
+    assert!(first.records_after > 0);
+    // Again, with a note deleted, an attachment deleted, a new note and the rest updated.
+    let mut again = example();
+    again["notes"][0] = json!({"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true});
+    again["attachments"][1] =
+        json!({"id": "clientfile:153147d7-ad43-526a-a42c-bd7e89dcfc12", "deleted": true});
+    let mut new_note = example()["notes"][1].clone();
+    new_note["id"] = json!("0b1d2c3e-0000-4000-8000-000000000001");
+    again["notes"].as_array_mut().unwrap().push(new_note);
+    let snap = parse_slice(&serde_json::to_vec(&again).unwrap()).unwrap();
+    let second = plan_import(Some(&held), snap, &NoKeys, true).unwrap();
+    assert_eq!(
+        second.records_after,
+        second.next.as_ref().unwrap().stored_records()
+    );
+    assert_eq!(second.records_after, first.records_after - 1);
+}
