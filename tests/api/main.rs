@@ -36,6 +36,7 @@ mod helpers;
 
 mod admin;
 mod auth;
+mod build;
 mod cli;
 mod demo;
 mod docs;
