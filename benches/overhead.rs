@@ -33,10 +33,8 @@ fn access_line(latency_us: u64) {
 }
 
 fn overhead(c: &mut Criterion) {
-    let bytes = recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
-        people: 20_000,
-        seed: 5,
-    });
+    let bytes =
+        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(20_000, 5));
     let ws = plan_import(None, parse_slice(&bytes).unwrap(), &NoKeys, true)
         .unwrap()
         .next

@@ -12,10 +12,8 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 fn state(people: usize) -> actors::state::WorkspaceState {
-    let bytes = recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
-        people,
-        seed: 3,
-    });
+    let bytes =
+        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(people, 3));
     let snap = parse_slice(&bytes).expect("generated snapshot parses");
     plan_import(None, snap, &NoKeys, true)
         .expect("generated snapshot is valid")

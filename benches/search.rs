@@ -31,7 +31,7 @@ fn sizes() -> Vec<usize> {
 fn state(people: usize) -> WorkspaceState {
     let started = Instant::now();
     let file = tempfile::tempfile().expect("temp file");
-    let opts = recruitd::generate::GenerateOptions { people, seed: 11 };
+    let opts = recruitd::generate::GenerateOptions::new(people, 11);
     let mut w = std::io::BufWriter::new(&file);
     recruitd::generate::write_snapshot(&opts, &mut w, &mut |_, _| {}).expect("generate");
     drop(w);

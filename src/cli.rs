@@ -66,6 +66,10 @@ pub enum Command {
         /// Where to write the snapshot (default: standard output).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The workspace's id instead of the one the seed gives (all else the same): a
+        /// second workspace of this shape beside the first in one store.
+        #[arg(long)]
+        workspace_id: Option<uuid::Uuid>,
     },
 }
 
@@ -324,9 +328,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(KeyCommand::Revoke { key_id, admin }) => {
             system().block_on(revoke_key(&cli.store, &admin, &key_id))
         }
-        Command::Generate { people, seed, out } => {
-            crate::generate::run_cli(&GenerateOptions { people, seed }, out.as_deref())
-        }
+        Command::Generate {
+            people,
+            seed,
+            out,
+            workspace_id,
+        } => crate::generate::run_cli(
+            &GenerateOptions {
+                workspace_id,
+                ..GenerateOptions::new(people, seed)
+            },
+            out.as_deref(),
+        ),
     }
 }
 
@@ -712,10 +725,10 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
         store.close().await;
         return Ok(Demo::AlreadyThere(out));
     }
-    let bytes = crate::generate::snapshot_bytes(&GenerateOptions {
-        people: crate::demo::DEMO_PEOPLE,
-        seed: crate::demo::DEMO_SEED,
-    });
+    let bytes = crate::generate::snapshot_bytes(&GenerateOptions::new(
+        crate::demo::DEMO_PEOPLE,
+        crate::demo::DEMO_SEED,
+    ));
     let snap =
         actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
     let ws = snap

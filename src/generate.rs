@@ -36,6 +36,20 @@ use uuid::Uuid;
 pub struct GenerateOptions {
     pub people: usize,
     pub seed: u64,
+    /// The workspace's id instead of the one the seed gives (everything else is the
+    /// same): a second workspace of the same shape in one store.
+    pub workspace_id: Option<Uuid>,
+}
+
+impl GenerateOptions {
+    /// `people` people from `seed`, in the workspace the seed gives.
+    pub fn new(people: usize, seed: u64) -> Self {
+        GenerateOptions {
+            people,
+            seed,
+            workspace_id: None,
+        }
+    }
 }
 
 /// How many records of each kind were written.
@@ -72,7 +86,10 @@ pub fn write_snapshot<W: Write>(
         w: BufWriter::with_capacity(1 << 16, out),
         first: true,
     };
-    let world = World::build(opts.seed, opts.people);
+    let mut world = World::build(opts.seed, opts.people);
+    if let Some(id) = opts.workspace_id {
+        world.workspace_id = id;
+    }
     let mut stats = GenerateStats {
         workspace_id: world.workspace_id,
         owner_email: world
@@ -2741,7 +2758,7 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet, HashSet};
 
     fn bytes(people: usize, seed: u64) -> Vec<u8> {
-        snapshot_bytes(&GenerateOptions { people, seed })
+        snapshot_bytes(&GenerateOptions::new(people, seed))
     }
 
     fn doc(people: usize, seed: u64) -> Value {
@@ -2775,10 +2792,7 @@ mod tests {
         // Independent of how the bytes are chunked on the way out.
         let mut unbuffered = Vec::new();
         write_snapshot(
-            &GenerateOptions {
-                people: 400,
-                seed: 7,
-            },
+            &GenerateOptions::new(400, 7),
             &mut unbuffered,
             &mut |_, _| {},
         )
@@ -2790,10 +2804,7 @@ mod tests {
     fn cli_writes_the_same_bytes_to_a_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("snap.json");
-        let opts = GenerateOptions {
-            people: 120,
-            seed: 5,
-        };
+        let opts = GenerateOptions::new(120, 5);
         run_cli(&opts, Some(&path)).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), snapshot_bytes(&opts));
         let missing = dir.path().join("no/such/dir/snap.json");
@@ -3248,10 +3259,7 @@ mod tests {
 
     #[test]
     fn realistic_proportions() {
-        let opts = GenerateOptions {
-            people: 3000,
-            seed: 9,
-        };
+        let opts = GenerateOptions::new(3000, 9);
         let mut out = Vec::new();
         let mut calls = Vec::new();
         let stats = write_snapshot(&opts, &mut out, &mut |done, total| {
@@ -3396,7 +3404,7 @@ mod tests {
             }
         }
         let started = std::time::Instant::now();
-        let opts = GenerateOptions { people, seed: 42 };
+        let opts = GenerateOptions::new(people, 42);
         let (stats, size) = if path == "-" {
             let mut out = Count(io::sink(), 0);
             (

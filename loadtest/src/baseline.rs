@@ -74,9 +74,58 @@ fn csv_field(out: &mut String, v: Option<&str>) {
     }
 }
 
+/// Creates the URL's database when the server has none of that name, connecting to its
+/// `postgres` database to do so; when that is not allowed, says how to create it.
+async fn ensure_database(url: &str) -> anyhow::Result<()> {
+    use sqlx::postgres::PgConnectOptions;
+    use sqlx::{ConnectOptions, Connection};
+    use std::str::FromStr;
+    let options = PgConnectOptions::from_str(url).context("the baseline's PostgreSQL URL")?;
+    let database = options
+        .get_database()
+        .map(str::to_string)
+        .unwrap_or_else(|| options.get_username().to_string());
+    let missing = match options.connect().await {
+        Ok(conn) => {
+            conn.close().await.ok();
+            return Ok(());
+        }
+        // 3D000: invalid_catalog_name, "database … does not exist".
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => e.to_string(),
+        Err(e) => {
+            return Err(anyhow::anyhow!(e).context(format!(
+                "connecting to the baseline PostgreSQL at {}:{}",
+                options.get_host(),
+                options.get_port()
+            )))
+        }
+    };
+    let how = format!(
+        "{missing}; create it (e.g. `createdb -h {} -p {} -U {} {database}`) or name one that exists",
+        options.get_host(),
+        options.get_port(),
+        options.get_username()
+    );
+    let mut admin = options
+        .clone()
+        .database("postgres")
+        .connect()
+        .await
+        .with_context(|| how.clone())?;
+    let quoted = format!("\"{}\"", database.replace('"', "\"\""));
+    sqlx::raw_sql(&format!("CREATE DATABASE {quoted}"))
+        .execute(&mut admin)
+        .await
+        .with_context(|| how.clone())?;
+    admin.close().await.ok();
+    eprintln!("created the baseline database {database}");
+    Ok(())
+}
+
 impl Pg {
     /// Connects and copies the workspace behind `api` into the baseline schema.
     pub async fn load(url: &str, api: &Pool, connections: u32) -> anyhow::Result<Self> {
+        ensure_database(url).await?;
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .connect(url)

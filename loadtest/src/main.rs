@@ -240,7 +240,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
     };
     print!("{}", report::table(&report));
     let json = report::write_json(&report, &s.out)?;
-    let charts = chart::write(&report, &s.out)?;
+    let charts = chart::write(&report.name, &report.runs, &s.out)?;
     println!("report: {}", json.display());
     for c in charts {
         println!("chart: {}", c.display());

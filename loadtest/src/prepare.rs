@@ -3,6 +3,11 @@
 //! interface imports it (`POST /admin/v1/import`) and creates a key with every scope and
 //! a per-minute budget far above any benchmark rate (`POST /admin/v1/keys`), written to
 //! a file the scenarios read.
+//!
+//! Each size (people and seed) gets a workspace of its own (`workspace_id`), so that a
+//! second `prepare` of another size on the same server gives a workspace of exactly that
+//! size, rather than updating part of the first one; the first stays in the server
+//! (restart it on a fresh data dir to drop it), and the new key reaches the new one.
 
 use crate::cli::{self, Common, PrepareArgs};
 use anyhow::{bail, Context};
@@ -61,10 +66,49 @@ async fn admin_ready(http: &reqwest::Client, base: &str, token: &str) -> anyhow:
             Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
                 bail!("the admin interface at {base} refused the admin token")
             }
-            _ if Instant::now() > deadline => bail!("the server at {base} is not ready"),
+            Err(e) if e.is_connect() => bail!(
+                "no recruitd answers at {base}: start the server first (e.g. `recruitd \
+                 --data-dir bench serve`), then prepare; --admin-url names its admin \
+                 interface (default http://127.0.0.1:8444)"
+            ),
+            _ if Instant::now() > deadline => {
+                bail!("the server at {base} did not become ready within 120 s")
+            }
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
+}
+
+/// The workspace id of a prepared size: one per (people, seed), always the same for it.
+pub fn workspace_id(people: usize, seed: u64) -> String {
+    // SplitMix64 over both numbers: well spread, and no hashing crate needed.
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let hi = mix(people as u64 ^ mix(seed));
+    let lo = mix(hi ^ 0x6c6f_6164_7465_7374);
+    // A version-4 layout (random-looking), as the generator's own ids are.
+    let hi = (hi & !0xf000) | 0x4000;
+    let lo = (lo & !(0b11 << 62)) | (0b10 << 62);
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+/// What was prepared last on a data dir (`loadtest.workspace`).
+#[derive(serde::Serialize, Deserialize)]
+struct Prepared {
+    workspace_id: String,
+    people: usize,
+    seed: u64,
 }
 
 pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
@@ -83,11 +127,12 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
         .or_else(|| common.out.clone())
         .unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&work_dir)?;
+    let wanted = workspace_id(a.people, a.gen_seed);
     let snapshot = match &a.snapshot {
         Some(s) => s.clone(),
         None => {
             let path = work_dir.join(format!("workspace-{}-seed{}.json", a.people, a.gen_seed));
-            if path.exists() {
+            if path.exists() && snapshot_workspace(&path).as_deref() == Some(wanted.as_str()) {
                 eprintln!("reusing {}", path.display());
             } else {
                 let bin = recruitd_binary(a.recruitd.as_deref());
@@ -95,6 +140,7 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
                 let status = std::process::Command::new(&bin)
                     .args(["generate", "--people", &a.people.to_string()])
                     .args(["--seed", &a.gen_seed.to_string()])
+                    .args(["--workspace-id", &wanted])
                     .arg("--out")
                     .arg(&path)
                     .stdout(std::process::Stdio::null())
@@ -169,9 +215,38 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
         .or_else(|| data_dir.as_ref().map(|d| d.join("loadtest.key")))
         .unwrap_or_else(|| work_dir.join("loadtest.key"));
     write_secret(&key_path, secret)?;
+    let record = key_path.with_extension("workspace");
+    let before: Option<Prepared> = std::fs::read(&record)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    if let Some(b) = before.filter(|b| b.workspace_id != head.workspace.id) {
+        eprintln!(
+            "note: the server still holds the workspace of an earlier prepare ({} people, seed \
+             {}, {}); the key now reaches this one. Restart the server on a fresh data dir to \
+             benchmark this workspace alone.",
+            b.people, b.seed, b.workspace_id
+        );
+    }
+    let prepared = Prepared {
+        workspace_id: head.workspace.id.clone(),
+        people: a.people,
+        seed: a.gen_seed,
+    };
+    std::fs::write(&record, serde_json::to_vec(&prepared)?)?;
     println!("workspace {}", head.workspace.id);
     println!("key file {}", key_path.display());
     Ok(())
+}
+
+/// The workspace id a snapshot file names, read from its beginning.
+fn snapshot_workspace(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = vec![0u8; 4096];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let after = text.split("\"workspace\":").nth(1)?;
+    let id = after.split("\"id\":\"").nth(1)?.split('"').next()?;
+    Some(id.to_string())
 }
 
 fn write_secret(path: &Path, secret: &str) -> anyhow::Result<()> {

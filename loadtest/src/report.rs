@@ -159,7 +159,7 @@ impl RunReport {
     }
 }
 
-fn encode_histogram(h: &Histogram<u64>) -> String {
+pub(crate) fn encode_histogram(h: &Histogram<u64>) -> String {
     let mut buf = Vec::new();
     V2DeflateSerializer::new()
         .serialize(h, &mut buf)

@@ -112,6 +112,18 @@ impl Server {
         out
     }
 
+    /// `GET /v1/counts` with the prepared key.
+    fn counts(&self) -> Value {
+        let key = std::fs::read_to_string(self.data.path().join("loadtest.key")).unwrap();
+        let out = Command::new("curl")
+            .args(["-s", "-k", "-H"])
+            .arg(format!("Authorization: Bearer {}", key.trim()))
+            .arg(format!("{}/v1/counts", self.api))
+            .output();
+        let body: Value = serde_json::from_slice(&out.expect("curl").stdout).unwrap();
+        body["data"].clone()
+    }
+
     fn report(&self, name: &str) -> Value {
         let path = self.out.join(format!("{name}.json"));
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -145,18 +157,59 @@ fn every_scenario_runs_clean_against_a_real_server() {
     };
     let started = Instant::now();
     let server = Server::start(&bin);
-    server.loadtest(&[
-        "prepare",
-        "--people",
-        "300",
-        "--admin-url",
-        &server.admin,
-        "--admin-token",
-        ADMIN_TOKEN,
-        "--recruitd",
-        bin.to_str().unwrap(),
-    ]);
+    let prepare = |people: &str, admin: &str| {
+        Command::new(LOADTEST)
+            .arg("--data-dir")
+            .arg(server.data.path())
+            .args(["--url", &server.api, "--quiet"])
+            .args(["prepare", "--people", people, "--admin-url", admin])
+            .args([
+                "--admin-token",
+                ADMIN_TOKEN,
+                "--recruitd",
+                bin.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    // Without a server there, prepare says so at once.
+    let nobody = format!("http://127.0.0.1:{}", free_port());
+    let asked = Instant::now();
+    let out = prepare("300", &nobody);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no recruitd answers"),
+        "{err}"
+    );
+    assert!(asked.elapsed() < Duration::from_secs(10), "said at once");
+    // A first size, then another: the key reaches a workspace of exactly the last size.
+    for people in ["500", "300"] {
+        let out = prepare(people, &server.admin);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(String::from_utf8_lossy(&prepare("300", &server.admin).stderr).contains("reusing"));
     assert!(server.data.path().join("loadtest.key").is_file());
+    let snapshot: Value = serde_json::from_slice(
+        &std::fs::read(server.data.path().join("workspace-300-seed1.json")).unwrap(),
+    )
+    .unwrap();
+    let counts = server.counts();
+    for entity in ["candidates", "notes", "companies"] {
+        assert_eq!(
+            counts[entity].as_u64().unwrap() as usize,
+            snapshot[entity]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["is_private"] != true)
+                .count(),
+            "{entity}: the workspace is the last size prepared"
+        );
+    }
 
     let run = ["--duration", "1.5", "--warmup", "0.5"];
     server.loadtest(&[&["--name", "lookup", "lookup", "--rate", "300"][..], &run].concat());
@@ -236,7 +289,10 @@ fn every_scenario_runs_clean_against_a_real_server() {
     assert_eq!(parts, ["mixed: lookup", "mixed: write", "mixed: sync"]);
     assert!(mixed["runs"][2]["sync"]["full_rounds"].as_u64().unwrap() >= 1);
 
-    if let Ok(url) = std::env::var("RECRUITD_TEST_DATABASE_URL") {
+    if let Ok(server_url) = std::env::var("RECRUITD_TEST_DATABASE_URL") {
+        // A database that does not exist yet: the load generator makes it.
+        let db = format!("recruitd_smoke_{}", std::process::id());
+        let url = format!("{}/{db}", server_url.rsplit_once('/').unwrap().0);
         server.loadtest(
             &[
                 &["--name", "baseline", "lookup", "--concurrency", "2"][..],
@@ -268,6 +324,10 @@ fn every_scenario_runs_clean_against_a_real_server() {
         ]);
         let b = server.report("baseline-sync");
         assert!(b["runs"][1]["sync"]["full_records_per_s"].as_f64().unwrap() > 0.0);
+        let _ = Command::new("psql")
+            .arg(&server_url)
+            .args(["-qc", &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")])
+            .output();
     }
 
     let a = server.out.join("lookup.json");

@@ -14,10 +14,8 @@ const PEOPLE: usize = 3_000;
 async fn an_import_never_stalls_another_workspace(b: Backend) {
     let app = Arc::new(spawn_app(b).await);
     app.import_ok(&example()).await;
-    let bytes = recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
-        people: PEOPLE,
-        seed: 11,
-    });
+    let bytes =
+        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(PEOPLE, 11));
 
     // The import, through the admin interface, in another workspace.
     let importing = Arc::new(AtomicBool::new(true));

@@ -112,10 +112,8 @@ const ENTITIES: [&str; 9] = [
 ];
 
 async fn paging_returns_every_record_once_in_order(b: Backend) {
-    let bytes = recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
-        people: 120,
-        seed: 7,
-    });
+    let bytes =
+        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(120, 7));
     let mut snap: Value = serde_json::from_slice(&bytes).unwrap();
     // A key of our own (the generator leaves keys to the CLI).
     let owner = snap["users"]

@@ -24,10 +24,7 @@ async fn a_normal_start_is_quiet_and_counts_records_once(b: Backend) {
     let snapshot = dir.path().join("snap.json");
     std::fs::write(
         &snapshot,
-        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions {
-            people: 5_000,
-            seed: 3,
-        }),
+        recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(5_000, 3)),
     )
     .unwrap();
     let out = command(&data, &b)
