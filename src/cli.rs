@@ -611,27 +611,25 @@ async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
             &crate::tls::self_signed_paths(&store_args.data_dir).0,
         ))?,
         Some(Demo::AlreadyThere(workspaces)) => {
-            tell(
-                Severity::Info,
-                "--demo: the store already holds data, served unchanged; its demo key was \
-                 shown when it was first loaded (`recruitd key list` shows the keys, never \
-                 their secrets). To make a new key while the server runs:",
-            );
             let admin_flag = match app.admin_addr() {
                 a if a.to_string() == crate::app::DEFAULT_ADMIN_LISTEN => String::new(),
                 a => format!(" --admin-listen {a}"),
             };
+            // One message, a command per line, so that each can be pasted as it stands.
+            let mut message = String::from(
+                "--demo: the store already holds data, served unchanged; its demo key was \
+                 shown when it was first loaded (`recruitd key list` shows the keys, never \
+                 their secrets). To make a new key while the server runs:",
+            );
             for (workspace, owner) in workspaces {
-                tell(
-                    Severity::Info,
-                    format_args!(
-                        "  recruitd{} key create --workspace {} --created-by {} --scopes notes:write,tasks:write,records:write{admin_flag}",
-                        store_flags(&store_args),
-                        workspace.id,
-                        owner.as_deref().unwrap_or("<an active owner's e-mail>"),
-                    ),
-                );
+                message.push_str(&format!(
+                    "\n  recruitd{} key create --workspace {} --created-by {} --scopes notes:write,tasks:write,records:write{admin_flag}",
+                    store_flags(&store_args),
+                    workspace.id,
+                    owner.as_deref().unwrap_or("<an active owner's e-mail>"),
+                ));
             }
+            tell(Severity::Info, message);
         }
         None => {}
     }
