@@ -7,11 +7,11 @@ use crate::http::context::{request_context, RequestId};
 use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::records::{data_body, json_response};
 use crate::http::{no_such_path, refuse_methods_but};
-use crate::keys::{build_key, NewKey};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::actor::Import;
-use actors::registry::Registry;
-use actors::store::ChangeSet;
+use actors::keys::{KeyError, KeyService, NewKey};
+use actors::loader::Loader;
+use actors::registry::{Registry, Slot};
 use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,6 +22,8 @@ pub const MAX_IMPORT_BYTES: usize = 4 << 30;
 
 pub struct AdminState {
     pub registry: Arc<Registry>,
+    pub loader: Arc<Loader>,
+    pub keys: KeyService,
     pub token: String,
     /// Set once the API listener is accepting.
     pub api_accepting: Arc<AtomicBool>,
@@ -33,7 +35,7 @@ async fn metrics(req: HttpRequest, state: web::Data<AdminState>) -> Result<HttpR
     check_token(&req, &state)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(state.metrics.render(&state.registry)))
+        .body(state.metrics.render(&state.registry, &state.loader)))
 }
 
 fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
@@ -72,12 +74,12 @@ fn not_ready_message(state: &AdminState) -> String {
         .registry
         .slots()
         .iter()
-        .filter(|(_, s)| matches!(s, actors::registry::Slot::Loading))
+        .filter(|(_, s)| matches!(s, Slot::Loading))
         .count();
     if loading == 0 {
         return "not ready: the API listener is not accepting yet".into();
     }
-    let failures = state.registry.load_failures();
+    let failures = state.loader.failures();
     let mut msg = format!("not ready: {loading} workspace(s) still loading");
     if !failures.is_empty() {
         let now = std::time::Instant::now();
@@ -148,10 +150,8 @@ async fn create_key(
     let new_key = NewKey::parse(&kr.created_by_email, &kr.scopes, kr.rate_limit_per_minute)
         .map_err(ApiError::bad_request)?;
     let handle = match state.registry.slot(kr.workspace_id) {
-        Some(actors::registry::Slot::Ready(h)) => h,
-        Some(actors::registry::Slot::Loading) => {
-            return Err(ApiError::unavailable("the workspace is still loading"))
-        }
+        Some(Slot::Ready(h)) => h,
+        Some(Slot::Loading) => return Err(ApiError::unavailable("the workspace is still loading")),
         None => {
             return Err(ApiError::bad_request(format!(
                 "no workspace {}",
@@ -164,23 +164,16 @@ async fn create_key(
         .users_by_email
         .get(new_key.created_by_email.as_str())
         .and_then(|id| workspace.users.get(id));
-    let (key, secret) = build_key(kr.workspace_id, creator.map(|u| &**u), &new_key)
-        .map_err(ApiError::bad_request)?;
-    state
-        .registry
-        .store
-        .commit(
-            kr.workspace_id,
-            &ChangeSet {
-                keys: vec![key.clone()],
-                ..ChangeSet::default()
-            },
-        )
-        .await?;
-    let id = key.id.clone();
-    state.registry.keys.put(key);
+    let (key, secret) = state
+        .keys
+        .create(kr.workspace_id, creator.map(|u| &**u), &new_key)
+        .await
+        .map_err(|e| match e {
+            KeyError::Refused(why) => ApiError::bad_request(why),
+            KeyError::Store(e) => e.into(),
+        })?;
     Ok(json_response(data_body(
-        &serde_json::json!({"id": id, "secret": secret}),
+        &serde_json::json!({"id": key.id, "secret": secret}),
         &rid,
     )?))
 }
@@ -193,14 +186,11 @@ async fn revoke_key(
 ) -> Result<HttpResponse, ApiError> {
     check_token(&req, &state)?;
     let id = path.into_inner();
-    match state.registry.store.revoke_key(&id).await? {
-        Some(k) => {
-            state.registry.keys.put(k);
-            Ok(json_response(data_body(
-                &serde_json::json!({"id": id, "revoked": true}),
-                &rid,
-            )?))
-        }
+    match state.keys.revoke(&id).await? {
+        Some(_) => Ok(json_response(data_body(
+            &serde_json::json!({"id": id, "revoked": true}),
+            &rid,
+        )?)),
         None => Err(ApiError::not_found(format!("no key with id {id:?}"))),
     }
 }

@@ -11,8 +11,12 @@ use crate::store::lock::StoreLock;
 use crate::tls::{self, HttpsOptions};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
+use actors::env::{ActorConfig, ActorEnv};
+use actors::keys::{KeyRing, KeyService};
+use actors::loader::Loader;
 use actors::query::CursorKey;
 use actors::registry::Registry;
+use actors::store::{BlobStore, Store};
 use anyhow::Context;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -60,7 +64,7 @@ impl Settings {
             rate_limit_per_minute: 600,
             admin_token: None,
             workers: None,
-            write_batch_max: actors::actor::MAX_BATCH,
+            write_batch_max: actors::env::MAX_BATCH,
             clock: Clock::System,
         }
     }
@@ -96,6 +100,8 @@ pub struct Application {
     api: Server,
     admin: Server,
     pub registry: Arc<Registry>,
+    /// Closed once both servers have stopped.
+    store: Arc<dyn Store>,
     pub admin_token: String,
     pub tls_cert_pem: Vec<u8>,
     /// Held while the application runs, so that no offline command writes the store
@@ -103,7 +109,7 @@ pub struct Application {
     store_lock: StoreLock,
     // Kept so their threads live as long as the application.
     _actors: actix::Arbiter,
-    _loader: actix::Arbiter,
+    _loading: actix::Arbiter,
 }
 
 impl Application {
@@ -138,23 +144,31 @@ impl Application {
         std::fs::create_dir_all(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
         let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
-        let blobs = Arc::new(FileBlobs::new(s.data_dir.join("blobs")));
+        let blobs: Arc<dyn BlobStore> = Arc::new(FileBlobs::new(s.data_dir.join("blobs")));
         let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
         let signing_key = secrets::signing_key(&s.data_dir)?;
-        let actors = actix::Arbiter::new();
-        let registry = Registry::new(store, blobs, actors.handle());
-        registry.set_write_batch_max(s.write_batch_max);
+        let keys = Arc::new(KeyRing::default());
+        keys.load(&*store).await.context("loading API keys")?;
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        registry.set_observer(metrics.clone());
-        registry.load_keys().await.context("loading API keys")?;
-        let list = registry.discover().await.context("listing workspaces")?;
+        // What every workspace actor works with, built once.
+        let env = Arc::new(ActorEnv {
+            config: ActorConfig {
+                write_batch_max: s.write_batch_max,
+            },
+            observer: metrics.clone(),
+            ..ActorEnv::new(store.clone(), blobs.clone(), keys.clone())
+        });
+        let actors = actix::Arbiter::new();
+        let registry = Registry::new(env, actors.handle());
+        let loader = Loader::new(store.clone(), registry.clone());
+        let list = loader.discover().await.context("listing workspaces")?;
 
         // Workspaces load on a thread of their own; until each is loaded its requests
         // answer 503 with Retry-After, and /admin/v1/ready answers 503.
-        let loader = actix::Arbiter::new();
+        let loading = actix::Arbiter::new();
         {
-            let registry = registry.clone();
-            loader.spawn(async move { registry.load_all(list).await });
+            let loader = loader.clone();
+            loading.spawn(async move { loader.load_all(list).await });
         }
 
         let tls_config =
@@ -177,6 +191,8 @@ impl Application {
             .unwrap_or_else(|| format!("https://{api_addr}"));
         let app_state = web::Data::new(AppState {
             registry: registry.clone(),
+            keys: keys.clone(),
+            blobs,
             cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
             downloads: Downloads {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
@@ -199,6 +215,8 @@ impl Application {
         let api_accepting = Arc::new(AtomicBool::new(true));
         let admin_state = web::Data::new(AdminState {
             registry: registry.clone(),
+            loader,
+            keys: KeyService::new(store.clone(), keys),
             token: admin_token.clone(),
             api_accepting,
             metrics,
@@ -220,9 +238,15 @@ impl Application {
             admin_token,
             tls_cert_pem,
             store_lock,
+            store,
             _actors: actors,
-            _loader: loader,
+            _loading: loading,
         })
+    }
+
+    /// The store the application serves (closed when it stops).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
     }
 
     pub fn api_addr(&self) -> SocketAddr {
@@ -285,7 +309,7 @@ impl Application {
         let (ra, rb) = futures_util::future::join(a, b).await;
         // Every request has finished: close the store cleanly, and only then let others
         // write it.
-        self.registry.store.close().await;
+        self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)
     }

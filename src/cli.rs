@@ -4,9 +4,9 @@
 use crate::admin_client::AdminReply;
 use crate::app::{Application, Settings};
 use crate::generate::GenerateOptions;
-use crate::keys::NewKey;
 use crate::logging::{tell, Severity};
 use crate::store::lock::{Holder, StoreLock};
+use actors::keys::NewKey;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -290,7 +290,7 @@ pub struct ServeArgs {
     pub demo: bool,
     /// Most API writes of one workspace committed in one transaction (1 turns group
     /// commit off).
-    #[arg(long, default_value_t = actors::actor::MAX_BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = actors::env::MAX_BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub write_batch_max: u64,
 }
 
@@ -717,7 +717,7 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
     if !existing.is_empty() {
         let mut out = Vec::new();
         for w in existing {
-            let owner = crate::keys::suggested_creator_in(&*store, w.id).await?;
+            let owner = crate::offline::keys(&store).suggested_creator(w.id).await?;
             out.push((w, owner));
         }
         store.close().await;
@@ -732,14 +732,13 @@ async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
     let ws = snap
         .workspace_id()
         .context("demo snapshot has a workspace")?;
-    let blobs = crate::blobs::FileBlobs::new(store_args.data_dir.join("blobs"));
-    let keys = crate::offline::key_ring(&*store).await?;
-    crate::offline::import_snapshot(&*store, &blobs, &keys, snap).await?;
+    let env = crate::offline::import_env(store.clone(), &store_args.data_dir).await?;
+    crate::offline::import_snapshot(&env, snap).await?;
     let state = crate::offline::load_workspace(&*store, ws)
         .await?
         .context("the demo workspace is in the store")?;
     let owner = state.users.iter().map(|(_, u)| &**u);
-    let owner = crate::keys::suggested_creator(owner)
+    let owner = actors::keys::suggested_creator(owner)
         .and_then(|u| u.email.clone())
         .context("demo snapshot has an active owner")?;
     let scopes = ["notes:write", "tasks:write", "records:write"].map(String::from);

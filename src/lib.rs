@@ -12,7 +12,6 @@ pub mod clock;
 pub mod demo;
 pub mod generate;
 pub mod http;
-pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod offline;

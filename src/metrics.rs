@@ -15,7 +15,9 @@
 //!   `recruitd_search_index_keys{workspace,index}`, `recruitd_search_index_bytes{…}`,
 //!   `recruitd_search_index_delta_keys{…}`: read from the registry when scraped.
 
-use actors::registry::{CommitKind, CommitObserver, ReclaimedBy, Registry, Slot};
+use actors::env::{CommitKind, CommitObserver, ReclaimedBy};
+use actors::loader::Loader;
+use actors::registry::{Registry, Slot};
 use actors::store::{Reclaimed, StoreError};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -192,8 +194,9 @@ impl Metrics {
             .inc();
     }
 
-    /// The text exposition, with the registry's current workspaces and index sizes.
-    pub fn render(&self, workspaces: &Registry) -> String {
+    /// The text exposition, with the directory's current workspaces, index sizes and the
+    /// loader's failures.
+    pub fn render(&self, workspaces: &Registry, loader: &Loader) -> String {
         let (mut loading, mut ready) = (0, 0);
         for (id, slot) in workspaces.slots() {
             match slot {
@@ -226,7 +229,7 @@ impl Metrics {
                 }
             }
         }
-        let failures = workspaces.load_failures();
+        let failures = loader.failures();
         // Only workspaces failing now: one that has loaded since leaves the family.
         self.load_failures.clear();
         for (id, f) in &failures {

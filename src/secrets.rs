@@ -77,22 +77,6 @@ pub fn derive_key(signing_key: &[u8; 32], purpose: &str) -> [u8; 32] {
     m.finalize().into_bytes().into()
 }
 
-/// A fresh API key secret: `rk_` and 43 characters of base64url (256 bits).
-pub fn new_key_secret() -> String {
-    use base64::Engine;
-    let mut b = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut b);
-    format!(
-        "rk_{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
-    )
-}
-
-/// A fresh key id: `key_` and 16 hex digits.
-pub fn new_key_id() -> String {
-    format!("key_{}", random_hex(8))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +99,5 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_ne!(derive_key(&k, "a"), derive_key(&k, "b"));
-        assert!(new_key_secret().len() > 40);
     }
 }

@@ -18,14 +18,17 @@
 //! - [`rendered`]: each row's rendered JSON, cached with the row and used while nothing
 //!   its view reads has changed.
 //! - [`query`]: `limit`, `updated_since` and cursor parsing.
-//! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, and the plan
-//!   of changes an import makes.
+//! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, the plan
+//!   of changes an import makes, and applying it (blobs, store, key ring).
 //! - [`store`]: the Store trait, change sets, an in-memory store for tests; the BlobStore
 //!   trait and object naming.
-//! - [`reclaim`]: which blobs an import's deletions release, and the sweep at load that
-//!   collects what a crash left behind.
+//! - [`reclaim`]: the sweep at load that collects the blobs a crash left behind.
+//! - [`env`]: what an actor works with (store, blobs, key ring, settings, the observer of
+//!   commits), built once at start-up.
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
-//! - [`registry`]: workspace id → actor and published read view; the API key ring.
+//! - [`registry`]: the directory of workspaces: id → actor and published read view.
+//! - [`loader`]: loading the workspaces at start, with retries and their failures.
+//! - [`keys`]: the API key ring, and the key service that creates and revokes keys.
 //! - [`search`]: phone and e-mail indexes (fst base + delta) and the matching rules.
 //! - [`writes`]: API writes (notes, tasks, record edits) checked and planned against a
 //!   workspace state.
@@ -36,12 +39,16 @@
 //!   new state (an `Arc` swapped into an `ArcSwap`).
 //! - Readers (HTTP handlers) load the current `Arc<WorkspaceState>` and read it without
 //!   any lock; a reader keeps one consistent state for its whole request.
-//! - The key ring is a concurrent map read on every request; it is written by the admin
-//!   paths after their store commit.
+//! - The key ring is a concurrent map read on every request; it is written after a store
+//!   commit only, by the key service and by imports.
+//! - Nothing but a workspace's actor and the key service commits to the store.
 //! - No lock is ever held across an `.await`. The one lock on the read path guards a
 //!   row's cached JSON, for the length of a copy.
 
 pub mod actor;
+pub mod env;
+pub mod keys;
+pub mod loader;
 pub mod model;
 pub mod phone;
 pub mod query;

@@ -6,7 +6,8 @@
 //!
 //! - an import deleting attachments: once its commit has succeeded and its state is
 //!   published, the actor removes the objects of the deleted attachments that the new
-//!   state does not hold ([`released_objects`]), and starts no further job until the
+//!   state does not hold ([`crate::snapshot::released_objects`]), and starts no further
+//!   job until the
 //!   removal is done — the next import may re-add an attachment, and its bytes must not be
 //!   written under a key a removal has still to delete;
 //! - a crash (between a commit and its removal, or between an import's blob writes and a
@@ -18,45 +19,9 @@
 //! it, so a crash at any point leaks objects at worst (until the next start), and never
 //! takes the bytes of a live attachment.
 
-use crate::model::{Record, RecordKind};
-use crate::snapshot::ImportPlan;
 use crate::state::WorkspaceState;
-use crate::store::{digest_of_key, object_digest, object_key, BlobStore, Reclaimed, StoreError};
-use std::collections::HashSet;
+use crate::store::{digest_of_key, object_digest, BlobStore, Reclaimed, StoreError};
 use uuid::Uuid;
-
-/// The object keys an import's commit releases: those of the attachments it deletes that
-/// are not in the state after it (its next state, when planned with one) nor re-added by
-/// it. Remove them only after the commit has succeeded.
-pub fn released_objects(plan: &ImportPlan) -> Vec<String> {
-    let workspace = plan.workspace.id;
-    let upserted: HashSet<&str> = plan
-        .changes
-        .upserts
-        .iter()
-        .filter_map(|r| match r {
-            Record::Attachment(a) => Some(a.id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut keys: Vec<String> = plan
-        .changes
-        .deletes
-        .iter()
-        .filter(|(kind, _)| *kind == RecordKind::Attachment)
-        .map(|(_, id)| id.as_str())
-        .filter(|id| !upserted.contains(id))
-        .filter(|id| {
-            plan.next
-                .as_ref()
-                .is_none_or(|next| !next.attachments.contains(*id))
-        })
-        .map(|id| object_key(workspace, id))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    keys
-}
 
 /// The objects a workspace state's attachments name: what a sweep keeps.
 pub struct LiveObjects {
@@ -101,7 +66,7 @@ pub fn sweep(blobs: &dyn BlobStore, live: &LiveObjects) -> Result<Reclaimed, Sto
 mod tests {
     use super::*;
     use crate::snapshot::{parse_slice, plan_import, NoKeys};
-    use crate::store::MemoryBlobs;
+    use crate::store::{object_key, MemoryBlobs};
 
     const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/snapshot-small.json");
     const CV: &str = "cv:91b2d50e-a6b0-5581-b491-530642265a44";
@@ -111,45 +76,17 @@ mod tests {
         serde_json::from_slice(FIXTURE).unwrap()
     }
 
-    fn plan(current: Option<&WorkspaceState>, snap: &serde_json::Value, next: bool) -> ImportPlan {
-        let snap = parse_slice(&serde_json::to_vec(snap).unwrap()).unwrap();
-        plan_import(current, snap, &NoKeys, next).unwrap()
-    }
-
-    fn attachments(list: serde_json::Value) -> serde_json::Value {
-        serde_json::json!({"format": "recruit-snapshot/1",
-                           "workspace": example()["workspace"].clone(), "attachments": list})
-    }
-
-    #[test]
-    fn an_import_releases_the_objects_of_what_it_deletes() {
-        let base = plan(None, &example(), true).next.unwrap();
-        let ws = base.id();
-        assert!(released_objects(&plan(Some(&base), &example(), true)).is_empty());
-        let delete = attachments(serde_json::json!([
-            {"id": CV, "deleted": true},
-            {"id": TERMS, "deleted": true},
-            {"id": "file:never-there", "deleted": true},
-        ]));
-        let mut want = vec![
-            object_key(ws, CV),
-            object_key(ws, TERMS),
-            object_key(ws, "file:never-there"),
-        ];
-        want.sort();
-        for next in [true, false] {
-            assert_eq!(released_objects(&plan(Some(&base), &delete, next)), want);
-        }
-        // Deleting other records releases nothing.
-        let other = serde_json::json!({"format": "recruit-snapshot/1",
-            "workspace": example()["workspace"].clone(),
-            "notes": [{"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true}]});
-        assert!(released_objects(&plan(Some(&base), &other, true)).is_empty());
+    fn state() -> WorkspaceState {
+        let snap = parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+        plan_import(None, snap, &NoKeys, true)
+            .unwrap()
+            .next
+            .unwrap()
     }
 
     #[test]
     fn a_sweep_keeps_every_attachment_of_the_state() {
-        let state = plan(None, &example(), true).next.unwrap();
+        let state = state();
         let ws = state.id();
         let blobs = MemoryBlobs::default();
         blobs.put(ws, CV, b"cv bytes").unwrap();

@@ -361,6 +361,20 @@ impl WorkspaceState {
         }
     }
 
+    /// Reads one workspace's records from the store into a fresh state, building the
+    /// search indexes once at the end (a base from every record, no delta).
+    pub async fn load(
+        store: &dyn crate::store::Store,
+        w: Workspace,
+    ) -> Result<WorkspaceState, crate::store::StoreError> {
+        let mut state = WorkspaceState::new(w);
+        let id = state.id();
+        state.defer_search();
+        store.load_records(id, &mut |r| state.put(r)).await?;
+        state.rebuild_search();
+        Ok(state)
+    }
+
     pub fn id(&self) -> Uuid {
         self.workspace.id
     }

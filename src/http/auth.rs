@@ -10,8 +10,9 @@ use super::AppState;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
+use actors::actor::WorkspaceHandle;
 use actors::model::{ApiKey, Scope};
-use actors::registry::{Slot, WorkspaceHandle};
+use actors::registry::Slot;
 use actors::state::WorkspaceState;
 use std::future::{ready, Ready};
 use std::marker::PhantomData;
@@ -74,7 +75,7 @@ pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, Ap
         .expect("AppState is registered");
     let token = bearer(req)?;
     let unknown = || ApiError::unauthorized("unknown or revoked API key");
-    let key = app.registry.keys.by_secret(token).ok_or_else(unknown)?;
+    let key = app.keys.by_secret(token).ok_or_else(unknown)?;
     if key.revoked {
         return Err(unknown());
     }

@@ -67,7 +67,7 @@ pub async fn download(
         ));
     }
     let (workspace, object) = (ws.id(), id.to_string());
-    let blobs = app.registry.blobs.clone();
+    let blobs = app.blobs.clone();
     let stored = web::block(move || blobs.stat(workspace, &object))
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("blob stat task: {e}")))??;

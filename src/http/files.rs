@@ -235,7 +235,7 @@ pub async fn serve(req: HttpRequest, app: web::Data<AppState>) -> Result<HttpRes
         return Ok(no_such_key());
     };
     drop(state);
-    let blobs = app.registry.blobs.clone();
+    let blobs = app.blobs.clone();
     let blob = web::block(move || blobs.open(workspace, &id))
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("blob read task: {e}")))??;

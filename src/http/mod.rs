@@ -52,6 +52,10 @@ use crate::signed_urls::{Clock, UrlSigner, FILES_PATH};
 /// Shared by every API handler.
 pub struct AppState {
     pub registry: Arc<Registry>,
+    /// Every API key, by secret hash: read on every request.
+    pub keys: Arc<actors::keys::KeyRing>,
+    /// Attachment bytes (downloads and the signed file route).
+    pub blobs: Arc<dyn actors::store::BlobStore>,
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
     /// Per-key request budgets.

@@ -167,31 +167,8 @@ store_test!(
 #[actix_web::test]
 async fn loading_workspace_answers_503() {
     use actix_web::test;
-    use actors::store::{MemoryBlobs, MemoryStore};
-    use std::sync::Arc;
-    let store = MemoryStore::new();
-    let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
-    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
-    actors::store::Store::commit(&*store, plan.workspace.id, &plan.changes)
-        .await
-        .unwrap();
-    let registry = actors::registry::Registry::new(
-        store,
-        Arc::new(MemoryBlobs::default()),
-        actix::Arbiter::current(),
-    );
-    registry.load_keys().await.unwrap();
-    registry.discover().await.unwrap(); // marks it loading; nothing loads it
-    let state = actix_web::web::Data::new(recruitd::http::AppState {
-        registry: registry.clone(),
-        cursor_key: actors::query::CursorKey::new([1; 32]),
-        downloads: recruitd::http::Downloads {
-            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
-            clock: recruitd::signed_urls::Clock::System,
-        },
-        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
-        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
-    });
+    // Marked loading; nothing loads it.
+    let (state, registry) = memory_app_state(false).await;
     let svc = test::init_service(recruitd::http::app(state)).await;
     let req = test::TestRequest::get()
         .uri("/v1/counts")

@@ -189,34 +189,8 @@ store_test!(
 #[actix_web::test]
 async fn scopes_are_deny_by_default() {
     use actix_web::{test, web, HttpResponse};
-    use actors::store::{MemoryBlobs, MemoryStore, Store};
     use recruitd::http::auth::{Authed, NotesWrite, Read, RecordsWrite, TasksWrite};
-    use std::sync::Arc;
-    let store = MemoryStore::new();
-    let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
-    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
-    store
-        .commit(plan.workspace.id, &plan.changes)
-        .await
-        .unwrap();
-    let registry = actors::registry::Registry::new(
-        store,
-        Arc::new(MemoryBlobs::default()),
-        actix::Arbiter::current(),
-    );
-    registry.load_keys().await.unwrap();
-    let list = registry.discover().await.unwrap();
-    registry.load_all(list).await;
-    let state = web::Data::new(recruitd::http::AppState {
-        registry,
-        cursor_key: actors::query::CursorKey::new([1; 32]),
-        downloads: recruitd::http::Downloads {
-            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
-            clock: recruitd::signed_urls::Clock::System,
-        },
-        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
-        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
-    });
+    let (state, _) = memory_app_state(true).await;
     async fn read(_: Authed<Read>) -> HttpResponse {
         HttpResponse::Ok().finish()
     }

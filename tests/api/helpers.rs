@@ -87,6 +87,7 @@ pub struct TestApp {
     pub client: Client,
     pub data_dir: TempDir,
     pub registry: std::sync::Arc<actors::registry::Registry>,
+    pub store: std::sync::Arc<dyn actors::store::Store>,
     pub backend: Backend,
     /// The server's certificate (PEM), for clients of its own.
     pub tls_cert_pem: Vec<u8>,
@@ -156,6 +157,7 @@ async fn start_app(
     let handles = app.handles();
     let admin_token = app.admin_token.clone();
     let registry = app.registry.clone();
+    let store = app.store();
     let tls_cert_pem = app.tls_cert_pem.clone();
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
@@ -165,6 +167,7 @@ async fn start_app(
         client,
         data_dir,
         registry,
+        store,
         backend,
         tls_cert_pem,
         handles,
@@ -390,4 +393,51 @@ pub async fn store_sql(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<
                 .unwrap()
         }
     }
+}
+
+/// The API's shared state over an in-memory store holding the example snapshot, for
+/// tests that drive the handlers without a server; its workspace is loaded when `load`,
+/// else left "loading".
+pub async fn memory_app_state(
+    load: bool,
+) -> (
+    actix_web::web::Data<recruitd::http::AppState>,
+    std::sync::Arc<actors::registry::Registry>,
+) {
+    use actors::store::{MemoryBlobs, MemoryStore, Store};
+    use std::sync::Arc;
+    let store = MemoryStore::new();
+    let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+    let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
+    store
+        .commit(plan.workspace.id, &plan.changes)
+        .await
+        .unwrap();
+    let keys = Arc::new(actors::keys::KeyRing::default());
+    keys.load(&*store).await.unwrap();
+    let blobs: Arc<dyn actors::store::BlobStore> = Arc::new(MemoryBlobs::default());
+    let env = Arc::new(actors::env::ActorEnv::new(
+        store.clone(),
+        blobs.clone(),
+        keys.clone(),
+    ));
+    let registry = actors::registry::Registry::new(env, actix::Arbiter::current());
+    let loader = actors::loader::Loader::new(store, registry.clone());
+    let list = loader.discover().await.unwrap();
+    if load {
+        loader.load_all(list).await;
+    }
+    let state = actix_web::web::Data::new(recruitd::http::AppState {
+        registry: registry.clone(),
+        keys,
+        blobs,
+        cursor_key: actors::query::CursorKey::new([1; 32]),
+        downloads: recruitd::http::Downloads {
+            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
+            clock: recruitd::signed_urls::Clock::System,
+        },
+        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
+        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
+    });
+    (state, registry)
 }

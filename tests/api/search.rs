@@ -466,7 +466,7 @@ async fn searches_see_every_committed_change(b: Backend) {
 
 async fn searches_answer_without_the_store(b: Backend) {
     let app = app_with_fixture(b).await;
-    app.registry.store.close().await;
+    app.store.close().await;
     let data = phone(&app, "07700 900123").await;
     assert_eq!(person_ids(&data), [LEO_PERSON]);
     let data = search(&app, "/v1/search/email?address=hana@fabrikam.example").await;

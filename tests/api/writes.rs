@@ -3,7 +3,6 @@
 
 use crate::helpers::*;
 use actors::model::{Note, Task};
-use actors::registry::Registry;
 use actors::state::WorkspaceState;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -393,7 +392,7 @@ async fn held(app: &TestApp, note: &str, task: &str) -> [(Option<Note>, Option<T
         )
     };
     let memory = pick(&app.registry.handle(ws).unwrap().state());
-    let store = &*app.registry.store;
+    let store = &*app.store;
     let w = store
         .workspaces()
         .await
@@ -401,7 +400,7 @@ async fn held(app: &TestApp, note: &str, task: &str) -> [(Option<Note>, Option<T
         .into_iter()
         .find(|w| w.id == ws)
         .unwrap();
-    let stored = pick(&Registry::load_state(store, w).await.unwrap());
+    let stored = pick(&WorkspaceState::load(store, w).await.unwrap());
     [memory, stored]
 }
 
@@ -1039,7 +1038,7 @@ async fn scopes_and_methods(b: Backend) {
 
 async fn writes_wait_for_the_store(b: Backend) {
     let app = app(b).await;
-    app.registry.store.close().await;
+    app.store.close().await;
     let (s, retry, body) = app.post_company_note("x").await;
     assert_error(
         reqwest::StatusCode::from_u16(s).unwrap(),

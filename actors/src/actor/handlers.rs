@@ -4,9 +4,10 @@ use super::InDoubt;
 use super::{
     Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
 };
-use crate::reclaim::released_objects;
-use crate::registry::CommitKind;
-use crate::snapshot::{plan_import, ImportPlan};
+use crate::env::CommitKind;
+use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
+use crate::snapshot::{plan_import, Applied, ApplyError};
+use crate::state::WorkspaceState;
 use crate::store::{ChangeSet, StoreError};
 use crate::writes::{plan_write, WriteError};
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
@@ -93,7 +94,7 @@ impl WorkspaceActor {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
                 Some(Job::Write(op, reply, _)) => {
-                    let max = self.registry.write_batch_max();
+                    let max = self.env.write_batch_max();
                     let mut batch = vec![(op, reply)];
                     while batch.len() < max {
                         match self.queue.front() {
@@ -139,12 +140,12 @@ impl WorkspaceActor {
         self.committing = true;
         let batch = Uuid::new_v4();
         changes.batch = Some(batch);
-        let store = self.registry.store.clone();
+        let store = self.env.store.clone();
         let id = self.id;
         let writes = accepted.len();
         // Bounded: a store that stopped answering (frozen, unreachable) must not hold the
         // clients; they get 503 and the batch's outcome is settled later.
-        let registry = self.registry.clone();
+        let env = self.env.clone();
         let commit = async move {
             let started = std::time::Instant::now();
             // The commit runs as a task of its own that the deadline stops waiting for but
@@ -163,7 +164,8 @@ impl WorkspaceActor {
                 ))),
             };
             let elapsed = started.elapsed();
-            registry.observe_commit(CommitKind::Writes, elapsed, res.is_ok());
+            env.observer
+                .commit(CommitKind::Writes, elapsed, res.is_ok());
             if elapsed > SLOW_COMMIT {
                 tracing::warn!(workspace = %id, writes, elapsed_ms = elapsed.as_millis() as u64, ok = res.is_ok(), "slow commit");
             }
@@ -211,7 +213,7 @@ impl WorkspaceActor {
             return;
         };
         self.committing = true;
-        let (store, id, batch) = (self.registry.store.clone(), self.id, doubt.batch);
+        let (store, id, batch) = (self.env.store.clone(), self.id, doubt.batch);
         let ask = async move {
             // Not cancelled at the deadline either (see `commit_writes`): a late answer is
             // simply not used, and the question is asked again.
@@ -315,21 +317,21 @@ impl WorkspaceActor {
     /// thread: building a state is CPU work) and published. Until that succeeds (retried
     /// with backoff) no job starts: queued writes get their 503 at `QUEUE_TIMEOUT`.
     fn recover(&mut self, batch: Uuid, ctx: &mut Context<Self>) {
-        self.recover_after(batch, crate::registry::LOAD_RETRY_FIRST, ctx);
+        self.recover_after(batch, LOAD_RETRY_FIRST, ctx);
     }
 
     fn recover_after(&mut self, batch: Uuid, backoff: Duration, ctx: &mut Context<Self>) {
         self.committing = true;
-        let registry = self.registry.clone();
+        let env = self.env.clone();
         let workspace = (*self.view.load().workspace).clone();
         let id = self.id;
         let reload = async move {
-            registry.store.committed(id, batch).await?;
-            registry.load_keys().await?;
+            env.store.committed(id, batch).await?;
+            env.keys.load(&*env.store).await?;
             let runtime = tokio::runtime::Handle::current();
-            let store = registry.store.clone();
+            let store = env.store.clone();
             tokio::task::spawn_blocking(move || {
-                runtime.block_on(crate::registry::Registry::load_state(&*store, workspace))
+                runtime.block_on(WorkspaceState::load(&*store, workspace))
             })
             .await
             .unwrap_or_else(|e| Err(StoreError::Other(format!("reloading failed: {e}"))))
@@ -346,7 +348,7 @@ impl WorkspaceActor {
                 ctx.run_later(backoff, move |act, ctx| {
                     act.recover_after(
                         batch,
-                        (backoff * 2).min(crate::registry::LOAD_RETRY_MAX),
+                        (backoff * 2).min(LOAD_RETRY_MAX),
                         ctx,
                     )
                 });
@@ -354,11 +356,13 @@ impl WorkspaceActor {
         }));
     }
 
-    /// Plans the import, writes its blobs and commits it. Planning (validation, the next
-    /// state, search index builds), blob writes (with fsync) and the commit's encoding
-    /// are CPU and disk work that can take minutes: they run on a thread of their own, at
-    /// a lower priority, so the arbiter that runs every workspace's actor keeps serving
-    /// the others meanwhile, and so do the threads that answer requests.
+    /// Plans the import and applies it (`ImportPlan::apply`: blobs, store, key ring).
+    /// Planning (validation, the next state, search index builds), blob writes (with
+    /// fsync) and the commit's encoding are CPU and disk work that can take minutes: they
+    /// run on a thread of their own, at a lower priority, so the arbiter that runs every
+    /// workspace's actor keeps serving the others meanwhile, and so do the threads that
+    /// answer requests. The actor then publishes the next state and removes the bytes
+    /// of the attachments the import deleted.
     fn commit_import(
         &mut self,
         snap: crate::snapshot::Snapshot,
@@ -367,35 +371,23 @@ impl WorkspaceActor {
     ) {
         self.committing = true;
         let current = self.view.load_full();
-        let registry = self.registry.clone();
-        let id = self.id;
+        let env = self.env.clone();
         let batch = Uuid::new_v4();
         let began = Instant::now();
         // An import is not given a deadline: a large one takes minutes.
         let runtime = tokio::runtime::Handle::current();
-        let run = move || {
+        let run = move || -> Result<Applied, ImportFailed> {
             lower_cpu_priority();
-            let mut plan = plan_import(Some(&current), snap, &registry.keys, true)
-                .map_err(|e| (ImportError::Invalid(e), false))?;
-            plan.changes.batch = Some(batch);
-            registry
-                .blobs
-                .put_many(id, &plan.blobs)
-                .map_err(|e| (ImportError::from(e), false))?;
-            // The bytes are in the blob store; no need to hold them any longer.
-            plan.blobs = Vec::new();
-            // The commit is driven from here too (by this arbiter's runtime): ordering and
-            // encoding hundreds of thousands of records is CPU work as well.
-            let started = std::time::Instant::now();
-            let res = runtime.block_on(registry.store.commit_import(id, &plan.changes));
-            registry.observe_commit(CommitKind::Import, started.elapsed(), res.is_ok());
-            match res {
-                // Which blobs the import released is worked out here too: it walks every
-                // record of the import.
-                Ok(()) => Ok((released_objects(&plan), plan)),
-                // Part of it may be in the store (or all of it): see `recover`.
-                Err(e) => Err((ImportError::Store(e), true)),
-            }
+            let plan = plan_import(Some(&current), snap, &*env.keys, true)
+                .map_err(|e| ImportFailed::Nothing(ImportError::Invalid(e)))?;
+            // Driven from here too (by this arbiter's runtime): ordering and encoding
+            // hundreds of thousands of records is CPU work as well.
+            runtime
+                .block_on(plan.apply(&env, batch))
+                .map_err(|e| match e {
+                    ApplyError::NotWritten(e) => ImportFailed::Nothing(ImportError::Store(e)),
+                    ApplyError::Unsure(e) => ImportFailed::Unsure(ImportError::Store(e)),
+                })
         };
         let (done, answer) = oneshot::channel();
         let spawned = std::thread::Builder::new()
@@ -406,59 +398,56 @@ impl WorkspaceActor {
         let work = async move {
             if let Err(e) = spawned {
                 let failed = StoreError::Unavailable(format!("could not start the import: {e}"));
-                return Err((ImportError::Store(failed), false));
+                return Err(ImportFailed::Nothing(ImportError::Store(failed)));
             }
             answer.await.unwrap_or_else(|_| {
                 // It may have stopped during the commit: settle as if it had.
                 let failed = StoreError::Other("the import's thread failed".into());
-                Err((ImportError::Store(failed), true))
+                Err(ImportFailed::Unsure(ImportError::Store(failed)))
             })
         };
         ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
-            let res = match res {
-                Ok(plan) => Ok(plan),
-                Err((e, true)) => {
+            let answer = match res {
+                Ok(Applied {
+                    next,
+                    released,
+                    report,
+                    changes,
+                }) => {
+                    tracing::info!(
+                        workspace = %act.id,
+                        upserted = report.upserted.values().sum::<usize>(),
+                        deleted = report.deleted.values().sum::<usize>(),
+                        records = report.records,
+                        elapsed_ms = began.elapsed().as_millis() as u64,
+                        "import applied"
+                    );
+                    act.publish(next.expect("planned with the next state"), ctx);
+                    act.reclaim(released, ctx);
+                    // Freeing a large import's records takes a while too: not on the
+                    // arbiter.
+                    tokio::task::spawn_blocking(move || drop(changes));
+                    Ok(report)
+                }
+                Err(ImportFailed::Unsure(e)) => {
                     act.recover(batch, ctx);
                     Err(e)
                 }
-                Err((e, false)) => Err(e),
+                Err(ImportFailed::Nothing(e)) => Err(e),
             };
-            let answer = res.map(|(released, plan)| {
-                let ImportPlan {
-                    changes,
-                    next,
-                    upserted,
-                    deleted,
-                    records_after,
-                    ..
-                } = plan;
-                tracing::info!(
-                    workspace = %act.id,
-                    upserted = upserted.values().sum::<usize>(),
-                    deleted = deleted.values().sum::<usize>(),
-                    records = records_after,
-                    elapsed_ms = began.elapsed().as_millis() as u64,
-                    "import applied"
-                );
-                for k in &changes.keys {
-                    act.registry.keys.put(k.clone());
-                }
-                act.publish(next.expect("planned with the next state"), ctx);
-                act.reclaim(released, ctx);
-                // Freeing a large import's records takes a while too: not on the arbiter.
-                tokio::task::spawn_blocking(move || drop(changes));
-                ImportReport {
-                    workspace_id: act.id,
-                    upserted,
-                    deleted,
-                    records: records_after,
-                }
-            });
             let _ = reply.send(answer);
             act.pump(ctx);
         }));
     }
+}
+
+/// How an import failed: whether any of it may be in the store.
+enum ImportFailed {
+    /// Nothing of it is in the store; the workspace is as it was.
+    Nothing(ImportError),
+    /// Part of it, or all of it, may be in the store (see `recover`).
+    Unsure(ImportError),
 }
 
 /// Lowers the calling thread's CPU priority (nice 10; the threads it starts inherit it).

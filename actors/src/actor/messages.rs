@@ -1,27 +1,18 @@
 //! Messages the workspace actor accepts.
 
 use crate::search::SearchRebuilt;
-use crate::snapshot::{Counts, Snapshot, SnapshotError};
+pub use crate::snapshot::ImportReport;
+use crate::snapshot::{Snapshot, SnapshotError};
 use crate::state::WorkspaceState;
 use crate::store::StoreError;
 use crate::writes::{WriteError, WriteOp, Written};
 use actix::Message;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// Apply a snapshot (upsert) to the workspace: memory, indexes and store move together.
 #[derive(Message)]
 #[rtype(result = "Result<ImportReport, ImportError>")]
 pub struct Import(pub Snapshot);
-
-#[derive(Debug, Clone)]
-pub struct ImportReport {
-    pub workspace_id: Uuid,
-    pub upserted: Counts,
-    pub deleted: Counts,
-    /// How many raw records the workspace holds after the import.
-    pub records: usize,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

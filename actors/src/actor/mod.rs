@@ -16,19 +16,16 @@ mod tests;
 
 pub use messages::*;
 
-use crate::registry::Registry;
+use crate::env::ActorEnv;
 use crate::search::SearchRebuilt;
 use crate::state::WorkspaceState;
 use crate::writes::{WriteError, WriteOp};
-use actix::{Actor, AsyncContext, Context};
+use actix::{Actor, Addr, ArbiterHandle, AsyncContext, Context};
 use arc_swap::ArcSwap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use uuid::Uuid;
-
-/// Most API writes committed in one transaction, unless configured otherwise.
-pub const MAX_BATCH: usize = 256;
 
 /// A queued piece of work and where its answer goes.
 enum Job {
@@ -44,11 +41,27 @@ enum Job {
     ),
 }
 
+/// A running workspace: the actor that writes it and the state it last published.
+#[derive(Clone)]
+pub struct WorkspaceHandle {
+    pub addr: Addr<WorkspaceActor>,
+    /// Swapped by the actor after each commit; loaded by readers without locking.
+    pub view: Arc<ArcSwap<WorkspaceState>>,
+}
+
+impl WorkspaceHandle {
+    /// The current state: one consistent view for as long as the caller holds it.
+    pub fn state(&self) -> Arc<WorkspaceState> {
+        self.view.load_full()
+    }
+}
+
 pub struct WorkspaceActor {
     id: Uuid,
     /// The published state: readers load it, only this actor stores into it.
     view: Arc<ArcSwap<WorkspaceState>>,
-    registry: Arc<Registry>,
+    /// Everything the actor reaches beyond its state.
+    env: Arc<ActorEnv>,
     queue: VecDeque<Job>,
     /// A batch is being committed; the next one waits for it.
     committing: bool,
@@ -75,11 +88,24 @@ struct InDoubt {
 }
 
 impl WorkspaceActor {
-    pub fn new(id: Uuid, view: Arc<ArcSwap<WorkspaceState>>, registry: Arc<Registry>) -> Self {
+    /// Starts the actor of `state` on `arbiter`, publishing `state` as its first view.
+    pub fn spawn(
+        state: WorkspaceState,
+        env: Arc<ActorEnv>,
+        arbiter: &ArbiterHandle,
+    ) -> WorkspaceHandle {
+        let id = state.id();
+        let view = Arc::new(ArcSwap::from_pointee(state));
+        let actor = WorkspaceActor::new(id, view.clone(), env);
+        let addr = WorkspaceActor::start_in_arbiter(arbiter, move |_| actor);
+        WorkspaceHandle { addr, view }
+    }
+
+    fn new(id: Uuid, view: Arc<ArcSwap<WorkspaceState>>, env: Arc<ActorEnv>) -> Self {
         WorkspaceActor {
             id,
             view,
-            registry,
+            env,
             queue: VecDeque::new(),
             committing: false,
             reclaiming: false,

@@ -2,8 +2,8 @@
 //! the leftovers once a workspace has loaded.
 
 use super::{SweepBlobs, WorkspaceActor};
+use crate::env::ReclaimedBy;
 use crate::reclaim::LiveObjects;
-use crate::registry::ReclaimedBy;
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
 
 impl Handler<SweepBlobs> for WorkspaceActor {
@@ -14,7 +14,7 @@ impl Handler<SweepBlobs> for WorkspaceActor {
     /// object an import writes meanwhile can be taken.
     fn handle(&mut self, _: SweepBlobs, ctx: &mut Context<Self>) {
         self.reclaiming = true;
-        let (blobs, state) = (self.registry.blobs.clone(), self.view.load_full());
+        let (blobs, state) = (self.env.blobs.clone(), self.view.load_full());
         let sweep = async move {
             tokio::task::spawn_blocking(move || {
                 crate::reclaim::sweep(&*blobs, &LiveObjects::of(&state))
@@ -27,7 +27,7 @@ impl Handler<SweepBlobs> for WorkspaceActor {
                 Ok(Ok(done)) => {
                     if !done.is_empty() {
                         tracing::info!(workspace = %act.id, objects = done.objects, bytes = done.bytes, "swept blobs no attachment names");
-                        act.registry.observe_reclaimed(ReclaimedBy::Sweep, done);
+                        act.env.observer.reclaimed(ReclaimedBy::Sweep, done);
                     }
                 }
                 Ok(Err(e)) => {
@@ -43,7 +43,7 @@ impl Handler<SweepBlobs> for WorkspaceActor {
 }
 
 impl WorkspaceActor {
-    /// Removes `keys` (from [`crate::reclaim::released_objects`] of an import whose commit
+    /// Removes `keys` (from [`crate::snapshot::released_objects`] of an import whose commit
     /// succeeded and whose state is published) on a blocking thread. No further import
     /// starts until the removal is over (API writes never write blobs): the next import
     /// may re-add one of these
@@ -55,14 +55,14 @@ impl WorkspaceActor {
             return;
         }
         self.reclaiming = true;
-        let blobs = self.registry.blobs.clone();
+        let blobs = self.env.blobs.clone();
         let removal = async move { tokio::task::spawn_blocking(move || blobs.delete(&keys)).await };
         ctx.spawn(removal.into_actor(self).map(|res, act, ctx| {
             act.reclaiming = false;
             match res {
                 Ok(Ok(done)) => {
                     tracing::debug!(workspace = %act.id, objects = done.objects, bytes = done.bytes, "reclaimed the blobs of deleted attachments");
-                    act.registry.observe_reclaimed(ReclaimedBy::Import, done);
+                    act.env.observer.reclaimed(ReclaimedBy::Import, done);
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(workspace = %act.id, error = %e, "removing the blobs of deleted attachments failed; the next start sweeps them")
@@ -78,9 +78,13 @@ impl WorkspaceActor {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Import;
-    use crate::registry::{CommitKind, CommitObserver, ReclaimedBy, Registry};
+    use super::super::{Import, WorkspaceActor, WorkspaceHandle};
+    use crate::env::{ActorEnv, CommitKind, CommitObserver, ReclaimedBy};
+    use crate::keys::KeyRing;
+    use crate::loader::Loader;
+    use crate::registry::Registry;
     use crate::snapshot::{parse_slice, plan_import, NoKeys, Snapshot};
+    use crate::state::WorkspaceState;
     use crate::store::{
         Blob, BlobMeta, BlobStore, MemoryBlobs, MemoryStore, Reclaimed, Store, StoreError,
     };
@@ -153,24 +157,27 @@ mod tests {
         cv
     }
 
-    async fn workspace(
-        delay: Duration,
-    ) -> (
-        Arc<SlowRemovals>,
-        Arc<Seen>,
-        crate::registry::WorkspaceHandle,
-    ) {
+    /// An environment over `store` and `blobs` whose observer is `seen`.
+    fn env(store: Arc<dyn Store>, blobs: Arc<dyn BlobStore>, seen: &Arc<Seen>) -> Arc<ActorEnv> {
+        Arc::new(ActorEnv {
+            observer: seen.clone(),
+            ..ActorEnv::new(store, blobs, Arc::new(KeyRing::default()))
+        })
+    }
+
+    async fn workspace(delay: Duration) -> (Arc<SlowRemovals>, Arc<Seen>, WorkspaceHandle) {
         let blobs = Arc::new(SlowRemovals {
             inner: MemoryBlobs::default(),
             delay,
         });
-        let registry = Registry::new(MemoryStore::new(), blobs.clone(), actix::Arbiter::current());
         let seen = Arc::new(Seen::default());
-        registry.set_observer(seen.clone());
+        let env = env(MemoryStore::new(), blobs.clone(), &seen);
         let snap = snapshot(&example());
-        let h = registry
-            .handle_or_create(snap.workspace.as_ref().unwrap())
-            .unwrap();
+        let h = WorkspaceActor::spawn(
+            WorkspaceState::new(snap.workspace.clone().unwrap()),
+            env,
+            &actix::Arbiter::current(),
+        );
         h.addr.send(Import(snap)).await.unwrap().unwrap();
         (blobs, seen, h)
     }
@@ -234,11 +241,14 @@ mod tests {
         blobs
             .put(ws, "cv:deleted-before-a-crash", b"orphan")
             .unwrap();
-        let registry = Registry::new(store, blobs.clone(), actix::Arbiter::current());
         let seen = Arc::new(Seen::default());
-        registry.set_observer(seen.clone());
-        let list = registry.discover().await.unwrap();
-        registry.load_all(list).await;
+        let registry = Registry::new(
+            env(store.clone(), blobs.clone(), &seen),
+            actix::Arbiter::current(),
+        );
+        let loader = Loader::new(store, registry.clone());
+        let list = loader.discover().await.unwrap();
+        loader.load_all(list).await;
         assert!(registry.is_ready());
         // The sweep runs in the workspace's actor once it has loaded.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

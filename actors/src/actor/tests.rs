@@ -1,11 +1,13 @@
 //! The actor's write path against in-memory stores: group commit, failed commits,
 //! idempotency keys under concurrent retries.
 
-use super::{Import, Write};
+use super::{Import, WorkspaceActor, WorkspaceHandle, Write};
+use crate::env::ActorEnv;
+use crate::keys::KeyRing;
 use crate::model::ParentType;
 use crate::model::{ApiKey, Workspace};
-use crate::registry::Registry;
 use crate::snapshot::parse_slice;
+use crate::state::WorkspaceState;
 use crate::store::{ChangeSet, MemoryBlobs, MemoryStore, RecordSink, Store, StoreError};
 use crate::writes::{NewNote, WriteError, WriteOp, Written};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -78,13 +80,16 @@ impl Store for SlowStore {
     }
 }
 
-async fn workspace(
-    delay: Duration,
-) -> (
-    Arc<SlowStore>,
-    crate::registry::WorkspaceHandle,
-    Arc<Registry>,
-) {
+/// A workspace actor over `env`, started empty for workspace `w`.
+fn start(w: &Workspace, env: &Arc<ActorEnv>) -> WorkspaceHandle {
+    WorkspaceActor::spawn(
+        WorkspaceState::new(w.clone()),
+        env.clone(),
+        &actix::Arbiter::current(),
+    )
+}
+
+async fn workspace(delay: Duration) -> (Arc<SlowStore>, WorkspaceHandle, Arc<ActorEnv>) {
     let store = Arc::new(SlowStore {
         inner: MemoryStore::new(),
         commits: AtomicUsize::new(0),
@@ -94,19 +99,19 @@ async fn workspace(
         import_busy_ms: std::sync::atomic::AtomicU64::new(0),
         import_nice: std::sync::atomic::AtomicI32::new(0),
     });
-    let registry = Registry::new(
+    let env = Arc::new(ActorEnv::new(
         store.clone(),
         Arc::new(MemoryBlobs::default()),
-        actix::Arbiter::current(),
-    );
+        Arc::new(KeyRing::default()),
+    ));
     let snap = parse_slice(include_bytes!(
         "../../../tests/fixtures/snapshot-small.json"
     ))
     .unwrap();
     let w = snap.workspace.clone().unwrap();
-    let h = registry.handle_or_create(&w).unwrap();
+    let h = start(&w, &env);
     h.addr.send(Import(snap)).await.unwrap().unwrap();
-    (store, h, registry)
+    (store, h, env)
 }
 
 fn note(body: &str, reference: Option<&str>) -> WriteOp {
@@ -444,7 +449,7 @@ async fn an_import_whose_commit_failed_is_reloaded_from_the_store() {
 /// every workspace's actor, so another workspace's writes commit meanwhile.
 #[actix::test]
 async fn an_import_commit_holds_no_other_workspace() {
-    let (store, a, registry) = workspace(Duration::ZERO).await;
+    let (store, a, env) = workspace(Duration::ZERO).await;
     // B: the same snapshot under another workspace id, on the same arbiter.
     let mut snap: serde_json::Value = serde_json::from_slice(include_bytes!(
         "../../../tests/fixtures/snapshot-small.json"
@@ -454,9 +459,7 @@ async fn an_import_commit_holds_no_other_workspace() {
     // Key ids are global: B's snapshot brings none.
     snap["api_keys"] = serde_json::json!([]);
     let snap = parse_slice(&serde_json::to_vec(&snap).unwrap()).unwrap();
-    let b = registry
-        .handle_or_create(snap.workspace.as_ref().unwrap())
-        .unwrap();
+    let b = start(snap.workspace.as_ref().unwrap(), &env);
     b.addr.send(Import(snap)).await.unwrap().unwrap();
 
     let busy = Duration::from_secs(3);

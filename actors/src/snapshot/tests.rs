@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::object_key;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -270,4 +271,39 @@ fn records_after_is_what_the_next_state_holds() {
         second.next.as_ref().unwrap().stored_records()
     );
     assert_eq!(second.records_after, first.records_after - 1);
+}
+
+const CV: &str = "cv:91b2d50e-a6b0-5581-b491-530642265a44";
+const TERMS: &str = "clientfile:153147d7-ad43-526a-a42c-bd7e89dcfc12";
+
+fn plan_on(current: &WorkspaceState, v: &Value, next: bool) -> ImportPlan {
+    let snap = parse_slice(&serde_json::to_vec(v).unwrap()).unwrap();
+    plan_import(Some(current), snap, &NoKeys, next).unwrap()
+}
+
+#[test]
+fn an_import_releases_the_objects_of_what_it_deletes() {
+    let base = plan(&example()).unwrap().next.unwrap();
+    let ws = base.id();
+    assert!(released_objects(&plan_on(&base, &example(), true)).is_empty());
+    let delete = json!({"format": "recruit-snapshot/1",
+        "workspace": example()["workspace"].clone(), "attachments": [
+        {"id": CV, "deleted": true},
+        {"id": TERMS, "deleted": true},
+        {"id": "file:never-there", "deleted": true},
+    ]});
+    let mut want = vec![
+        object_key(ws, CV),
+        object_key(ws, TERMS),
+        object_key(ws, "file:never-there"),
+    ];
+    want.sort();
+    for next in [true, false] {
+        assert_eq!(released_objects(&plan_on(&base, &delete, next)), want);
+    }
+    // Deleting other records releases nothing.
+    let other = json!({"format": "recruit-snapshot/1",
+        "workspace": example()["workspace"].clone(),
+        "notes": [{"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true}]});
+    assert!(released_objects(&plan_on(&base, &other, true)).is_empty());
 }

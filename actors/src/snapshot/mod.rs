@@ -3,7 +3,13 @@
 //! A snapshot is parsed element by element (a million-person file is never held as one
 //! JSON tree), validated as a whole against the workspace it targets, and turned into an
 //! [`ImportPlan`]: the change set for the store, the blobs to write, and the next state.
-//! Nothing is applied until the plan is complete, so a rejected file changes nothing.
+//! Nothing is applied until the plan is complete, so a rejected file changes nothing;
+//! [`ImportPlan::apply`] then writes it (blobs, store, key ring), for the live import and
+//! the offline one alike.
+
+mod apply;
+
+pub use apply::{released_objects, Applied, ApplyError, ImportReport};
 
 use crate::model::*;
 use crate::state::WorkspaceState;

@@ -1,0 +1,118 @@
+//! Loading the workspaces at start: each is read from the store into a fresh state
+//! ([`WorkspaceState::load`]) and installed in the directory, which starts its actor.
+//! A workspace whose load fails is tried again with backoff until it loads, and the
+//! loader says which ones wait and why (the admin interface's `ready`, the metrics).
+
+use crate::actor::SweepBlobs;
+use crate::model::Workspace;
+use crate::registry::Registry;
+use crate::state::WorkspaceState;
+use crate::store::{Store, StoreError};
+use dashmap::DashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Why a workspace is not loaded yet: its last load attempt failed.
+#[derive(Clone, Debug)]
+pub struct LoadFailure {
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: StoreError,
+    /// When the next attempt starts.
+    pub retry_at: Instant,
+}
+
+/// First wait before a failed workspace load is tried again; doubled after every
+/// failure up to `LOAD_RETRY_MAX`.
+pub const LOAD_RETRY_FIRST: Duration = Duration::from_millis(500);
+pub const LOAD_RETRY_MAX: Duration = Duration::from_secs(30);
+
+pub struct Loader {
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
+    /// Workspaces whose last load attempt failed, and why; retried with backoff.
+    failures: DashMap<Uuid, LoadFailure>,
+}
+
+impl Loader {
+    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Arc<Self> {
+        Arc::new(Loader {
+            store,
+            registry,
+            failures: DashMap::new(),
+        })
+    }
+
+    /// Lists the workspaces and marks them loading in the directory. Call before
+    /// accepting requests.
+    pub async fn discover(&self) -> Result<Vec<Workspace>, StoreError> {
+        let list = self.store.workspaces().await?;
+        self.registry.expect(&list);
+        if list.is_empty() {
+            self.registry.set_ready();
+        }
+        Ok(list)
+    }
+
+    /// Loads each discovered workspace in turn, publishing each as soon as it is ready.
+    /// A workspace whose load fails (the store went away, a record does not decode) is
+    /// tried again after the others, with a backoff from `LOAD_RETRY_FIRST` doubling to
+    /// `LOAD_RETRY_MAX`, until it loads: it never stays "loading" for good, and
+    /// [`failures`](Self::failures) says which ones wait and why. Building the state is
+    /// CPU work: run this on a thread of its own.
+    pub async fn load_all(&self, list: Vec<Workspace>) {
+        let mut pending = list;
+        let mut backoff = LOAD_RETRY_FIRST;
+        loop {
+            let mut failed = Vec::new();
+            for w in pending {
+                let started = Instant::now();
+                match WorkspaceState::load(&*self.store, w.clone()).await {
+                    Ok(state) => {
+                        let id = state.id();
+                        let records = state.stored_records();
+                        let handle = self.registry.install(state);
+                        // Off the path to ready: the actor sweeps the blob store before
+                        // it takes any import (the only writer of blobs).
+                        handle.addr.do_send(SweepBlobs);
+                        self.failures.remove(&id);
+                        tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
+                    }
+                    Err(error) => {
+                        let attempts = self.failures.get(&w.id).map_or(0, |f| f.attempts) + 1;
+                        tracing::error!(workspace = %w.id, attempts, retry_in_ms = backoff.as_millis() as u64, error = %error, "loading the workspace failed; trying again");
+                        self.failures.insert(
+                            w.id,
+                            LoadFailure {
+                                attempts,
+                                error,
+                                retry_at: Instant::now() + backoff,
+                            },
+                        );
+                        failed.push(w);
+                    }
+                }
+            }
+            if failed.is_empty() {
+                break;
+            }
+            pending = failed;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(LOAD_RETRY_MAX);
+        }
+        self.registry.set_ready();
+    }
+
+    /// Workspaces not loaded yet because their last load attempt failed.
+    pub fn failures(&self) -> Vec<(Uuid, LoadFailure)> {
+        let mut v: Vec<_> = self
+            .failures
+            .iter()
+            .map(|e| (*e.key(), e.value().clone()))
+            .collect();
+        v.sort_by_key(|(id, _)| *id);
+        v
+    }
+}
