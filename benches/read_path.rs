@@ -2,7 +2,7 @@
 //! from the views and from the rows' cached JSON (as `GET /v1/{entity}` does), and the
 //! ordered-set range query under it against a std `BTreeSet` baseline.
 
-use actors::rendered::{write_row, Rendered};
+use actors::rendered::Rendered;
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
 use actors::state::{MinKey, Table, WorkspaceState};
 use actors::time::Stamp;
@@ -34,7 +34,7 @@ fn page<'s, K, V, T>(
 {
     for (_, _, row) in table.rows_from(None, None).skip(1000).take(500) {
         if cached {
-            write_row(row, &ws.derived, &view, buf).unwrap();
+            row.write_json(&ws.derived, &view, buf).unwrap();
         } else {
             serde_json::to_writer(&mut *buf, &view(&row.rec)).unwrap();
         }

@@ -9,10 +9,12 @@
 //!   scopes and API keys.
 //! - [`time`]: millisecond timestamps and calendar dates.
 //! - [`phone`]: number normalisation (once, at write time).
-//! - [`state`]: a workspace's in-memory state — persistent maps keyed by id, ordered sets
-//!   by (`updated_at`, id) for keyset pagination, and secondary indexes.
-//! - [`subresources`]: notes and attachments by parent record, and a record's (or a
-//!   person's) newest children, for the sub-resource endpoints.
+//! - [`table`]: a table of records of one kind: by id, and the visible ones ordered by
+//!   (`updated_at`, id) for keyset pagination; persistent maps.
+//! - [`state`]: a workspace's in-memory state — a table per kind, secondary indexes.
+//! - [`parents`]: the notes and attachments of each parent record (indexes of the state).
+//! - [`subresources`]: a record's (or a person's) newest children, for the sub-resource
+//!   endpoints.
 //! - [`views`]: the API's records derived from raw records (`status`,
 //!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
 //! - [`rendered`]: each row's rendered JSON, cached with the row and used while nothing
@@ -50,6 +52,7 @@ pub mod env;
 pub mod keys;
 pub mod loader;
 pub mod model;
+pub mod parents;
 pub mod phone;
 pub mod query;
 pub mod reclaim;
@@ -60,6 +63,7 @@ pub mod snapshot;
 pub mod state;
 pub mod store;
 pub mod subresources;
+pub mod table;
 pub mod time;
 pub mod views;
 pub mod writes;

@@ -17,80 +17,12 @@
 //! - private notes are never indexed, so they are neither counted nor returned.
 
 use crate::model::{Attachment, Entity, Note, ParentType};
-use crate::state::{HashMap, WorkspaceState};
+pub use crate::parents::ParentKey;
+use crate::state::WorkspaceState;
 use crate::time::Stamp;
 use smallvec::SmallVec;
 use std::sync::Arc;
 use uuid::Uuid;
-
-/// A parent record: its kind and id (ids of different kinds never share an index entry).
-pub type ParentKey = (ParentType, Uuid);
-
-/// Visible notes by parent, each list sorted by (`created_at`, id), oldest first.
-///
-/// The sort key is stored beside the id so that the newest `limit` of one record are read
-/// off the end of its list without touching the notes themselves.
-#[derive(Clone, Debug, Default)]
-pub struct NotesByParent(HashMap<ParentKey, SmallVec<[(Stamp, Uuid); 2]>>);
-
-impl NotesByParent {
-    fn insert(&mut self, n: &Note) {
-        if n.is_private {
-            return;
-        }
-        let list = self.0.entry((n.parent_type, n.parent_id)).or_default();
-        let key = (n.created_at, n.id);
-        if let Err(at) = list.binary_search(&key) {
-            list.insert(at, key);
-        }
-    }
-
-    fn remove(&mut self, n: &Note) {
-        let parent = (n.parent_type, n.parent_id);
-        let Some(list) = self.0.get_mut(&parent) else {
-            return;
-        };
-        if let Ok(at) = list.binary_search(&(n.created_at, n.id)) {
-            list.remove(at);
-        }
-        if list.is_empty() {
-            self.0.remove(&parent);
-        }
-    }
-
-    fn of(&self, parent: &ParentKey) -> &[(Stamp, Uuid)] {
-        self.0.get(parent).map_or(&[], |l| l.as_slice())
-    }
-}
-
-/// Attachments by parent, unordered: a record has few files, and the `created_at` of a
-/// `cv` follows its candidate row, so the order is computed when asked.
-#[derive(Clone, Debug, Default)]
-pub struct AttachmentsByParent(HashMap<ParentKey, SmallVec<[Arc<str>; 1]>>);
-
-impl AttachmentsByParent {
-    fn insert(&mut self, id: &Arc<str>, a: &Attachment) {
-        let list = self.0.entry((a.parent_type, a.parent_id)).or_default();
-        if !list.contains(id) {
-            list.push(id.clone());
-        }
-    }
-
-    fn remove(&mut self, id: &Arc<str>, a: &Attachment) {
-        let parent = (a.parent_type, a.parent_id);
-        let Some(list) = self.0.get_mut(&parent) else {
-            return;
-        };
-        list.retain(|x| x != id);
-        if list.is_empty() {
-            self.0.remove(&parent);
-        }
-    }
-
-    fn of(&self, parent: &ParentKey) -> &[Arc<str>] {
-        self.0.get(parent).map_or(&[], |l| l.as_slice())
-    }
-}
 
 /// The kind of parent whose notes an entity's notes sub-resource lists; `None` for the
 /// entities that have no notes sub-resource.
@@ -299,10 +231,7 @@ mod tests {
             "2026-09-02T00:00:00Z",
         )));
         assert_eq!(s.notes_of(&[company], 10).total, 0);
-        assert!(
-            s.notes_by_parent.0.get(&company).is_none(),
-            "empty lists go"
-        );
+        assert!(!s.notes_by_parent.has_entry(&company), "empty lists go");
         let job = (ParentType::Job, Uuid::from_u128(11));
         assert_eq!(s.notes_of(&[job], 10).total, 1);
         assert!(s.delete(RecordKind::Note, &Uuid::from_u128(2).to_string()));

@@ -8,7 +8,7 @@ use super::AppState;
 use actix_web::{web, HttpResponse};
 use actors::model::{split_attachment_id, Attachment, Entity, ATTACHMENT_PREFIXES};
 use actors::query::{parse_updated_since, Cursor, CursorId, CursorKey, Limit};
-use actors::rendered::{write_row, Rendered};
+use actors::rendered::Rendered;
 use actors::state::{MinKey, Row, Table, WorkspaceState};
 use actors::time::Stamp;
 use actors::views::{ApplicationView, View};
@@ -127,7 +127,8 @@ where
         if n > 0 {
             buf.push(b',');
         }
-        write_row(row, &ws.derived, &view, &mut buf).map_err(ApiError::internal)?;
+        row.write_json(&ws.derived, &view, &mut buf)
+            .map_err(ApiError::internal)?;
         last = Some((stamp, k));
         n += 1;
     }
@@ -238,7 +239,8 @@ fn record_body<'r, V, T: Rendered>(
 ) -> Result<Vec<u8>, ApiError> {
     let mut buf = Vec::with_capacity(1024);
     buf.extend_from_slice(b"{\"data\":");
-    write_row(row, &ws.derived, view, &mut buf).map_err(ApiError::internal)?;
+    row.write_json(&ws.derived, view, &mut buf)
+        .map_err(ApiError::internal)?;
     buf.extend_from_slice(b",\"request_id\":");
     serde_json::to_writer(&mut buf, rid.as_str()).map_err(ApiError::internal)?;
     buf.push(b'}');

@@ -1,0 +1,314 @@
+//! A table of records of one kind: the records by id, and the visible ones ordered by
+//! (`updated_at`, id) for keyset pagination. Both maps are persistent (`imbl`): a clone
+//! shares every node, so a workspace state that holds tables is cheap to copy beside
+//! the published one. The ordered map holds the rows themselves (the same `Arc`s as the
+//! map by id), so a page is read in order without a lookup by id per record.
+
+use crate::rendered::{DerivedInputs, RenderCache, Rendered};
+use crate::time::Stamp;
+use imbl::OrdMap;
+use std::hash::Hash;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The persistent hash map of the state: `imbl`'s, with foldhash instead of SipHash. Keys
+/// are ids from imports (trusted input, mostly random UUIDs), and every rendered record
+/// costs several lookups, so the faster hasher pays.
+pub type HashMap<K, V> =
+    imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// A record in a table: the record itself, when the record is visible through the API
+/// the `updated_at` it reports (its position in the sync order), and the cache of its
+/// rendered JSON.
+///
+/// Every change to a row (a new record, a new position) makes a new `Row` with an empty
+/// cache, so a cached rendering never outlives the row version it was made from; what a
+/// rendering reads from the rest of the workspace is covered by [`DerivedInputs`].
+#[derive(Debug)]
+pub struct Row<V> {
+    pub rec: Arc<V>,
+    pub order: Option<Stamp>,
+    pub(crate) rendered: RenderCache,
+}
+
+impl<V> Row<V> {
+    fn new(rec: Arc<V>, order: Option<Stamp>) -> Self {
+        Row {
+            rec,
+            order,
+            rendered: RenderCache::default(),
+        }
+    }
+}
+
+// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned. A clone
+// is the same row version (a copied map node), so it starts with the same rendering.
+impl<V> Clone for Row<V> {
+    fn clone(&self) -> Self {
+        Row {
+            rec: self.rec.clone(),
+            order: self.order,
+            rendered: self.rendered.clone(),
+        }
+    }
+}
+
+/// Records of one kind by id, plus the visible ones ordered by (`updated_at`, id).
+///
+/// The ordered map holds the rows themselves (the same `Arc`s as the map by id), so a
+/// page is read in order without a lookup by id per record.
+#[derive(Debug)]
+pub struct Table<K: Hash + Eq + Ord + Clone, V> {
+    rows: HashMap<K, Row<V>>,
+    order: OrdMap<(Stamp, K), Row<V>>,
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
+    fn clone(&self) -> Self {
+        Table {
+            rows: self.rows.clone(),
+            order: self.order.clone(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
+    fn default() -> Self {
+        Table {
+            rows: HashMap::default(),
+            order: OrdMap::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
+    pub fn get(&self, id: &K) -> Option<&Arc<V>> {
+        self.rows.get(id).map(|r| &r.rec)
+    }
+
+    /// The record if it is visible through the API.
+    pub fn get_visible(&self, id: &K) -> Option<&Arc<V>> {
+        self.rows
+            .get(id)
+            .filter(|r| r.order.is_some())
+            .map(|r| &r.rec)
+    }
+
+    pub fn contains<Q>(&self, id: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.rows.contains_key(id)
+    }
+
+    /// Inserts or replaces; `order` is `None` for a record hidden from the API.
+    pub fn put(&mut self, id: K, rec: Arc<V>, order: Option<Stamp>) {
+        if let Some(old) = self.rows.get(&id) {
+            if let Some(o) = old.order {
+                self.order.remove(&(o, id.clone()));
+            }
+        }
+        let row = Row::new(rec, order);
+        if let Some(o) = order {
+            self.order.insert((o, id.clone()), row.clone());
+        }
+        self.rows.insert(id, row);
+    }
+
+    /// Replaces a record in place, keeping its position.
+    pub fn replace(&mut self, id: &K, rec: Arc<V>) {
+        if let Some(row) = self.rows.get_mut(id) {
+            *row = Row::new(rec, row.order);
+            if let Some(o) = row.order {
+                self.order.insert((o, id.clone()), row.clone());
+            }
+        }
+    }
+
+    /// Moves a record to a new position (or hides it) without replacing it. The row's
+    /// rendering starts afresh: what moved it (a cv's candidate row) is what it shows.
+    pub fn reorder(&mut self, id: &K, order: Option<Stamp>) {
+        if let Some(row) = self.rows.get(id).cloned() {
+            self.put(id.clone(), row.rec, order);
+        }
+    }
+
+    pub fn remove(&mut self, id: &K) -> Option<Arc<V>> {
+        let old = self.rows.remove(id)?;
+        if let Some(o) = old.order {
+            self.order.remove(&(o, id.clone()));
+        }
+        Some(old.rec)
+    }
+
+    /// Number of visible records.
+    pub fn visible_len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Number of records, hidden ones included.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Visible records oldest first, from `since` (inclusive) and strictly after the
+    /// position `after` (a cursor), as borrowed entries of this state.
+    pub fn iter_from(
+        &self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &K, &Arc<V>)> + '_
+    where
+        K: MinKey,
+    {
+        self.rows_from(since, after)
+            .map(|(st, k, r)| (st, k, &r.rec))
+    }
+
+    /// [`Self::iter_from`], with each record's whole row.
+    pub fn rows_from(
+        &self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &K, &Row<V>)> + '_
+    where
+        K: MinKey,
+    {
+        use std::ops::Bound;
+        let since_bound = since.map(|s| (s, K::min_key()));
+        let lower = match (since_bound, after) {
+            (Some(s), Some(a)) if s > a => Bound::Included(s),
+            (_, Some(a)) => Bound::Excluded(a),
+            (Some(s), None) => Bound::Included(s),
+            (None, None) => Bound::Unbounded,
+        };
+        self.order
+            .range((lower, Bound::Unbounded))
+            .map(|((st, k), r)| (*st, k, r))
+    }
+
+    /// The row of a visible record.
+    pub fn visible_row(&self, id: &K) -> Option<&Row<V>> {
+        self.rows.get(id).filter(|r| r.order.is_some())
+    }
+
+    /// Number of visible records with stamp >= `since` (all visible records without it).
+    pub fn count_since(&self, since: Option<Stamp>) -> usize
+    where
+        K: MinKey,
+    {
+        match since {
+            None => self.order.len(),
+            Some(s) => self.order.range((s, K::min_key())..).count(),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
+        self.rows.iter().map(|(k, r)| (k, &r.rec))
+    }
+}
+
+/// The smallest value of a key type, so that `(stamp, min_key)` bounds a range by stamp.
+pub trait MinKey {
+    fn min_key() -> Self;
+}
+
+impl MinKey for Uuid {
+    fn min_key() -> Self {
+        Uuid::nil()
+    }
+}
+
+impl MinKey for Arc<str> {
+    fn min_key() -> Self {
+        Arc::from("")
+    }
+}
+
+impl<V> Row<V> {
+    /// Appends the record as JSON, seen through `view` (made only when the row's cache
+    /// cannot answer: see [`crate::rendered`]).
+    pub fn write_json<'r, T: Rendered>(
+        &'r self,
+        derived: &DerivedInputs,
+        view: impl FnOnce(&'r V) -> T,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
+        self.rendered.write(derived, out, |out| {
+            let v = view(&self.rec);
+            serde_json::to_writer(out, &v)?;
+            Ok(v.reads())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Stamp {
+        Stamp::from_millis(ms)
+    }
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn ids<V>(t: &Table<Uuid, V>, since: Option<Stamp>, after: Option<(Stamp, Uuid)>) -> Vec<u128> {
+        t.iter_from(since, after)
+            .map(|(_, k, _)| k.as_u128())
+            .collect()
+    }
+
+    #[test]
+    fn visible_rows_are_ordered_by_stamp_then_id() {
+        let mut t: Table<Uuid, &str> = Table::default();
+        t.put(id(3), Arc::new("c"), Some(at(10)));
+        t.put(id(1), Arc::new("a"), Some(at(20)));
+        t.put(id(2), Arc::new("b"), Some(at(10)));
+        t.put(id(9), Arc::new("hidden"), None);
+        assert_eq!(ids(&t, None, None), [2, 3, 1]);
+        assert_eq!((t.len(), t.visible_len()), (4, 3));
+        assert!(t.get(&id(9)).is_some() && t.get_visible(&id(9)).is_none());
+        // `since` is inclusive; `after` (a cursor) is exclusive and wins when later.
+        assert_eq!(ids(&t, Some(at(10)), None), [2, 3, 1]);
+        assert_eq!(ids(&t, Some(at(11)), None), [1]);
+        assert_eq!(ids(&t, None, Some((at(10), id(2)))), [3, 1]);
+        assert_eq!(ids(&t, Some(at(20)), Some((at(10), id(2)))), [1]);
+        assert_eq!(t.count_since(Some(at(10))), 3);
+        assert_eq!(t.count_since(Some(at(11))), 1);
+    }
+
+    #[test]
+    fn a_put_moves_a_row_and_a_removal_forgets_it() {
+        let mut t: Table<Uuid, &str> = Table::default();
+        t.put(id(1), Arc::new("a"), Some(at(10)));
+        t.put(id(2), Arc::new("b"), Some(at(20)));
+        // A newer version moves to its new place; hiding takes it out of the order only.
+        t.put(id(1), Arc::new("a2"), Some(at(30)));
+        assert_eq!(ids(&t, None, None), [2, 1]);
+        assert_eq!(**t.get(&id(1)).unwrap(), "a2");
+        t.reorder(&id(2), None);
+        assert_eq!(ids(&t, None, None), [1]);
+        assert!(t.contains(&id(2)));
+        assert_eq!(t.remove(&id(1)).map(|r| *r), Some("a2"));
+        assert_eq!(ids(&t, None, None), Vec::<u128>::new());
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn a_clone_is_a_snapshot() {
+        let mut t: Table<Uuid, &str> = Table::default();
+        t.put(id(1), Arc::new("a"), Some(at(10)));
+        let before = t.clone();
+        t.put(id(2), Arc::new("b"), Some(at(20)));
+        t.remove(&id(1));
+        assert_eq!(ids(&before, None, None), [1]);
+        assert_eq!(ids(&t, None, None), [2]);
+    }
+}
