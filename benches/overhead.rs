@@ -6,8 +6,8 @@ use actors::model::{ApiKey, Scopes};
 use actors::search::results::{search_phone, SEARCH_MAX_LIMIT};
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use recruitd::clock::Clock;
-use recruitd::ratelimit::RateLimiter;
+use recruitd::http::ratelimit::RateLimiter;
+use recruitd::server::clock::Clock;
 
 fn search(ws: &actors::state::WorkspaceState, query: &str, buf: &mut Vec<u8>) -> usize {
     let q = recruitd::http::query::Query::parse(query).unwrap();

@@ -1,23 +1,23 @@
 //! # recruitd — the server
 //!
-//! Adapts the domain crate `actors` to the outside world: HTTP (routes, extractors,
-//! auth, errors), TLS, the sqlx store adapters, the admin interface and the CLI.
+//! Adapts the domain crate `actors` to the outside world. The wings, in the order a
+//! request meets them:
+//!
+//! - [`server`]: start-up (`Application::build`: listeners, store, secrets, the actors'
+//!   environment, loading), TLS and the HTTPS-only listener, logs, metrics, secrets.
+//! - [`http`]: the public API: routes, extractors, auth and scopes, the rate limiter,
+//!   signed download URLs, the error envelope.
+//! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics) and the
+//!   client the CLI reaches a running server with.
+//! - [`cli`]: the command line (`serve`, `import`, `key`, `generate`), the offline
+//!   commands and the demo.
+//! - [`store`]: the sqlx adapters of the Store port (SQLite, PostgreSQL), the store lock,
+//!   and the blob store on disk.
+//! - [`generate`]: the synthetic-data generator behind `recruitd generate` and the demo.
 
 pub mod admin;
-pub mod admin_client;
-pub mod app;
-pub mod blobs;
 pub mod cli;
-pub mod clock;
-pub mod demo;
 pub mod generate;
 pub mod http;
-pub mod logging;
-pub mod metrics;
-pub mod offline;
-pub mod openapi;
-pub mod ratelimit;
-pub mod secrets;
-pub mod signed_urls;
+pub mod server;
 pub mod store;
-pub mod tls;

@@ -271,6 +271,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// `updated_since`, exactly: `YYYY-MM-DD`, optionally `Thh:mm[:ss[.sss]]` (or a space for
+/// `T`), optionally `Z` or `±hh:mm`. Field ranges are written out so that every string the
+/// parser accepts matches (a date that does not exist, such as 02-30, matches and is
+/// still refused).
+pub const UPDATED_SINCE_PATTERN: &str = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])\
+([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{3})?)?)?\
+(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$";
+
 #[cfg(test)]
 mod tests {
     use super::*;

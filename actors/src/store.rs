@@ -3,7 +3,7 @@
 //!
 //! The domain defines what it needs from a store; `src/store` adapts SQLite and
 //! PostgreSQL to it, and `MemoryStore` serves tests of the domain without a database.
-//! Likewise `src/blobs.rs` keeps blobs in files, and `MemoryBlobs` in memory.
+//! Likewise `src/store/blobs.rs` keeps blobs in files, and `MemoryBlobs` in memory.
 
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
 use async_trait::async_trait;

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 fn documented() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(recruitd::openapi::UPDATED_SINCE_PATTERN).unwrap())
+    RE.get_or_init(|| Regex::new(actors::query::UPDATED_SINCE_PATTERN).unwrap())
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -178,7 +178,7 @@ pub async fn request_context(
     let decision = res
         .request()
         .extensions()
-        .get::<crate::ratelimit::Decision>()
+        .get::<crate::http::ratelimit::Decision>()
         .copied();
     if let Some(d) = decision {
         let h = res.headers_mut();
@@ -222,7 +222,7 @@ fn record(res: &ServiceResponse<BoxBody>, rid: &RequestId, elapsed: std::time::D
             app.metrics.rate_limited(key.unwrap_or("-"));
         }
         app.metrics.request(
-            crate::metrics::RequestLabels {
+            crate::server::metrics::RequestLabels {
                 route,
                 entity,
                 method,

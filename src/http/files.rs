@@ -1,5 +1,5 @@
 //! `GET /files/<workspace>/<attachment id>?expires=…&signature=…`: the bytes behind a
-//! signed download URL (`crate::signed_urls`).
+//! signed download URL (`crate::http::signed_urls`).
 //!
 //! This route is not part of the API: it lives outside `/v1/`, never reads an API key
 //! (the signature is the credential), and answers the way an object store does, with
@@ -19,7 +19,7 @@ use super::context::OwnBody;
 use super::errors::ApiError;
 use super::query::Query;
 use super::AppState;
-use crate::signed_urls::{parse_files_path, Refusal};
+use crate::http::signed_urls::{parse_files_path, Refusal};
 use actix_web::body::SizedStream;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;

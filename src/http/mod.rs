@@ -35,8 +35,10 @@ pub mod errors;
 pub mod files;
 pub mod openapi;
 pub mod query;
+pub mod ratelimit;
 pub mod records;
 pub mod search;
+pub mod signed_urls;
 pub mod subresources;
 pub mod writes;
 
@@ -47,7 +49,7 @@ use actors::registry::Registry;
 use errors::ApiError;
 use std::sync::Arc;
 
-use crate::signed_urls::{Clock, UrlSigner, FILES_PATH};
+use crate::http::signed_urls::{Clock, UrlSigner, FILES_PATH};
 
 /// Shared by every API handler.
 pub struct AppState {
@@ -59,8 +61,8 @@ pub struct AppState {
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
     /// Per-key request budgets.
-    pub limiter: crate::ratelimit::RateLimiter,
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub limiter: crate::http::ratelimit::RateLimiter,
+    pub metrics: Arc<crate::server::metrics::Metrics>,
 }
 
 /// What signing download URLs and serving them takes.

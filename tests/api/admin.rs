@@ -143,7 +143,7 @@ async fn offline_import_is_served(b: Backend) {
     let store = recruitd::store::open(url.as_deref(), dir.path())
         .await
         .unwrap();
-    recruitd::offline::import_files(store, dir.path(), &[file])
+    recruitd::cli::offline::import_files(store, dir.path(), &[file])
         .await
         .unwrap();
     let app = spawn_app_in(b, dir).await;

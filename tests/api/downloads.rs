@@ -5,7 +5,7 @@
 use crate::helpers::*;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use recruitd::signed_urls::{Clock, UrlSigner};
+use recruitd::http::signed_urls::{Clock, UrlSigner};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -46,7 +46,7 @@ async fn app_at(b: Backend, clock: &Clock) -> TestApp {
 }
 
 fn blob_path(app: &TestApp, id: &str) -> std::path::PathBuf {
-    recruitd::blobs::FileBlobs::new(app.data_dir.path().join("blobs"))
+    recruitd::store::blobs::FileBlobs::new(app.data_dir.path().join("blobs"))
         .path_of(WS.parse().unwrap(), id)
 }
 
@@ -114,9 +114,12 @@ async fn store_answer(res: Response) -> (StatusCode, Value) {
 /// Signs like the server (same data dir key, same base), for objects the API would never
 /// sign: tests of answers that must not depend on whether the object exists.
 fn server_signer(app: &TestApp, any_url: &str) -> UrlSigner {
-    let key = recruitd::secrets::signing_key(app.data_dir.path()).unwrap();
+    let key = recruitd::server::secrets::signing_key(app.data_dir.path()).unwrap();
     let base = any_url.split("/files/").next().unwrap();
-    UrlSigner::new(recruitd::secrets::derive_key(&key, "download"), base)
+    UrlSigner::new(
+        recruitd::server::secrets::derive_key(&key, "download"),
+        base,
+    )
 }
 
 async fn redirect_to_a_signed_url_that_serves_the_bytes(b: Backend) {

@@ -1,6 +1,6 @@
 //! `spawn_app()`: the real application on random ports, with a fresh store per test.
 
-use recruitd::app::{Application, Settings};
+use recruitd::server::{Application, Settings};
 use reqwest::{Client, Method, RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -433,11 +433,14 @@ pub async fn memory_app_state(
         blobs,
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::Downloads {
-            signer: recruitd::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
-            clock: recruitd::signed_urls::Clock::System,
+            signer: recruitd::http::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
+            clock: recruitd::http::signed_urls::Clock::System,
         },
-        limiter: recruitd::ratelimit::RateLimiter::new(600, recruitd::clock::Clock::System),
-        metrics: std::sync::Arc::new(recruitd::metrics::Metrics::new()),
+        limiter: recruitd::http::ratelimit::RateLimiter::new(
+            600,
+            recruitd::server::clock::Clock::System,
+        ),
+        metrics: std::sync::Arc::new(recruitd::server::metrics::Metrics::new()),
     });
     (state, registry)
 }

@@ -70,7 +70,7 @@ fn blobs_dir(dir: &std::path::Path) -> PathBuf {
 }
 
 fn blob_path(dir: &std::path::Path, id: &str) -> PathBuf {
-    recruitd::blobs::FileBlobs::new(blobs_dir(dir)).path_of(WS.parse().unwrap(), id)
+    recruitd::store::blobs::FileBlobs::new(blobs_dir(dir)).path_of(WS.parse().unwrap(), id)
 }
 
 /// Waits (a little) for a file to disappear: removal follows the import's answer.
@@ -276,11 +276,11 @@ async fn offline_import_reclaims_deleted_bytes(b: Backend) {
         let store = recruitd::store::open(url.as_deref(), dir.path())
             .await
             .unwrap();
-        recruitd::offline::import_files(store.clone(), dir.path(), &[first])
+        recruitd::cli::offline::import_files(store.clone(), dir.path(), &[first])
             .await
             .unwrap();
         assert!(blob_path(dir.path(), CV).is_file());
-        recruitd::offline::import_files(store.clone(), dir.path(), &[second])
+        recruitd::cli::offline::import_files(store.clone(), dir.path(), &[second])
             .await
             .unwrap();
         store.close().await;

@@ -20,7 +20,7 @@
 //! `RateLimit: "per-key";r=<remaining>;t=<seconds until the oldest counted request
 //! leaves the window>`.
 
-use crate::clock::Clock;
+use crate::server::clock::Clock;
 use actors::model::ApiKey;
 use dashmap::DashMap;
 use parking_lot::Mutex;

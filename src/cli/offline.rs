@@ -5,7 +5,7 @@
 //! ring) as a workspace's actor does it; keys go through the key service
 //! (`actors::keys::KeyService`) as the admin interface's do.
 
-use crate::blobs::FileBlobs;
+use crate::store::blobs::FileBlobs;
 use actors::env::ActorEnv;
 use actors::keys::{KeyRing, KeyService, NewKey};
 use actors::model::ApiKey;

@@ -2,13 +2,17 @@
 //! the workspaces, binds the HTTPS API and the admin interface, and runs until stopped.
 //! Tests start the real application the same way, on port 0.
 
+pub mod clock;
+pub mod logging;
+pub mod metrics;
+pub mod secrets;
+pub mod tls;
+
 use crate::admin::{self, AdminState};
-use crate::blobs::FileBlobs;
+use crate::http::signed_urls::{Clock, UrlSigner};
 use crate::http::{self, AppState, Downloads};
-use crate::secrets;
-use crate::signed_urls::{Clock, UrlSigner};
+use crate::store::blobs::FileBlobs;
 use crate::store::lock::StoreLock;
-use crate::tls::{self, HttpsOptions};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
 use actors::env::{ActorConfig, ActorEnv};
@@ -22,6 +26,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use tls::HttpsOptions;
 
 /// The API's address unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
@@ -149,7 +154,7 @@ impl Application {
         let signing_key = secrets::signing_key(&s.data_dir)?;
         let keys = Arc::new(KeyRing::default());
         keys.load(&*store).await.context("loading API keys")?;
-        let metrics = Arc::new(crate::metrics::Metrics::new());
+        let metrics = Arc::new(crate::server::metrics::Metrics::new());
         // What every workspace actor works with, built once.
         let env = Arc::new(ActorEnv {
             config: ActorConfig {
@@ -198,7 +203,10 @@ impl Application {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
                 clock: s.clock.clone(),
             },
-            limiter: crate::ratelimit::RateLimiter::new(s.rate_limit_per_minute, s.clock.clone()),
+            limiter: crate::http::ratelimit::RateLimiter::new(
+                s.rate_limit_per_minute,
+                s.clock.clone(),
+            ),
             metrics: metrics.clone(),
         });
         let api = tls::https_server(

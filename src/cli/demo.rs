@@ -6,9 +6,13 @@
 //! every call it prints answers as it says. README's tour is the same text (a test holds
 //! them together), so a newcomer's first calls work against the demo they started.
 
+use super::StoreArgs;
+use crate::generate::GenerateOptions;
+use actors::keys::NewKey;
 use actors::model::{AttachmentKind, ParentType};
 use actors::search::results::{search_email, search_phone, Confidence};
 use actors::state::WorkspaceState;
+use anyhow::Context;
 
 /// People in the demo workspace.
 pub const DEMO_PEOPLE: usize = 500;
@@ -106,4 +110,106 @@ impl Tour {
             candidate = self.candidate_id,
         )
     }
+}
+
+/// What `serve --demo` did.
+pub(super) enum Demo {
+    /// The store was empty: the demo workspace and a key were made.
+    Loaded(Box<DemoLoaded>),
+    /// The store already held data, left unchanged: each workspace and who may create its
+    /// keys (an active owner or administrator, when it has one).
+    AlreadyThere(Vec<(actors::model::Workspace, Option<String>)>),
+}
+
+/// The demo workspace just loaded, and what its welcome message says.
+pub(super) struct DemoLoaded {
+    workspace: actors::model::Workspace,
+    owner: String,
+    records: usize,
+    key_id: String,
+    secret: String,
+    tour: Option<crate::cli::demo::Tour>,
+}
+
+impl DemoLoaded {
+    /// The message printed on standard output: the workspace, the key (its secret once)
+    /// and the tour's calls, ready to paste.
+    pub(super) fn welcome(&self, base: &str, cert: &std::path::Path) -> String {
+        let mut out = format!(
+            "\nDemo workspace {name:?} loaded: {people} people, {records} records.\n  \
+             workspace id: {ws}\n  owner:        {owner} (creates keys: recruitd key create \
+             --workspace {ws} --created-by {owner})\n  API key id:   {key_id} (every scope; \
+             its secret is shown once, here)\n\nPaste these into another shell:\n\n  \
+             export KEY={secret} CA={cert} API={base}\n",
+            name = self.workspace.name.as_deref().unwrap_or_default(),
+            people = crate::cli::demo::DEMO_PEOPLE,
+            records = self.records,
+            ws = self.workspace.id,
+            owner = self.owner,
+            key_id = self.key_id,
+            secret = self.secret,
+            cert = cert.display(),
+        );
+        if let Some(tour) = &self.tour {
+            for line in tour.calls().lines() {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Loads the demo workspace into an empty store with a key of every scope; when the
+/// store already holds data, changes nothing and says what is there.
+pub(super) async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
+    let store =
+        crate::store::open(store_args.database_url.as_deref(), &store_args.data_dir).await?;
+    let existing = store.workspaces().await?;
+    if !existing.is_empty() {
+        let mut out = Vec::new();
+        for w in existing {
+            let owner = crate::cli::offline::keys(&store)
+                .suggested_creator(w.id)
+                .await?;
+            out.push((w, owner));
+        }
+        store.close().await;
+        return Ok(Demo::AlreadyThere(out));
+    }
+    let bytes = crate::generate::snapshot_bytes(&GenerateOptions::new(
+        crate::cli::demo::DEMO_PEOPLE,
+        crate::cli::demo::DEMO_SEED,
+    ));
+    let snap =
+        actors::snapshot::parse_slice(&bytes).map_err(|e| anyhow::anyhow!("demo snapshot: {e}"))?;
+    let ws = snap
+        .workspace_id()
+        .context("demo snapshot has a workspace")?;
+    let env = crate::cli::offline::import_env(store.clone(), &store_args.data_dir).await?;
+    crate::cli::offline::import_snapshot(&env, snap).await?;
+    let state = crate::cli::offline::load_workspace(&*store, ws)
+        .await?
+        .context("the demo workspace is in the store")?;
+    let owner = state.users.iter().map(|(_, u)| &**u);
+    let owner = actors::keys::suggested_creator(owner)
+        .and_then(|u| u.email.clone())
+        .context("demo snapshot has an active owner")?;
+    let scopes = ["notes:write", "tasks:write", "records:write"].map(String::from);
+    let req = NewKey::parse(&owner, &scopes, None).map_err(|e| anyhow::anyhow!(e))?;
+    let (key, secret) =
+        crate::cli::offline::create_key(store.clone(), &ws.to_string(), &req).await?;
+    store.close().await;
+    Ok(Demo::Loaded(Box::new(DemoLoaded {
+        workspace: (*state.workspace).clone(),
+        owner,
+        records: actors::model::Entity::ALL
+            .iter()
+            .map(|e| state.count(*e))
+            .sum(),
+        key_id: key.id,
+        secret,
+        tour: crate::cli::demo::Tour::find(&state),
+    })))
 }

@@ -3,6 +3,8 @@
 //! `GET /admin/v1/ready`, `POST /admin/v1/import`, `POST /admin/v1/keys`,
 //! `DELETE /admin/v1/keys/{id}` — see `docs/operations.md`. Same envelope as the API.
 
+pub mod client;
+
 use crate::http::context::{request_context, RequestId};
 use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::records::{data_body, json_response};
@@ -27,7 +29,7 @@ pub struct AdminState {
     pub token: String,
     /// Set once the API listener is accepting.
     pub api_accepting: Arc<AtomicBool>,
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<crate::server::metrics::Metrics>,
 }
 
 /// `GET /metrics`: Prometheus text exposition (admin token required, as everywhere here).

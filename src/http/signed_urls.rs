@@ -39,7 +39,7 @@ const PATH_KEEP: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b':');
 
-pub use crate::clock::Clock;
+pub use crate::server::clock::Clock;
 
 /// A URL as handed to a client.
 #[derive(Clone, Debug, PartialEq, Eq)]
