@@ -25,7 +25,7 @@
 //! - [`store`]: the Store trait, change sets, an in-memory store for tests; the BlobStore
 //!   trait and object naming.
 //! - [`reclaim`]: the sweep at load that collects the blobs a crash left behind.
-//! - [`env`]: what an actor works with (store, blobs, key ring, settings, the observer of
+//! - [`env`](mod@env): what an actor works with (store, blobs, key ring, settings, the observer of
 //!   commits), built once at start-up.
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: the directory of workspaces: id → actor and published read view.

@@ -160,7 +160,7 @@ pub struct ServeArgs {
     /// TLS private key, PEM (with --tls-cert).
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Base of signed download URLs (default https://<listen>).
+    /// Base of signed download URLs (default `https://<listen>`).
     #[arg(long)]
     pub public_url: Option<String>,
     /// Requests per minute per key, unless the key has its own budget.

@@ -15,8 +15,10 @@
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
 //! - [`files`]: `/files/…`, the bytes behind signed URLs; outside the API (no key, its own
 //!   object-store-style answers).
-//! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (built by
-//!   [`crate::openapi`]).
+//! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (the committed
+//!   `docs/openapi.json`, which the API tests' builder checks against the routes).
+//! - [`ratelimit`]: per-key budgets and the `RateLimit` headers.
+//! - [`signed_urls`]: signing and checking download URLs.
 //!
 //! [`API_RESOURCES`] lists every resource of the API and [`allowed_methods`] the methods
 //! each serves per entity: [`configure`] registers exactly those resources, 405 answers

@@ -1,0 +1,278 @@
+//! The plan of an import: the file validated ([`super::validate`]), then turned into the
+//! change set for the store (in dependency order), the blobs to write, the service's own
+//! consequences (tasks reminding of a placement the import undoes are cancelled), the
+//! record count after it and, when asked, the next state.
+
+use super::validate::Checker;
+use super::{Counts, Entry, ImportPlan, KeyDirectory, Snapshot, SnapshotError};
+use crate::model::*;
+use crate::state::WorkspaceState;
+use crate::store::ChangeSet;
+use crate::time::Stamp;
+use std::collections::HashSet;
+use uuid::Uuid;
+
+/// From this many changed records, when they are also a quarter or more of what the
+/// workspace holds, an import rebuilds the search indexes whole instead of updating them.
+const BULK_IMPORT_RECORDS: usize = 10_000;
+
+/// Validates `snap` against `current` (the target workspace as it stands, `None` if new)
+/// and computes everything the import will change: the change set, the blobs and, when
+/// `build_next`, the workspace state after the commit.
+pub fn plan_import(
+    current: Option<&WorkspaceState>,
+    snap: Snapshot,
+    keys: &dyn KeyDirectory,
+    build_next: bool,
+) -> Result<ImportPlan, SnapshotError> {
+    let workspace = snap
+        .workspace
+        .clone()
+        .ok_or_else(|| SnapshotError::top("workspace", "missing"))?;
+    if let Some(cur) = current {
+        if cur.id() != workspace.id {
+            return Err(SnapshotError::top(
+                "workspace.id",
+                "does not match the target workspace",
+            ));
+        }
+    }
+    if let Some(r) = &workspace.default_region {
+        if crate::phone::parse_region(r).is_none() {
+            return Err(SnapshotError::top(
+                "workspace.default_region",
+                format!("{r:?} is not an ISO 3166 alpha-2 region code"),
+            ));
+        }
+    }
+    let empty;
+    let state: &WorkspaceState = match current {
+        Some(s) => s,
+        None => {
+            empty = WorkspaceState::new(workspace.clone());
+            &empty
+        }
+    };
+    let completed = Checker::new(state, keys, &snap)?.check(&snap)?;
+
+    // The change set, upserts in dependency order; notes and attachments as completed
+    // by validation (one completed record per upsert entry, in file order).
+    let mut changes = ChangeSet {
+        workspace: Some(workspace.clone()),
+        ..ChangeSet::default()
+    };
+    let mut upserted = Counts::new();
+    let mut deleted = Counts::new();
+    let mut out = (&mut changes, &mut upserted, &mut deleted);
+    take(
+        "users",
+        RecordKind::User,
+        snap.users,
+        Record::User,
+        &mut out,
+    );
+    take(
+        "pipeline_stages",
+        RecordKind::Stage,
+        snap.pipeline_stages,
+        Record::Stage,
+        &mut out,
+    );
+    take(
+        "companies",
+        RecordKind::Company,
+        snap.companies,
+        Record::Company,
+        &mut out,
+    );
+    take(
+        "contacts",
+        RecordKind::Contact,
+        snap.contacts,
+        Record::Contact,
+        &mut out,
+    );
+    take("jobs", RecordKind::Job, snap.jobs, Record::Job, &mut out);
+    take(
+        "candidates",
+        RecordKind::Candidate,
+        snap.candidates,
+        |c| Record::Candidate(Box::new(c)),
+        &mut out,
+    );
+    take(
+        "tasks",
+        RecordKind::Task,
+        snap.tasks,
+        Record::Task,
+        &mut out,
+    );
+    let mut notes = completed.notes.into_iter();
+    take(
+        "notes",
+        RecordKind::Note,
+        snap.notes,
+        |_| Record::Note(notes.next().expect("one per upsert")),
+        &mut out,
+    );
+    let mut attachments = completed.attachments.into_iter();
+    take(
+        "attachments",
+        RecordKind::Attachment,
+        snap.attachments,
+        |_| Record::Attachment(attachments.next().expect("one per upsert")),
+        &mut out,
+    );
+    let k_del = snap
+        .api_keys
+        .iter()
+        .filter(|e| matches!(e, Entry::Delete(_)))
+        .count();
+    upserted.insert("api_keys", snap.api_keys.len() - k_del);
+    deleted.insert("api_keys", k_del);
+    changes.keys = completed.keys;
+    cancel_undone_placements_reminders(state, &mut changes);
+
+    // Ids appear once per array, so what is new and what is removed add up exactly.
+    let records_after = state.stored_records()
+        + changes
+            .upserts
+            .iter()
+            .filter(|r| !state.holds_record(r))
+            .count()
+        - changes
+            .deletes
+            .iter()
+            .filter(|(k, id)| state.holds(*k, id))
+            .count();
+
+    // The next state, unless the caller only needs the change set (offline imports).
+    let next = build_next.then(|| {
+        let mut next = state.clone();
+        // A bulk import rebuilds the search indexes once rather than key by key.
+        let changed = changes.upserts.len() + changes.deletes.len();
+        let held = state.candidates.len() + state.contacts.len() + state.companies.len();
+        let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
+        if bulk {
+            next.defer_search();
+        }
+        next.set_workspace(workspace.clone());
+        for r in changes.upserts.iter().cloned() {
+            next.put(r);
+        }
+        for (k, id) in &changes.deletes {
+            next.delete(*k, id);
+        }
+        if bulk {
+            next.rebuild_search();
+        }
+        next
+    });
+
+    Ok(ImportPlan {
+        workspace,
+        changes,
+        blobs: completed.blobs,
+        next,
+        upserted,
+        deleted,
+        records_after,
+    })
+}
+
+/// Moves one array's entries into the change set, counting them.
+fn take<T>(
+    array: &'static str,
+    kind: RecordKind,
+    entries: Vec<Entry<T>>,
+    mut upsert: impl FnMut(T) -> Record,
+    (changes, upserted, deleted): &mut (&mut ChangeSet, &mut Counts, &mut Counts),
+) {
+    let (mut up, mut del) = (0, 0);
+    for e in entries {
+        match e {
+            Entry::Upsert(r) => {
+                changes.upserts.push(upsert(r));
+                up += 1;
+            }
+            Entry::Delete(id) => {
+                changes.deletes.push((kind, id));
+                del += 1;
+            }
+        }
+    }
+    upserted.insert(array, up);
+    deleted.insert(array, del);
+}
+
+/// The service's own consequence of an import: open tasks reminding of a placement
+/// that the import undoes are cancelled, stamped after everything else in the workspace.
+fn cancel_undone_placements_reminders(state: &WorkspaceState, changes: &mut ChangeSet) {
+    let mut unplaced: HashSet<Uuid> = HashSet::new();
+    for r in &changes.upserts {
+        if let Record::Candidate(c) = r {
+            let was_placed = state
+                .candidates
+                .get(&c.id)
+                .is_some_and(|old| old.raw.outcome == Some(Outcome::Placed));
+            if was_placed && c.outcome != Some(Outcome::Placed) {
+                unplaced.insert(c.id);
+            }
+        }
+    }
+    if unplaced.is_empty() {
+        return;
+    }
+    let reminds = |t: &Task| {
+        t.status == TaskStatus::Open && t.placement_row_id.is_some_and(|p| unplaced.contains(&p))
+    };
+    let in_file: HashSet<Uuid> = changes
+        .upserts
+        .iter()
+        .filter_map(|r| match r {
+            Record::Task(t) => Some(t.id),
+            _ => None,
+        })
+        .collect();
+    let deleted_tasks: HashSet<&str> = changes
+        .deletes
+        .iter()
+        .filter(|(k, _)| *k == RecordKind::Task)
+        .map(|(_, id)| id.as_str())
+        .collect();
+    let mut cancel: Vec<Task> = changes
+        .upserts
+        .iter()
+        .filter_map(|r| match r {
+            Record::Task(t) if reminds(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    cancel.extend(
+        state
+            .tasks
+            .iter()
+            .filter(|(id, t)| {
+                !in_file.contains(id)
+                    && !deleted_tasks.contains(id.to_string().as_str())
+                    && reminds(t)
+            })
+            .map(|(_, t)| (**t).clone()),
+    );
+    let cancelled_ids: HashSet<Uuid> = cancel.iter().map(|t| t.id).collect();
+    changes
+        .upserts
+        .retain(|r| !matches!(r, Record::Task(t) if cancelled_ids.contains(&t.id)));
+    let mut clock = changes
+        .upserts
+        .iter()
+        .filter_map(Record::updated_at)
+        .fold(state.last_stamp, Stamp::max);
+    for mut t in cancel {
+        clock = Stamp::now().max(clock.next());
+        t.status = TaskStatus::Cancelled;
+        t.completed_at = None;
+        t.updated_at = clock;
+        changes.upserts.push(Record::Task(t));
+    }
+}
