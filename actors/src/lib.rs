@@ -15,6 +15,7 @@
 //! - [`parents`]: the notes and attachments of each parent record (indexes of the state).
 //! - [`subresources`]: a record's (or a person's) newest children, for the sub-resource
 //!   endpoints.
+//! - [`entities`]: the one dispatch from an entity to its table and view.
 //! - [`views`]: the API's records derived from raw records (`status`,
 //!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
 //! - [`rendered`]: each row's rendered JSON, cached with the row and used while nothing
@@ -48,6 +49,7 @@
 //!   row's cached JSON, for the length of a copy.
 
 pub mod actor;
+pub mod entities;
 pub mod env;
 pub mod keys;
 pub mod loader;

@@ -710,19 +710,4 @@ impl WorkspaceState {
         rows.sort_by_key(|r| (r.raw.job_id.is_some(), r.raw.created_at, r.raw.id));
         rows
     }
-
-    /// Number of visible records of an entity: the unfiltered `total_count` of its list.
-    pub fn count(&self, e: Entity) -> usize {
-        match e {
-            Entity::Candidates => self.candidates.visible_len(),
-            Entity::Applications => self.applications.visible_len(),
-            Entity::Contacts => self.contacts.visible_len(),
-            Entity::Companies => self.companies.visible_len(),
-            Entity::Jobs => self.jobs.visible_len(),
-            Entity::Notes => self.notes.visible_len(),
-            Entity::Tasks => self.tasks.visible_len(),
-            Entity::Attachments => self.attachments.visible_len(),
-            Entity::Users => self.users.visible_len(),
-        }
-    }
 }

@@ -4,6 +4,7 @@
 //! the published one. The ordered map holds the rows themselves (the same `Arc`s as the
 //! map by id), so a page is read in order without a lookup by id per record.
 
+use crate::query::CursorId;
 use crate::rendered::{DerivedInputs, RenderCache, Rendered};
 use crate::time::Stamp;
 use imbl::OrdMap;
@@ -193,7 +194,11 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
     }
 
     /// The row of a visible record.
-    pub fn visible_row(&self, id: &K) -> Option<&Row<V>> {
+    pub fn visible_row<Q>(&self, id: &Q) -> Option<&Row<V>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.rows.get(id).filter(|r| r.order.is_some())
     }
 
@@ -210,6 +215,63 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
 
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
         self.rows.iter().map(|(k, r)| (k, &r.rec))
+    }
+}
+
+/// A table's key as the API and its cursors know it.
+pub trait TableKey: Hash + Eq + Ord + Clone + MinKey {
+    /// The key as a cursor carries it.
+    fn to_cursor_id(&self) -> CursorId;
+    /// The key a cursor carries, if it is one of this table's kind.
+    fn from_cursor_id(id: CursorId) -> Option<Self>;
+    /// The visible row an id of the API names (a path segment as written).
+    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>>;
+}
+
+impl TableKey for Uuid {
+    fn to_cursor_id(&self) -> CursorId {
+        CursorId::Uuid(*self)
+    }
+
+    fn from_cursor_id(id: CursorId) -> Option<Self> {
+        match id {
+            CursorId::Uuid(u) => Some(u),
+            CursorId::Text(_) => None,
+        }
+    }
+
+    /// Only the canonical form (hyphenated, 36 characters): anything else is "an id in
+    /// an unexpected format", which names no record.
+    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+        if raw.len() != 36 {
+            return None;
+        }
+        table.visible_row(&Uuid::try_parse(raw).ok()?)
+    }
+}
+
+impl TableKey for Arc<str> {
+    fn to_cursor_id(&self) -> CursorId {
+        CursorId::Text(self.to_string())
+    }
+
+    fn from_cursor_id(id: CursorId) -> Option<Self> {
+        match id {
+            CursorId::Text(t) => Some(Arc::from(t)),
+            CursorId::Uuid(_) => None,
+        }
+    }
+
+    /// Attachment ids, with their prefix or without it ("accepted with or without its
+    /// prefix"): without one, each of the four prefixes is tried.
+    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+        if raw.contains(':') {
+            crate::model::split_attachment_id(raw)?;
+            return table.visible_row(raw);
+        }
+        crate::model::ATTACHMENT_PREFIXES
+            .iter()
+            .find_map(|p| table.visible_row(format!("{p}:{raw}").as_str()))
     }
 }
 

@@ -6,8 +6,8 @@
 pub mod client;
 
 use crate::http::context::{request_context, RequestId};
+use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
-use crate::http::records::{data_body, json_response};
 use crate::http::{no_such_path, refuse_methods_but};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::actor::Import;
@@ -56,10 +56,7 @@ async fn ready(
 ) -> Result<HttpResponse, ApiError> {
     check_token(&req, &state)?;
     if state.registry.is_ready() && state.api_accepting.load(Ordering::Acquire) {
-        Ok(json_response(data_body(
-            &serde_json::json!({"ready": true}),
-            &rid,
-        )?))
+        Envelope::of(&serde_json::json!({"ready": true}))?.respond(rid.as_str())
     } else {
         Err(ApiError::new(
             ErrorKind::Unavailable { retry_after: 1 },
@@ -126,7 +123,7 @@ async fn import(
         "upserted": report.upserted,
         "deleted": report.deleted,
     });
-    Ok(json_response(data_body(&data, &rid)?))
+    Envelope::of(&data)?.respond(rid.as_str())
 }
 
 #[derive(Deserialize)]
@@ -174,10 +171,7 @@ async fn create_key(
             KeyError::Refused(why) => ApiError::bad_request(why),
             KeyError::Store(e) => e.into(),
         })?;
-    Ok(json_response(data_body(
-        &serde_json::json!({"id": key.id, "secret": secret}),
-        &rid,
-    )?))
+    Envelope::of(&serde_json::json!({"id": key.id, "secret": secret}))?.respond(rid.as_str())
 }
 
 async fn revoke_key(
@@ -189,10 +183,9 @@ async fn revoke_key(
     check_token(&req, &state)?;
     let id = path.into_inner();
     match state.keys.revoke(&id).await? {
-        Some(_) => Ok(json_response(data_body(
-            &serde_json::json!({"id": id, "revoked": true}),
-            &rid,
-        )?)),
+        Some(_) => {
+            Envelope::of(&serde_json::json!({"id": id, "revoked": true}))?.respond(rid.as_str())
+        }
         None => Err(ApiError::not_found(format!("no key with id {id:?}"))),
     }
 }

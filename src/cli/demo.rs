@@ -204,10 +204,7 @@ pub(super) async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
     Ok(Demo::Loaded(Box::new(DemoLoaded {
         workspace: (*state.workspace).clone(),
         owner,
-        records: actors::model::Entity::ALL
-            .iter()
-            .map(|e| state.count(*e))
-            .sum(),
+        records: state.stored_records(),
         key_id: key.id,
         secret,
         tour: crate::cli::demo::Tour::find(&state),

@@ -12,10 +12,10 @@
 
 use super::auth::{Authed, Read};
 use super::context::RequestId;
+use super::envelope::Envelope;
 use super::errors::ApiError;
 use super::files::{served_content_type, served_filename};
 use super::query::{percent_decode_strict, QueryParams};
-use super::records::{data_body, json_response};
 use super::AppState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -94,7 +94,7 @@ pub async fn download(
         filename: served_filename(a),
         content_type: served_content_type(a),
     };
-    let mut res = json_response(data_body(&out, &rid)?);
+    let mut res = Envelope::of(&out)?.respond(rid.as_str())?;
     res.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),

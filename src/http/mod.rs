@@ -2,6 +2,7 @@
 //!
 //! ## Map
 //! - [`context`]: request ids and the error envelope (middleware).
+//! - [`envelope`]: the success envelope every JSON answer is written with.
 //! - [`drain`]: HTTP/2 request bodies left unread by an answer, read to their end so the
 //!   stream ends cleanly.
 //! - [`errors`]: error kinds → status and the spec's eight codes.
@@ -33,6 +34,7 @@ pub mod body;
 pub mod context;
 pub mod downloads;
 pub mod drain;
+pub mod envelope;
 pub mod errors;
 pub mod files;
 pub mod openapi;
@@ -163,6 +165,29 @@ pub fn refuse_methods_but(allow: &'static str) -> actix_web::Route {
     })
 }
 
+const NOTES: &[Entity] = &[Entity::Notes];
+const TASKS: &[Entity] = &[Entity::Tasks];
+/// The entities whose allow-listed fields `PATCH` edits (scope `records:write`).
+const RECORDS: &[Entity] = &[
+    Entity::Candidates,
+    Entity::Contacts,
+    Entity::Companies,
+    Entity::Jobs,
+];
+
+/// Routes a request of an `{entity}` resource by the entity its path names, as the
+/// router reads it (percent-escapes decoded), so that each entity's writes reach a
+/// handler that names its scope. The methods each entity serves are
+/// [`allowed_methods`]'s; the OpenAPI test checks the two agree.
+fn entity_is(entities: &'static [Entity]) -> impl actix_web::guard::Guard {
+    actix_web::guard::fn_guard(move |ctx| {
+        let segment = ctx.head().uri.path().split('/').nth(2).unwrap_or_default();
+        query::percent_decode_strict(segment)
+            .and_then(|name| Entity::parse(&name))
+            .is_some_and(|e| entities.contains(&e))
+    })
+}
+
 /// The default service of an `{entity}` resource: an unknown entity is no path at all
 /// (404); a known one has the path, and any method it does not serve is refused with 405.
 fn entity_fallback(pattern: &'static str) -> actix_web::Route {
@@ -209,12 +234,28 @@ fn resource(pattern: &'static str) -> actix_web::Resource {
             .default_service(entity_fallback(pattern)),
         COLLECTION => r
             .route(web::get().to(records::list))
-            .route(web::post().to(writes::create))
+            .route(web::post().guard(entity_is(NOTES)).to(writes::create_note))
+            .route(web::post().guard(entity_is(TASKS)).to(writes::create_task))
             .default_service(entity_fallback(pattern)),
         ITEM => r
             .route(web::get().to(records::get))
-            .route(web::patch().to(writes::patch))
-            .route(web::delete().to(writes::delete))
+            .route(web::patch().guard(entity_is(NOTES)).to(writes::patch_note))
+            .route(web::patch().guard(entity_is(TASKS)).to(writes::patch_task))
+            .route(
+                web::patch()
+                    .guard(entity_is(RECORDS))
+                    .to(writes::patch_record),
+            )
+            .route(
+                web::delete()
+                    .guard(entity_is(NOTES))
+                    .to(writes::delete_note),
+            )
+            .route(
+                web::delete()
+                    .guard(entity_is(TASKS))
+                    .to(writes::delete_task),
+            )
             .default_service(entity_fallback(pattern)),
         other => unreachable!("{other} is not a resource of the API"),
     }

@@ -127,9 +127,61 @@ impl FromRequest for QueryParams {
     }
 }
 
+/// `limit`, as every capped endpoint takes it: plain digits, at least 1, clamped to `MAX`;
+/// `DEFAULT` when absent. An extractor (`limit: LimitParam<100, 500>`), or read from a
+/// query already parsed ([`LimitParam::from_query`], the search path's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitParam<const DEFAULT: usize, const MAX: usize>(pub usize);
+
+impl<const DEFAULT: usize, const MAX: usize> LimitParam<DEFAULT, MAX> {
+    pub fn from_query(q: &Query<'_>) -> Result<Self, ApiError> {
+        match q.get("limit")? {
+            Some(raw) => Ok(LimitParam(
+                actors::query::Limit::parse(raw, MAX)
+                    .map_err(ApiError::bad_request)?
+                    .get(),
+            )),
+            None => Ok(LimitParam(DEFAULT)),
+        }
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+impl<const DEFAULT: usize, const MAX: usize> FromRequest for LimitParam<DEFAULT, MAX> {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(Query::parse(req.query_string()).and_then(|q| Self::from_query(&q)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_take_their_default_and_are_clamped_to_their_maximum() {
+        type L = LimitParam<100, 500>;
+        let of = |raw: &str| L::from_query(&Query::parse(raw).unwrap()).map(L::get);
+        assert_eq!(of("").unwrap(), 100);
+        assert_eq!(of("limit=7").unwrap(), 7);
+        assert_eq!(of("limit=5000").unwrap(), 500);
+        assert_eq!(of("limit=0007").unwrap(), 7);
+        for bad in [
+            "limit=0",
+            "limit=2.5e2",
+            "limit=+250",
+            "limit=%20250",
+            "limit=",
+            "limit=1&limit=2",
+        ] {
+            assert!(of(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn plus_is_literal_and_escapes_decode() {

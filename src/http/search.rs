@@ -8,54 +8,40 @@
 
 use super::auth::{Authed, Read};
 use super::context::RequestId;
+use super::envelope::{json_ok, Envelope};
 use super::errors::ApiError;
-use super::query::Query;
-use super::records::json_response;
+use super::query::{LimitParam, Query};
 use actix_web::{HttpRequest, HttpResponse};
-use actors::query::Limit;
 use actors::search::results::{search_email, search_phone, SEARCH_MAX_LIMIT};
+use actors::state::WorkspaceState;
 use serde::Serialize;
 
-fn search_limit(q: &Query<'_>) -> Result<usize, ApiError> {
-    match q.get("limit")? {
-        Some(raw) => Ok(Limit::parse(raw, SEARCH_MAX_LIMIT)
-            .map_err(ApiError::bad_request)?
-            .get()),
-        None => Ok(SEARCH_MAX_LIMIT),
-    }
+/// `limit` of a search: default and maximum alike. Read from the query the handler
+/// parses anyway (the hot path parses it once).
+pub type SearchLimit = LimitParam<SEARCH_MAX_LIMIT, SEARCH_MAX_LIMIT>;
+
+/// The data, written into one buffer sized for a typical answer.
+fn body<T: Serialize>(data: &T, rid: &str) -> Result<Vec<u8>, ApiError> {
+    let mut body = Envelope::new(1024);
+    serde_json::to_writer(body.data_buf(), data).map_err(ApiError::internal)?;
+    body.close(rid)
 }
 
-/// `{"data": …, "request_id": …}` written into one buffer sized for a typical answer.
-fn body<T: Serialize>(data: &T, rid: &RequestId) -> Result<HttpResponse, ApiError> {
-    let mut buf = Vec::with_capacity(1024);
-    buf.extend_from_slice(b"{\"data\":");
-    serde_json::to_writer(&mut buf, data).map_err(ApiError::internal)?;
-    buf.extend_from_slice(b",\"request_id\":");
-    serde_json::to_writer(&mut buf, rid.as_str()).map_err(ApiError::internal)?;
-    buf.push(b'}');
-    Ok(json_response(buf))
-}
-
-pub async fn phone(
-    caller: Authed<Read>,
-    req: HttpRequest,
-    rid: RequestId,
-) -> Result<HttpResponse, ApiError> {
-    let q = Query::parse(req.query_string())?;
+/// The whole answer to `GET /v1/search/phone?<query>` once the caller is known: the
+/// query decoded, the number looked up, the answer written. (The benches run this.)
+pub fn phone_answer(ws: &WorkspaceState, query: &str, rid: &str) -> Result<Vec<u8>, ApiError> {
+    let q = Query::parse(query)?;
     let number = q.get_any(&["number", "phone", "q"])?.ok_or_else(|| {
         ApiError::bad_request("query parameter number is required (aliases: phone, q)")
     })?;
-    let limit = search_limit(&q)?;
-    let result = search_phone(&caller.state, number, limit);
-    body(&result, &rid)
+    let limit = SearchLimit::from_query(&q)?.get();
+    let result = search_phone(ws, number, limit);
+    body(&result, rid)
 }
 
-pub async fn email(
-    caller: Authed<Read>,
-    req: HttpRequest,
-    rid: RequestId,
-) -> Result<HttpResponse, ApiError> {
-    let q = Query::parse(req.query_string())?;
+/// The whole answer to `GET /v1/search/email?<query>` once the caller is known.
+pub fn email_answer(ws: &WorkspaceState, query: &str, rid: &str) -> Result<Vec<u8>, ApiError> {
+    let q = Query::parse(query)?;
     let address = q.get_any(&["address", "email", "q"])?.ok_or_else(|| {
         ApiError::bad_request("query parameter address is required (aliases: email, q)")
     })?;
@@ -64,7 +50,31 @@ pub async fn email(
             "query parameter address must not be empty",
         ));
     }
-    let limit = search_limit(&q)?;
-    let result = search_email(&caller.state, address, limit);
-    body(&result, &rid)
+    let limit = SearchLimit::from_query(&q)?.get();
+    let result = search_email(ws, address, limit);
+    body(&result, rid)
+}
+
+pub async fn phone(
+    caller: Authed<Read>,
+    req: HttpRequest,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    Ok(json_ok(phone_answer(
+        &caller.state,
+        req.query_string(),
+        rid.as_str(),
+    )?))
+}
+
+pub async fn email(
+    caller: Authed<Read>,
+    req: HttpRequest,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    Ok(json_ok(email_answer(
+        &caller.state,
+        req.query_string(),
+        rid.as_str(),
+    )?))
 }

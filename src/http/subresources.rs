@@ -7,12 +7,12 @@
 
 use super::auth::{Authed, Read};
 use super::context::RequestId;
+use super::envelope::Envelope;
 use super::errors::ApiError;
-use super::query::QueryParams;
-use super::records::{entity_or_404, json_response, parse_record_id};
+use super::query::{LimitParam, QueryParams};
+use super::records::{entity_or_404, parse_record_id, EntityParam};
 use actix_web::{HttpRequest, HttpResponse};
 use actors::model::{Entity, ParentType};
-use actors::query::Limit;
 use actors::state::WorkspaceState;
 use actors::subresources::{attachments_parent_kind, notes_parent_kind, Children, ParentKey};
 use actors::views::View;
@@ -24,13 +24,10 @@ pub const NOTES_MAX_LIMIT: usize = 500;
 pub const ATTACHMENTS_DEFAULT_LIMIT: usize = 500;
 pub const ATTACHMENTS_MAX_LIMIT: usize = 500;
 
-/// `limit` as lists parse it (plain digits, at least 1, clamped to `max`).
-fn limit(q: &QueryParams, default: usize, max: usize) -> Result<usize, ApiError> {
-    match q.get("limit")? {
-        Some(raw) => Ok(Limit::parse(raw, max).map_err(ApiError::bad_request)?.get()),
-        None => Ok(default),
-    }
-}
+/// `limit` of the notes sub-resource.
+pub type NotesLimit = LimitParam<NOTES_DEFAULT_LIMIT, NOTES_MAX_LIMIT>;
+/// `limit` of the attachments sub-resource.
+pub type AttachmentsLimit = LimitParam<ATTACHMENTS_DEFAULT_LIMIT, ATTACHMENTS_MAX_LIMIT>;
 
 /// The entity named in the path, and the kind of parent its sub-resource lists; 404 for
 /// an unknown entity, 400 for one without this sub-resource.
@@ -70,31 +67,24 @@ fn page_body<'a, V>(
     ws: &'a WorkspaceState,
     page: Children<'a, V>,
     rid: &RequestId,
-) -> Result<Vec<u8>, ApiError>
+) -> Result<HttpResponse, ApiError>
 where
     View<'a, V>: Serialize,
 {
-    #[derive(Serialize)]
-    struct Page<'b, T> {
-        data: T,
-        total_count: usize,
-        request_id: &'b str,
-    }
     let data: Vec<View<'a, V>> = page
         .items
         .into_iter()
         .map(|r| View::new(ws, &**r))
         .collect();
-    serde_json::to_vec(&Page {
-        data,
-        total_count: page.total,
-        request_id: rid.as_str(),
-    })
-    .map_err(ApiError::internal)
+    let mut body = Envelope::of(&data)?;
+    body.total_count(page.total);
+    body.respond(rid.as_str())
 }
 
 pub async fn notes(
     caller: Authed<Read>,
+    _: EntityParam,
+    limit: NotesLimit,
     req: HttpRequest,
     q: QueryParams,
     rid: RequestId,
@@ -105,7 +95,7 @@ pub async fn notes(
         notes_parent_kind,
         "candidates, applications, contacts, companies and jobs",
     )?;
-    let limit = limit(&q, NOTES_DEFAULT_LIMIT, NOTES_MAX_LIMIT)?;
+    let limit = limit.get();
     if let Some(sort) = q.get("sort")? {
         if sort != "-created_at" {
             return Err(ApiError::bad_request(format!(
@@ -115,13 +105,14 @@ pub async fn notes(
     }
     let ws: &WorkspaceState = &caller.state;
     let page = ws.notes_of(&parents(ws, &req, entity, kind), limit);
-    Ok(json_response(page_body(ws, page, &rid)?))
+    page_body(ws, page, &rid)
 }
 
 pub async fn attachments(
     caller: Authed<Read>,
+    _: EntityParam,
+    limit: AttachmentsLimit,
     req: HttpRequest,
-    q: QueryParams,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     let (entity, kind) = subject(
@@ -130,8 +121,8 @@ pub async fn attachments(
         attachments_parent_kind,
         "candidates, applications and companies",
     )?;
-    let limit = limit(&q, ATTACHMENTS_DEFAULT_LIMIT, ATTACHMENTS_MAX_LIMIT)?;
+    let limit = limit.get();
     let ws: &WorkspaceState = &caller.state;
     let page = ws.attachments_of(&parents(ws, &req, entity, kind), limit);
-    Ok(json_response(page_body(ws, page, &rid)?))
+    page_body(ws, page, &rid)
 }

@@ -1,8 +1,11 @@
 //! Write endpoints: `POST /v1/notes`, `POST /v1/tasks`, `PATCH` and `DELETE` of notes and
 //! tasks, and `PATCH /v1/{entity}/{id}` of candidates, contacts, companies and jobs.
 //!
-//! Each handler checks, in order: the method is served for the entity (405 with `Allow`),
-//! the key and its scope (401/403), the id's form (404), the body (400, field by field).
+//! Each entity's writes have handlers of their own, routed by the `{entity}` of the path
+//! (`http::resource`), so each names the scope it needs in its signature
+//! (`Authed<NotesWrite>`). In order: the method is served for the entity (405 with
+//! `Allow`, before any handler), the key and its scope (401/403), the id's form (404), the
+//! body (400, field by field).
 //! Then the write goes to the workspace actor, which checks it against the workspace,
 //! commits it (grouped with other writes queued meanwhile) and publishes the new state
 //! before answering. The response renders the written record from that state.
@@ -13,21 +16,22 @@
 //! private note or task — never shown anywhere — answers only `{id}`; deletes answer
 //! `{data: {deleted: true}}`.
 
-use super::auth::{authenticate, NotesWrite, RecordsWrite, RequiredScope, TasksWrite};
+use super::auth::{Authed, NotesWrite, RecordsWrite, RequiredScope, TasksWrite};
 use super::body::{read_object, Fields};
 use super::context::RequestId;
+use super::envelope::Envelope;
 use super::errors::ApiError;
-use super::records::{data_body, entity_or_404, json_response, parse_record_id};
-use super::{allowed_methods, COLLECTION, ITEM};
+use super::records::{parse_record_id, EntityParam};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
-use actors::model::{Entity, ParentType, RecordKind};
-use actors::state::WorkspaceState;
-use actors::views::View;
+use actors::entities::{self, EntityVisitor};
+use actors::model::{Entity, ParentType};
+use actors::query::CursorId;
+use actors::rendered::Rendered;
+use actors::table::{Table, TableKey};
 use actors::writes::*;
 use serde_json::json;
-use std::sync::Arc;
 use uuid::Uuid;
 
 pub const NEW_NOTE_FIELDS: &[&str] = &[
@@ -91,7 +95,7 @@ pub const JOB_FIELDS: &[&str] = &[
 /// Sends a write to its workspace's actor and waits for the commit.
 async fn submit<S: RequiredScope>(
     op: impl FnOnce() -> Result<WriteOp, ApiError>,
-    caller: super::auth::Authed<S>,
+    caller: Authed<S>,
 ) -> Result<WriteDone, ApiError> {
     let op = op()?;
     Ok(caller.workspace.addr.send(Write(op)).await??)
@@ -120,75 +124,72 @@ fn with_status(status: StatusCode, body: Vec<u8>) -> HttpResponse {
 
 /// `{data: {id}}`.
 fn id_only(id: Uuid, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
-    data_body(&json!({ "id": id }), rid)
+    Envelope::of(&json!({ "id": id }))?.close(rid.as_str())
 }
 
-/// A record as `GET` shows it, or only its id when the API does not show it (private).
-fn view_or_id<V>(
-    ws: &WorkspaceState,
-    rec: Option<&Arc<V>>,
+/// A written record as `GET` shows it, or `None` when the API does not show it
+/// (private).
+struct Shown<'a> {
     id: Uuid,
-    rid: &RequestId,
-) -> Result<Vec<u8>, ApiError>
-where
-    for<'a> View<'a, V>: serde::Serialize,
-{
-    match rec {
-        Some(r) => data_body(&View::new(ws, &**r), rid),
-        None => id_only(id, rid),
+    rid: &'a RequestId,
+}
+
+impl<'s> EntityVisitor<'s> for Shown<'_> {
+    type Out = Option<Result<Vec<u8>, ApiError>>;
+
+    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    where
+        K: TableKey,
+        T: Rendered,
+        F: Fn(&'s V) -> T + Copy,
+    {
+        let rec = table.get_visible(&K::from_cursor_id(CursorId::Uuid(self.id))?)?;
+        Some(Envelope::of(&view(rec)).and_then(|e| e.close(self.rid.as_str())))
     }
 }
 
 /// The answer to a write, rendered from the state its commit published.
 fn render_written(done: &WriteDone, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
-    let ws = &*done.state;
     match done.written {
-        Written::Created(kind, id) | Written::Updated(kind, id) => match kind {
-            RecordKind::Note => view_or_id(ws, ws.notes.get_visible(&id), id, rid),
-            RecordKind::Task => view_or_id(ws, ws.tasks.get_visible(&id), id, rid),
-            RecordKind::Candidate => view_or_id(ws, ws.candidates.get_visible(&id), id, rid),
-            RecordKind::Contact => view_or_id(ws, ws.contacts.get_visible(&id), id, rid),
-            RecordKind::Company => view_or_id(ws, ws.companies.get_visible(&id), id, rid),
-            RecordKind::Job => view_or_id(ws, ws.jobs.get_visible(&id), id, rid),
-            _ => id_only(id, rid),
-        },
-        Written::Deleted(..) => data_body(&json!({ "deleted": true }), rid),
+        Written::Created(kind, id) | Written::Updated(kind, id) => {
+            let shown = entities::entity_of(kind)
+                .and_then(|e| entities::visit(&done.state, e, Shown { id, rid }));
+            shown.unwrap_or_else(|| id_only(id, rid))
+        }
+        Written::Deleted(..) => Envelope::of(&json!({ "deleted": true }))?.close(rid.as_str()),
     }
 }
 
-/// `POST /v1/{entity}`: notes and tasks.
-pub async fn create(
+/// `POST /v1/notes`.
+pub async fn create_note(
+    caller: Authed<NotesWrite>,
     req: HttpRequest,
-    path: web::Path<String>,
     payload: web::Payload,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
-    match entity_or_404(&path)? {
-        Entity::Notes => {
-            let caller = authenticate::<NotesWrite>(&req)?;
-            let mut f = read_object(&req, payload, NEW_NOTE_FIELDS).await?;
-            let done = submit(|| note_from(&mut f), caller).await?;
-            let (status, id) = match done.written {
-                Written::Created(_, id) => (StatusCode::CREATED, id),
-                Written::Updated(_, id) | Written::Deleted(_, id) => (StatusCode::OK, id),
-            };
-            Ok(with_status(status, id_only(id, &rid)?))
-        }
-        Entity::Tasks => {
-            let caller = authenticate::<TasksWrite>(&req)?;
-            let mut f = read_object(&req, payload, NEW_TASK_FIELDS).await?;
-            let done = submit(|| task_from(&mut f), caller).await?;
-            let status = match done.written {
-                Written::Created(..) => StatusCode::CREATED,
-                _ => StatusCode::OK,
-            };
-            Ok(with_status(status, render_written(&done, &rid)?))
-        }
-        e => Err(ApiError::method_not_allowed(allowed_methods(
-            COLLECTION,
-            Some(e),
-        ))),
-    }
+    let mut f = read_object(&req, payload, NEW_NOTE_FIELDS).await?;
+    let done = submit(|| note_from(&mut f), caller).await?;
+    let (status, id) = match done.written {
+        Written::Created(_, id) => (StatusCode::CREATED, id),
+        Written::Updated(_, id) | Written::Deleted(_, id) => (StatusCode::OK, id),
+    };
+    Ok(with_status(status, id_only(id, &rid)?))
+}
+
+/// `POST /v1/tasks`.
+pub async fn create_task(
+    caller: Authed<TasksWrite>,
+    req: HttpRequest,
+    payload: web::Payload,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let mut f = read_object(&req, payload, NEW_TASK_FIELDS).await?;
+    let done = submit(|| task_from(&mut f), caller).await?;
+    let status = match done.written {
+        Written::Created(..) => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    Ok(with_status(status, render_written(&done, &rid)?))
 }
 
 fn note_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
@@ -248,57 +249,89 @@ fn item_id(entity: Entity, raw: &str) -> Result<Uuid, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no {} record with id {raw:?}", entity.name())))
 }
 
-/// `PATCH /v1/{entity}/{id}`.
-pub async fn patch(
-    req: HttpRequest,
+/// The answer to a write by id: the record as `GET` shows it.
+fn answered(done: &WriteDone, rid: &RequestId) -> Result<HttpResponse, ApiError> {
+    Ok(super::envelope::json_ok(render_written(done, rid)?))
+}
+
+/// `PATCH /v1/notes/{id}`.
+pub async fn patch_note(
+    caller: Authed<NotesWrite>,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
     payload: web::Payload,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
-    let (entity_name, raw_id) = path.into_inner();
-    let entity = entity_or_404(&entity_name)?;
-    let done = match entity {
-        Entity::Notes => {
-            let caller = authenticate::<NotesWrite>(&req)?;
-            let id = item_id(entity, &raw_id)?;
-            let mut f = read_object(&req, payload, NOTE_PATCH_FIELDS).await?;
-            submit(
-                || {
-                    Ok(WriteOp::UpdateNote(
-                        id,
-                        NotePatch {
-                            body_html: f.string_value_only("body_html")?,
-                            title: f.text("title")?,
-                            label: f.string("type")?,
-                            is_private: f.boolean("is_private")?,
-                        },
-                    ))
-                },
-                caller,
-            )
-            .await?
-        }
-        Entity::Tasks => {
-            let caller = authenticate::<TasksWrite>(&req)?;
-            let id = item_id(entity, &raw_id)?;
-            let mut f = read_object(&req, payload, TASK_PATCH_FIELDS).await?;
-            submit(|| task_patch(id, &mut f), caller).await?
-        }
-        Entity::Candidates | Entity::Contacts | Entity::Companies | Entity::Jobs => {
-            let caller = authenticate::<RecordsWrite>(&req)?;
-            let id = item_id(entity, &raw_id)?;
-            let allowed = match entity {
-                Entity::Candidates => CANDIDATE_FIELDS,
-                Entity::Contacts => CONTACT_FIELDS,
-                Entity::Companies => COMPANY_FIELDS,
-                _ => JOB_FIELDS,
-            };
-            let mut f = read_object(&req, payload, allowed).await?;
-            submit(|| record_patch(entity, id, &mut f), caller).await?
-        }
-        e => return Err(ApiError::method_not_allowed(allowed_methods(ITEM, Some(e)))),
+    let id = item_id(Entity::Notes, &path.1)?;
+    let mut f = read_object(&req, payload, NOTE_PATCH_FIELDS).await?;
+    let op = || {
+        Ok(WriteOp::UpdateNote(
+            id,
+            NotePatch {
+                body_html: f.string_value_only("body_html")?,
+                title: f.text("title")?,
+                label: f.string("type")?,
+                is_private: f.boolean("is_private")?,
+            },
+        ))
     };
-    Ok(json_response(render_written(&done, &rid)?))
+    answered(&submit(op, caller).await?, &rid)
+}
+
+/// `PATCH /v1/tasks/{id}`.
+pub async fn patch_task(
+    caller: Authed<TasksWrite>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+    payload: web::Payload,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let id = item_id(Entity::Tasks, &path.1)?;
+    let mut f = read_object(&req, payload, TASK_PATCH_FIELDS).await?;
+    answered(&submit(|| task_patch(id, &mut f), caller).await?, &rid)
+}
+
+/// `PATCH /v1/{entity}/{id}` of candidates, contacts, companies and jobs.
+pub async fn patch_record(
+    caller: Authed<RecordsWrite>,
+    EntityParam(entity): EntityParam,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+    payload: web::Payload,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let id = item_id(entity, &path.1)?;
+    let allowed = match entity {
+        Entity::Candidates => CANDIDATE_FIELDS,
+        Entity::Contacts => CONTACT_FIELDS,
+        Entity::Companies => COMPANY_FIELDS,
+        _ => JOB_FIELDS,
+    };
+    let mut f = read_object(&req, payload, allowed).await?;
+    answered(
+        &submit(|| record_patch(entity, id, &mut f), caller).await?,
+        &rid,
+    )
+}
+
+/// `DELETE /v1/notes/{id}`.
+pub async fn delete_note(
+    caller: Authed<NotesWrite>,
+    path: web::Path<(String, String)>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let id = item_id(Entity::Notes, &path.1)?;
+    answered(&submit(|| Ok(WriteOp::DeleteNote(id)), caller).await?, &rid)
+}
+
+/// `DELETE /v1/tasks/{id}`.
+pub async fn delete_task(
+    caller: Authed<TasksWrite>,
+    path: web::Path<(String, String)>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    let id = item_id(Entity::Tasks, &path.1)?;
+    answered(&submit(|| Ok(WriteOp::DeleteTask(id)), caller).await?, &rid)
 }
 
 fn task_patch(id: Uuid, f: &mut Fields) -> Result<WriteOp, ApiError> {
@@ -380,28 +413,4 @@ fn record_patch(entity: Entity, id: Uuid, f: &mut Fields) -> Result<WriteOp, Api
             },
         ),
     })
-}
-
-/// `DELETE /v1/{entity}/{id}`: notes and tasks.
-pub async fn delete(
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-    rid: RequestId,
-) -> Result<HttpResponse, ApiError> {
-    let (entity_name, raw_id) = path.into_inner();
-    let entity = entity_or_404(&entity_name)?;
-    let done = match entity {
-        Entity::Notes => {
-            let caller = authenticate::<NotesWrite>(&req)?;
-            let id = item_id(entity, &raw_id)?;
-            submit(|| Ok(WriteOp::DeleteNote(id)), caller).await?
-        }
-        Entity::Tasks => {
-            let caller = authenticate::<TasksWrite>(&req)?;
-            let id = item_id(entity, &raw_id)?;
-            submit(|| Ok(WriteOp::DeleteTask(id)), caller).await?
-        }
-        e => return Err(ApiError::method_not_allowed(allowed_methods(ITEM, Some(e)))),
-    };
-    Ok(json_response(render_written(&done, &rid)?))
 }

@@ -112,7 +112,11 @@ fn private_notes_and_tasks_are_not_found_by_id() {
         );
         assert!(changes.is_empty(), "{what}");
         assert_eq!(held(&state), before, "{what}");
-        assert_eq!(state.count(Entity::Notes) + state.count(Entity::Tasks), 0);
+        assert_eq!(
+            crate::entities::count(&state, Entity::Notes)
+                + crate::entities::count(&state, Entity::Tasks),
+            0
+        );
     }
 }
 
@@ -292,7 +296,7 @@ fn a_reference_makes_a_create_update_the_same_note() {
     assert_eq!(note.created_at, created_at, "created once");
     assert!(note.updated_at > created_at);
     assert_eq!(
-        state.count(Entity::Notes),
+        crate::entities::count(&state, Entity::Notes),
         2,
         "one note more than the example's one"
     );

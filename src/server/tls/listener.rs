@@ -274,23 +274,25 @@ async fn admit_tls_only(stream: TcpStream, wait: Duration) -> io::Result<TcpStre
     }
 }
 
-/// The complete HTTP/1.1 answer to a plain-HTTP client.
+/// The complete HTTP/1.1 answer to a plain-HTTP client: the API's error envelope,
+/// written by the one place that writes it.
 fn plain_http_refusal(request_id: &str) -> Vec<u8> {
-    let body = serde_json::json!({
-        "error": { "code": "BAD_REQUEST", "message": HTTPS_REQUIRED_MESSAGE },
-        "request_id": request_id,
-    })
-    .to_string();
-    format!(
+    let body = crate::http::context::error_json(
+        &crate::http::errors::ErrorKind::BadRequest,
+        HTTPS_REQUIRED_MESSAGE,
+        request_id,
+    );
+    let mut answer = format!(
         "HTTP/1.1 400 Bad Request\r\n\
          Content-Type: application/json\r\n\
          Content-Length: {}\r\n\
          Connection: close\r\n\
-         \r\n\
-         {body}",
+         \r\n",
         body.len()
     )
-    .into_bytes()
+    .into_bytes();
+    answer.extend_from_slice(&body);
+    answer
 }
 
 /// Answers a plain-HTTP client with [`plain_http_refusal`] and closes the connection,

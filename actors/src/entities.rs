@@ -1,0 +1,76 @@
+//! The one place that knows, for each of the nine entities, the table its records are
+//! served from and the view they are shown through. Lists, lookups by id, counts and the
+//! answers of writes all go through [`visit`]: a new entity, or a changed view, is one
+//! line here.
+
+use crate::model::{Entity, RecordKind};
+use crate::rendered::Rendered;
+use crate::state::WorkspaceState;
+use crate::table::{Table, TableKey};
+use crate::views::{ApplicationView, View};
+
+/// Something done with one entity's table, whatever its key and record types: the
+/// table, and how one of its records is seen (a view borrowing from the workspace).
+pub trait EntityVisitor<'s> {
+    type Out;
+
+    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    where
+        K: TableKey,
+        T: Rendered,
+        F: Fn(&'s V) -> T + Copy;
+}
+
+/// Runs `visitor` on `entity`'s table of `ws`.
+pub fn visit<'s, Vis: EntityVisitor<'s>>(
+    ws: &'s WorkspaceState,
+    entity: Entity,
+    visitor: Vis,
+) -> Vis::Out {
+    match entity {
+        Entity::Candidates => visitor.visit(&ws.candidates, move |r| View::new(ws, r)),
+        Entity::Applications => {
+            visitor.visit(&ws.applications, move |r| ApplicationView(View::new(ws, r)))
+        }
+        Entity::Contacts => visitor.visit(&ws.contacts, move |r| View::new(ws, r)),
+        Entity::Companies => visitor.visit(&ws.companies, move |r| View::new(ws, r)),
+        Entity::Jobs => visitor.visit(&ws.jobs, move |r| View::new(ws, r)),
+        Entity::Notes => visitor.visit(&ws.notes, move |r| View::new(ws, r)),
+        Entity::Tasks => visitor.visit(&ws.tasks, move |r| View::new(ws, r)),
+        Entity::Attachments => visitor.visit(&ws.attachments, move |r| View::new(ws, r)),
+        Entity::Users => visitor.visit(&ws.users, move |r| View::new(ws, r)),
+    }
+}
+
+/// The entity whose records are a kind's raw records as the API lists them; `None` for
+/// pipeline stages, which the API shows only inside other records.
+pub fn entity_of(kind: RecordKind) -> Option<Entity> {
+    Some(match kind {
+        RecordKind::User => Entity::Users,
+        RecordKind::Company => Entity::Companies,
+        RecordKind::Contact => Entity::Contacts,
+        RecordKind::Job => Entity::Jobs,
+        RecordKind::Candidate => Entity::Candidates,
+        RecordKind::Note => Entity::Notes,
+        RecordKind::Task => Entity::Tasks,
+        RecordKind::Attachment => Entity::Attachments,
+        RecordKind::Stage => return None,
+    })
+}
+
+/// Number of visible records of an entity: the unfiltered `total_count` of its list.
+pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
+    struct Count;
+    impl<'s> EntityVisitor<'s> for Count {
+        type Out = usize;
+        fn visit<K, V, T, F>(self, table: &'s Table<K, V>, _: F) -> usize
+        where
+            K: TableKey,
+            T: Rendered,
+            F: Fn(&'s V) -> T + Copy,
+        {
+            table.visible_len()
+        }
+    }
+    visit(ws, entity, Count)
+}
