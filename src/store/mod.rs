@@ -229,6 +229,56 @@ pub(crate) struct KeyRow<'a> {
     pub created_at: Option<&'a str>,
 }
 
+/// Reads an API key from a row of the key columns (`id, workspace_id, secret_hash,
+/// scopes, created_by, revoked, rate_limit_per_minute, created_at`), whichever database
+/// it came from.
+pub(crate) fn key_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<ApiKey, StoreError>
+where
+    usize: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    &'r [u8]: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
+    decode_key(KeyRow {
+        id: row.try_get(0).map_err(get)?,
+        workspace_id: row.try_get(1).map_err(get)?,
+        secret_hash: row.try_get(2).map_err(get)?,
+        scopes: row.try_get(3).map_err(get)?,
+        created_by: row.try_get(4).map_err(get)?,
+        revoked: row.try_get(5).map_err(get)?,
+        rate_limit_per_minute: row.try_get(6).map_err(get)?,
+        created_at: row.try_get(7).map_err(get)?,
+    })
+}
+
+/// The load loop of both adapters: rows of `(kind, id, body)`, streamed as the database
+/// sends them, each decoded into a record and handed to `sink` (no whole-workspace
+/// buffer).
+pub(crate) async fn load_rows<R, S>(
+    mut rows: S,
+    sink: actors::store::RecordSink<'_>,
+    fail: impl Fn(sqlx::Error) -> StoreError,
+) -> Result<(), StoreError>
+where
+    S: futures_util::Stream<Item = Result<R, sqlx::Error>> + Unpin,
+    R: sqlx::Row,
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    use futures_util::TryStreamExt;
+    while let Some(row) = rows.try_next().await.map_err(&fail)? {
+        let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+        let kind: &str = row.try_get(0).map_err(get)?;
+        let id: &str = row.try_get(1).map_err(get)?;
+        let body: &str = row.try_get(2).map_err(get)?;
+        sink(decode_record(kind, id, body)?);
+    }
+    Ok(())
+}
+
 /// Rebuilds an API key from its row.
 pub(crate) fn decode_key(row: KeyRow<'_>) -> Result<ApiKey, StoreError> {
     let KeyRow {

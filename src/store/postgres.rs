@@ -21,16 +21,14 @@
 //! dead server is reported as `Unavailable` within seconds.
 
 use super::{
-    decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
-    KeyRow, ACQUIRE_TIMEOUT,
+    decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
+    ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
-use futures_util::TryStreamExt;
 use parking_lot::Mutex;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
@@ -437,20 +435,6 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| map_error(context, e, transient)
 }
 
-fn key_from_row(row: &PgRow) -> Result<ApiKey, StoreError> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
-    decode_key(KeyRow {
-        id: row.try_get(0).map_err(get)?,
-        workspace_id: row.try_get(1).map_err(get)?,
-        secret_hash: row.try_get(2).map_err(get)?,
-        scopes: row.try_get(3).map_err(get)?,
-        created_by: row.try_get(4).map_err(get)?,
-        revoked: row.try_get(5).map_err(get)?,
-        rate_limit_per_minute: row.try_get(6).map_err(get)?,
-        created_at: row.try_get(7).map_err(get)?,
-    })
-}
-
 #[async_trait]
 impl Store for PostgresStore {
     async fn close(&self) {
@@ -472,18 +456,10 @@ impl Store for PostgresStore {
         let ws = workspace.to_string();
         // `fetch` reads rows off the socket as they arrive: the server streams the
         // result and TCP flow control holds it back while the sink is busy.
-        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
+        let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
             .bind(&ws)
             .fetch(&self.pool);
-        let load = err("loading records");
-        while let Some(row) = rows.try_next().await.map_err(&load)? {
-            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            sink(decode_record(kind, id, body)?);
-        }
-        Ok(())
+        load_rows(rows, sink, err("loading records")).await
     }
 
     async fn load_kind(
@@ -493,20 +469,12 @@ impl Store for PostgresStore {
         sink: RecordSink<'_>,
     ) -> Result<(), StoreError> {
         let ws = workspace.to_string();
-        let mut rows =
+        let rows =
             sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1 AND kind = $2")
                 .bind(&ws)
                 .bind(kind.as_str())
                 .fetch(&self.pool);
-        let load = err("loading records");
-        while let Some(row) = rows.try_next().await.map_err(&load)? {
-            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            sink(decode_record(kind, id, body)?);
-        }
-        Ok(())
+        load_rows(rows, sink, err("loading records")).await
     }
 
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {

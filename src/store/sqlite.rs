@@ -29,18 +29,15 @@
 //! the writer held for the moment (`fold_wal`).
 
 use super::{
-    decode_key, decode_record, decode_workspace, import_transactions, in_key_order, map_error,
-    KeyRow, ACQUIRE_TIMEOUT,
+    decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
+    ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, RecordSink, Store, StoreError};
 use async_trait::async_trait;
-use futures_util::TryStreamExt;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::Row;
 use std::path::Path;
 use std::sync::LazyLock;
 use uuid::Uuid;
@@ -410,20 +407,6 @@ fn delete_sql(ids: usize) -> String {
     sql
 }
 
-fn key_from_row(row: &SqliteRow) -> Result<ApiKey, StoreError> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(format!("api_keys row: {e}"));
-    decode_key(KeyRow {
-        id: row.try_get(0).map_err(get)?,
-        workspace_id: row.try_get(1).map_err(get)?,
-        secret_hash: row.try_get(2).map_err(get)?,
-        scopes: row.try_get(3).map_err(get)?,
-        created_by: row.try_get(4).map_err(get)?,
-        revoked: row.try_get(5).map_err(get)?,
-        rate_limit_per_minute: row.try_get(6).map_err(get)?,
-        created_at: row.try_get(7).map_err(get)?,
-    })
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn close(&self) {
@@ -443,18 +426,10 @@ impl Store for SqliteStore {
 
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
         let ws = workspace.to_string();
-        let mut rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
+        let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
             .bind(&ws)
             .fetch(&self.readers);
-        let load = err("loading records");
-        while let Some(row) = rows.try_next().await.map_err(&load)? {
-            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            sink(decode_record(kind, id, body)?);
-        }
-        Ok(())
+        load_rows(rows, sink, err("loading records")).await
     }
 
     async fn load_kind(
@@ -464,20 +439,12 @@ impl Store for SqliteStore {
         sink: RecordSink<'_>,
     ) -> Result<(), StoreError> {
         let ws = workspace.to_string();
-        let mut rows =
+        let rows =
             sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1 AND kind = ?2")
                 .bind(&ws)
                 .bind(kind.as_str())
                 .fetch(&self.readers);
-        let load = err("loading records");
-        while let Some(row) = rows.try_next().await.map_err(&load)? {
-            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            sink(decode_record(kind, id, body)?);
-        }
-        Ok(())
+        load_rows(rows, sink, err("loading records")).await
     }
 
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
