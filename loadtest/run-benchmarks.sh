@@ -7,14 +7,21 @@
 # Settings (environment): PEOPLE (100000), OUT (bench-results/<UTC time>), PG_URL
 # (postgres://postgres@127.0.0.1:5432/loadbase; created when missing), API_PORT (18443),
 # ADMIN_PORT (18444), WORKERS (server HTTPS workers; default one per CPU), MIXED_SECS
-# (600), CARGO_TARGET_DIR (target); QUICK=1 shortens every run to a few seconds (a check
-# of the script itself, not a measurement); RUNS="lookup-open-5000 sync" runs only the
+# (600), CARGO_TARGET_DIR (target); QUICK=1 (or --quick) shortens every run to a few
+# seconds (a check of the script itself, not a measurement); RUNS="lookup-open-5000 sync" runs only the
 # runs named (default: all).
 #
 # Client and server share the machine, so note what else runs on it: the reports record
 # the load average before and after each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `--quick` is QUICK=1.
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+  esac
+done
 
 PEOPLE="${PEOPLE:-100000}"
 OUT="${OUT:-bench-results/$(date -u +%Y%m%dT%H%M%SZ)}"
