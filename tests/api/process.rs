@@ -47,40 +47,58 @@ impl Server {
         Self::start_logging(data_dir, backend, None).await
     }
 
-    /// Starts with JSON logs at `info` written to `log`, when given.
+    /// Starts with JSON logs at `info` written to `log`, when given (else to a file of
+    /// its own, shown if the server does not come up). The ports are picked free just
+    /// before the start; another test may take one meanwhile, so a server that stops at
+    /// once for an address in use is started again on fresh ports.
     async fn start_logging(data_dir: &Path, backend: &Backend, log: Option<&Path>) -> Server {
-        let (api, admin) = (free_port(), free_port());
-        let mut cmd = command(data_dir, backend);
-        cmd.args(["serve", "--listen", &format!("127.0.0.1:{api}")])
-            .args(["--admin-listen", &format!("127.0.0.1:{admin}")])
-            .stdout(Stdio::null())
-            .kill_on_drop(true);
-        match log {
-            Some(path) => {
+        let own_log = tempfile::NamedTempFile::new().unwrap();
+        let log_path = log.unwrap_or(own_log.path()).to_path_buf();
+        for _ in 0..3 {
+            let (api, admin) = (free_port(), free_port());
+            let mut cmd = command(data_dir, backend);
+            cmd.args(["serve", "--listen", &format!("127.0.0.1:{api}")])
+                .args(["--admin-listen", &format!("127.0.0.1:{admin}")])
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log_path).unwrap())
+                .kill_on_drop(true);
+            if log.is_some() {
                 cmd.env("RECRUITD_LOG", "info")
-                    .env("RECRUITD_LOG_FORMAT", "json")
-                    .stderr(std::fs::File::create(path).unwrap());
+                    .env("RECRUITD_LOG_FORMAT", "json");
             }
-            None => {
-                cmd.stderr(Stdio::null());
+            let child = cmd.spawn().unwrap();
+            let mut s = Server {
+                child,
+                api: format!("https://localhost:{api}"),
+                admin: format!("http://127.0.0.1:{admin}"),
+                data_dir: data_dir.to_path_buf(),
+            };
+            match s.wait_ready().await {
+                Ok(()) => return s,
+                Err(()) => {
+                    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    if !text.contains("Address already in use") {
+                        panic!("the server did not become ready; its log:\n{text}");
+                    }
+                }
             }
         }
-        let child = cmd.spawn().unwrap();
-        let s = Server {
-            child,
-            api: format!("https://localhost:{api}"),
-            admin: format!("http://127.0.0.1:{admin}"),
-            data_dir: data_dir.to_path_buf(),
-        };
-        s.wait_ready().await;
-        s
+        panic!("no free ports in three tries");
     }
 
-    async fn wait_ready(&self) {
+    /// Waits until the admin interface says ready; `Err` if the process ended first, or
+    /// after 30 s.
+    async fn wait_ready(&mut self) -> Result<(), ()> {
         let token_file = self.data_dir.join("admin-token");
         let deadline = Instant::now() + Duration::from_secs(30);
-        let http = Client::new();
+        let http = Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
         loop {
+            if self.child.try_wait().unwrap().is_some() {
+                return Err(());
+            }
             if let Ok(token) = std::fs::read_to_string(&token_file) {
                 let res = http
                     .get(format!("{}/admin/v1/ready", self.admin))
@@ -88,10 +106,12 @@ impl Server {
                     .send()
                     .await;
                 if res.is_ok_and(|r| r.status() == 200) {
-                    return;
+                    return Ok(());
                 }
             }
-            assert!(Instant::now() < deadline, "server did not become ready");
+            if Instant::now() >= deadline {
+                return Err(());
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
