@@ -108,8 +108,9 @@ if [ "${SKIP_ADMIN_IMPORT:-0}" != 1 ]; then
   start_server admin-import
   wait_ready >/dev/null
   t0=$(date +%s.%N)
+  # --upload-file streams the file (--data-binary would read all of it into memory first).
   curl -sf -o "$OUT/admin-import.json" -H "Authorization: Bearer $(cat "$DATA/admin-token")" \
-    -H 'Content-Type: application/json' --data-binary "@$SNAP" \
+    -H 'Content-Type: application/json' -H 'Expect:' -X POST --upload-file "$SNAP" \
     "http://127.0.0.1:$ADMIN_PORT/admin/v1/import"
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
   echo "import through the admin interface: ${secs} s, server peak $(mb "$(hwm_kib "$server_pid")") MiB" | tee -a "$OUT/summary.txt"

@@ -54,6 +54,7 @@ pub mod env;
 pub mod keys;
 pub mod loader;
 pub mod model;
+pub mod packed;
 pub mod parents;
 pub mod phone;
 pub mod query;

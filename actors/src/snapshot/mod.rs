@@ -39,6 +39,16 @@ pub enum Entry<T> {
     Delete(String),
 }
 
+impl<T> Entry<T> {
+    /// The record of an upsert.
+    pub fn upsert(&self) -> Option<&T> {
+        match self {
+            Entry::Upsert(r) => Some(r),
+            Entry::Delete(_) => None,
+        }
+    }
+}
+
 /// An API key as a snapshot carries it (the secret in clear, hashed before storage).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
