@@ -257,24 +257,13 @@ fn write_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Builds one record's bytes: set fields in any order, then [`Writer::finish`].
+#[derive(Default)]
 pub struct Writer<'a> {
     mask: u64,
     ids: [[u8; 16]; 8],
     words: [u64; 8],
     bytes: [u8; 8],
     texts: [Option<&'a str>; 32],
-}
-
-impl Default for Writer<'_> {
-    fn default() -> Self {
-        Writer {
-            mask: 0,
-            ids: [[0; 16]; 8],
-            words: [0; 8],
-            bytes: [0; 8],
-            texts: [None; 32],
-        }
-    }
 }
 
 impl<'a> Writer<'a> {
@@ -389,15 +378,16 @@ mod tests {
         assert!(Packed::from_checked(&[1, 2]).is_none());
     }
 
-    fn field_values() -> impl Strategy<
-        Value = (
-            Vec<Option<[u8; 16]>>,
-            Vec<Option<u64>>,
-            Vec<Option<u8>>,
-            Vec<bool>,
-            Vec<Option<String>>,
-        ),
-    > {
+    /// Every field class's values: ids, words, bytes, flags, texts.
+    type FieldValues = (
+        Vec<Option<[u8; 16]>>,
+        Vec<Option<u64>>,
+        Vec<Option<u8>>,
+        Vec<bool>,
+        Vec<Option<String>>,
+    );
+
+    fn field_values() -> impl Strategy<Value = FieldValues> {
         (
             proptest::collection::vec(proptest::option::of(any::<[u8; 16]>()), 8),
             proptest::collection::vec(proptest::option::of(any::<u64>()), 8),
