@@ -49,6 +49,7 @@
 //!   row's cached JSON, for the length of a copy.
 
 pub mod actor;
+pub mod cow;
 pub mod entities;
 pub mod env;
 pub mod keys;

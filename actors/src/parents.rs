@@ -25,7 +25,7 @@ impl NotesByParent {
         if n.is_private {
             return;
         }
-        let list = self.0.entry((n.parent_type, n.parent_id)).or_default();
+        let list = self.0.entry_or_default((n.parent_type, n.parent_id));
         let key = (n.created_at, n.id);
         if let Err(at) = list.binary_search(&key) {
             list.insert(at, key);
@@ -63,7 +63,7 @@ pub struct AttachmentsByParent(HashMap<ParentKey, SmallVec<[Arc<str>; 1]>>);
 
 impl AttachmentsByParent {
     pub(crate) fn insert(&mut self, id: &Arc<str>, a: &Attachment) {
-        let list = self.0.entry((a.parent_type, a.parent_id)).or_default();
+        let list = self.0.entry_or_default((a.parent_type, a.parent_id));
         if !list.contains(id) {
             list.push(id.clone());
         }

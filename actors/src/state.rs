@@ -70,6 +70,17 @@ pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
     }
 }
 
+/// A table whose order a bulk load defers ([`Table::defer_order`]).
+trait DeferOrder {
+    fn defer_order(&mut self);
+}
+
+impl<K: std::hash::Hash + Eq + Ord + Clone, V> DeferOrder for Table<K, V> {
+    fn defer_order(&mut self) {
+        Table::defer_order(self)
+    }
+}
+
 /// Everything one workspace holds in memory.
 #[derive(Clone, Debug)]
 pub struct WorkspaceState {
@@ -148,9 +159,9 @@ impl WorkspaceState {
     ) -> Result<WorkspaceState, crate::store::StoreError> {
         let mut state = WorkspaceState::new(w);
         let id = state.id();
-        state.defer_search();
+        state.begin_bulk();
         store.load_records(id, &mut |r| state.put(r)).await?;
-        state.rebuild_search();
+        state.end_bulk();
         Ok(state)
     }
 
@@ -196,6 +207,44 @@ impl WorkspaceState {
         if !self.search.is_deferred() {
             self.rebuild_search();
         }
+    }
+
+    /// Stops keeping the sync orders and the search indexes while a bulk load or import
+    /// puts many records; [`Self::end_bulk`] builds them once from the rows.
+    pub fn begin_bulk(&mut self) {
+        self.defer_search();
+        self.for_each_table(|t| t.defer_order());
+    }
+
+    /// Builds what [`Self::begin_bulk`] stopped keeping.
+    pub fn end_bulk(&mut self) {
+        std::thread::scope(|s| {
+            // The two large tables on a thread of their own each, the rest on this one.
+            let candidates = &mut self.candidates;
+            let notes = &mut self.notes;
+            s.spawn(move || candidates.build_order());
+            s.spawn(move || notes.build_order());
+            self.users.build_order();
+            self.companies.build_order();
+            self.contacts.build_order();
+            self.jobs.build_order();
+            self.applications.build_order();
+            self.tasks.build_order();
+            self.attachments.build_order();
+        });
+        self.rebuild_search();
+    }
+
+    fn for_each_table(&mut self, f: impl Fn(&mut dyn DeferOrder)) {
+        f(&mut self.users);
+        f(&mut self.companies);
+        f(&mut self.contacts);
+        f(&mut self.jobs);
+        f(&mut self.candidates);
+        f(&mut self.applications);
+        f(&mut self.notes);
+        f(&mut self.tasks);
+        f(&mut self.attachments);
     }
 
     /// Stops index maintenance for a bulk load; [`Self::rebuild_search`] ends it.
@@ -447,7 +496,7 @@ impl WorkspaceState {
             mobile: self.normalise_for_person(c.person_id, c.mobile.as_deref()),
             raw: c,
         });
-        let rows = self.persons.entry(rec.raw.person_id).or_default();
+        let rows = self.persons.entry_or_default(rec.raw.person_id);
         if !rows.contains(&id) {
             rows.push(id);
         }
@@ -517,7 +566,7 @@ impl WorkspaceState {
             self.unlink_cv(&old, &id);
         }
         if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
-            let list = self.cv_by_row.entry(a.parent_id).or_default();
+            let list = self.cv_by_row.entry_or_default(a.parent_id);
             if !list.contains(&id) {
                 list.push(id.clone());
             }

@@ -1,22 +1,21 @@
-//! A table of records of one kind: the records by id, and the visible ones ordered by
-//! (`updated_at`, id) for keyset pagination. Both maps are persistent (`imbl`): a clone
-//! shares every node, so a workspace state that holds tables is cheap to copy beside
-//! the published one. The ordered map holds the rows themselves (the same `Arc`s as the
-//! map by id), so a page is read in order without a lookup by id per record.
+//! A table of records of one kind: the records by row number, an index by id, and the
+//! visible ones ordered by (`updated_at`, id) for keyset pagination. All three are
+//! persistent ([`crate::cow`]): a clone shares every chunk, so a workspace state that
+//! holds tables is cheap to copy beside the published one, and a write copies only the
+//! chunks it touches.
 
+use crate::cow::{CowMap, CowVec, OrderIndex};
 use crate::query::CursorId;
 use crate::rendered::{DerivedInputs, RenderCache, Rendered};
 use crate::time::Stamp;
-use imbl::OrdMap;
 use std::hash::Hash;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// The persistent hash map of the state: `imbl`'s, with foldhash instead of SipHash. Keys
-/// are ids from imports (trusted input, mostly random UUIDs), and every rendered record
-/// costs several lookups, so the faster hasher pays.
-pub type HashMap<K, V> =
-    imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+/// The persistent hash map of the state's secondary indexes: entries inline in
+/// copy-on-write chunks ([`crate::cow`]), with foldhash (seeded per map) instead of
+/// SipHash: every rendered record costs several lookups, so the faster hasher pays.
+pub type HashMap<K, V> = CowMap<K, V>;
 
 /// A record in a table: the record itself, when the record is visible through the API
 /// the `updated_at` it reports (its position in the sync order), and the cache of its
@@ -43,7 +42,7 @@ impl<V> Row<V> {
 }
 
 // Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned. A clone
-// is the same row version (a copied map node), so it starts with the same rendering.
+// is the same row version (a copied chunk), so it starts with the same rendering.
 impl<V> Clone for Row<V> {
     fn clone(&self) -> Self {
         Row {
@@ -54,21 +53,54 @@ impl<V> Clone for Row<V> {
     }
 }
 
-/// Records of one kind by id, plus the visible ones ordered by (`updated_at`, id).
-///
-/// The ordered map holds the rows themselves (the same `Arc`s as the map by id), so a
-/// page is read in order without a lookup by id per record.
-#[derive(Debug)]
-pub struct Table<K: Hash + Eq + Ord + Clone, V> {
-    rows: HashMap<K, Row<V>>,
-    order: OrdMap<(Stamp, K), Row<V>>,
+/// One row number's content: the record's key and row, or nothing once it is removed
+/// (row numbers are not reused, so an order entry never names another record).
+struct Slot<K, V> {
+    key: K,
+    row: Row<V>,
 }
 
-impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
+impl<K: Clone, V> Clone for Slot<K, V> {
+    fn clone(&self) -> Self {
+        Slot {
+            key: self.key.clone(),
+            row: self.row.clone(),
+        }
+    }
+}
+
+/// Records of one kind by id, plus the visible ones ordered by (`updated_at`, id).
+///
+/// Rows live in a [`CowVec`] by row number; the map by id and the order hold row numbers,
+/// so a page is read in order with one step from order entry to row, and each record
+/// is held once.
+pub struct Table<K, V> {
+    slots: CowVec<Option<Slot<K, V>>>,
+    ids: CowMap<K, u32>,
+    order: OrderIndex<K>,
+    /// Visible records (the order's length, also while the order is deferred).
+    visible: usize,
+    /// The order is not kept while a bulk load fills the table; see [`Self::defer_order`].
+    order_deferred: bool,
+}
+
+impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug> std::fmt::Debug for Table<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("len", &self.ids.len())
+            .field("visible", &self.visible)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Clone, V> Clone for Table<K, V> {
     fn clone(&self) -> Self {
         Table {
-            rows: self.rows.clone(),
+            slots: self.slots.clone(),
+            ids: self.ids.clone(),
             order: self.order.clone(),
+            visible: self.visible,
+            order_deferred: self.order_deferred,
         }
     }
 }
@@ -76,21 +108,38 @@ impl<K: Hash + Eq + Ord + Clone, V> Clone for Table<K, V> {
 impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
     fn default() -> Self {
         Table {
-            rows: HashMap::default(),
-            order: OrdMap::new(),
+            slots: CowVec::default(),
+            ids: CowMap::default(),
+            order: OrderIndex::default(),
+            visible: 0,
+            order_deferred: false,
         }
     }
 }
 
 impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
+    fn slot(&self, row: u32) -> &Slot<K, V> {
+        self.slots
+            .get(row as usize)
+            .and_then(Option::as_ref)
+            .expect("an indexed row is present")
+    }
+
+    fn row_of<Q>(&self, id: &Q) -> Option<&Row<V>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.ids.get(id).map(|r| &self.slot(*r).row)
+    }
+
     pub fn get(&self, id: &K) -> Option<&Arc<V>> {
-        self.rows.get(id).map(|r| &r.rec)
+        self.row_of(id).map(|r| &r.rec)
     }
 
     /// The record if it is visible through the API.
     pub fn get_visible(&self, id: &K) -> Option<&Arc<V>> {
-        self.rows
-            .get(id)
+        self.row_of(id)
             .filter(|r| r.order.is_some())
             .map(|r| &r.rec)
     }
@@ -100,29 +149,79 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.rows.contains_key(id)
+        self.ids.contains_key(id)
+    }
+
+    /// Stops keeping the order while a bulk load fills the table: the load puts every
+    /// row once and [`Self::build_order`] sorts them all at the end.
+    pub fn defer_order(&mut self) {
+        self.order_deferred = true;
+    }
+
+    /// Builds the order from the rows, ending [`Self::defer_order`].
+    pub fn build_order(&mut self) {
+        let entries = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(at, s)| {
+                let s = s.as_ref()?;
+                Some((s.row.order?, s.key.clone(), at as u32))
+            })
+            .collect();
+        self.order = OrderIndex::build(entries);
+        self.order_deferred = false;
+    }
+
+    fn unorder(&mut self, at: Option<Stamp>, id: &K) {
+        if let Some(o) = at {
+            self.visible -= 1;
+            if !self.order_deferred {
+                self.order.remove(o, id);
+            }
+        }
+    }
+
+    fn enorder(&mut self, at: Option<Stamp>, id: &K, row: u32) {
+        if let Some(o) = at {
+            self.visible += 1;
+            if !self.order_deferred {
+                self.order.insert(o, id.clone(), row);
+            }
+        }
     }
 
     /// Inserts or replaces; `order` is `None` for a record hidden from the API.
     pub fn put(&mut self, id: K, rec: Arc<V>, order: Option<Stamp>) {
-        if let Some(old) = self.rows.get(&id) {
-            if let Some(o) = old.order {
-                self.order.remove(&(o, id.clone()));
+        let row = match self.ids.get(&id) {
+            Some(&row) => {
+                let old = self.slot(row).row.order;
+                self.unorder(old, &id);
+                let slot = self.slots.get_mut(row as usize).expect("indexed");
+                *slot = Some(Slot {
+                    key: id.clone(),
+                    row: Row::new(rec, order),
+                });
+                row
             }
-        }
-        let row = Row::new(rec, order);
-        if let Some(o) = order {
-            self.order.insert((o, id.clone()), row.clone());
-        }
-        self.rows.insert(id, row);
+            None => {
+                let row = u32::try_from(self.slots.len()).expect("fewer than 2^32 rows");
+                self.slots.push(Some(Slot {
+                    key: id.clone(),
+                    row: Row::new(rec, order),
+                }));
+                self.ids.insert(id.clone(), row);
+                row
+            }
+        };
+        self.enorder(order, &id, row);
     }
 
     /// Replaces a record in place, keeping its position.
     pub fn replace(&mut self, id: &K, rec: Arc<V>) {
-        if let Some(row) = self.rows.get_mut(id) {
-            *row = Row::new(rec, row.order);
-            if let Some(o) = row.order {
-                self.order.insert((o, id.clone()), row.clone());
+        if let Some(&row) = self.ids.get(id) {
+            if let Some(Some(slot)) = self.slots.get_mut(row as usize) {
+                slot.row = Row::new(rec, slot.row.order);
             }
         }
     }
@@ -130,31 +229,34 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
     /// Moves a record to a new position (or hides it) without replacing it. The row's
     /// rendering starts afresh: what moved it (a cv's candidate row) is what it shows.
     pub fn reorder(&mut self, id: &K, order: Option<Stamp>) {
-        if let Some(row) = self.rows.get(id).cloned() {
-            self.put(id.clone(), row.rec, order);
+        if let Some(rec) = self.get(id).cloned() {
+            self.put(id.clone(), rec, order);
         }
     }
 
     pub fn remove(&mut self, id: &K) -> Option<Arc<V>> {
-        let old = self.rows.remove(id)?;
-        if let Some(o) = old.order {
-            self.order.remove(&(o, id.clone()));
-        }
-        Some(old.rec)
+        let row = self.ids.remove(id)?;
+        let slot = self
+            .slots
+            .get_mut(row as usize)
+            .and_then(Option::take)
+            .expect("indexed");
+        self.unorder(slot.row.order, id);
+        Some(slot.row.rec)
     }
 
     /// Number of visible records.
     pub fn visible_len(&self) -> usize {
-        self.order.len()
+        self.visible
     }
 
     /// Number of records, hidden ones included.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.ids.is_empty()
     }
 
     /// Visible records oldest first, from `since` (inclusive) and strictly after the
@@ -181,6 +283,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         K: MinKey,
     {
         use std::ops::Bound;
+        debug_assert!(!self.order_deferred, "the order is built");
         let since_bound = since.map(|s| (s, K::min_key()));
         let lower = match (since_bound, after) {
             (Some(s), Some(a)) if s > a => Bound::Included(s),
@@ -189,8 +292,8 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
             (None, None) => Bound::Unbounded,
         };
         self.order
-            .range((lower, Bound::Unbounded))
-            .map(|((st, k), r)| (*st, k, r))
+            .range(lower)
+            .map(|(st, k, row)| (st, k, &self.slot(row).row))
     }
 
     /// The row of a visible record.
@@ -199,7 +302,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.rows.get(id).filter(|r| r.order.is_some())
+        self.row_of(id).filter(|r| r.order.is_some())
     }
 
     /// Number of visible records with stamp >= `since` (all visible records without it).
@@ -208,13 +311,16 @@ impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
         K: MinKey,
     {
         match since {
-            None => self.order.len(),
-            Some(s) => self.order.range((s, K::min_key())..).count(),
+            None => self.visible,
+            Some(s) => self
+                .order
+                .count_from(std::ops::Bound::Included((s, K::min_key()))),
         }
     }
 
+    /// Every record, hidden ones included, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
-        self.rows.iter().map(|(k, r)| (k, &r.rec))
+        self.slots.iter().flatten().map(|s| (&s.key, &s.row.rec))
     }
 }
 

@@ -149,12 +149,12 @@ pub fn plan_import(
     // The next state, unless the caller only needs the change set (offline imports).
     let next = build_next.then(|| {
         let mut next = state.clone();
-        // A bulk import rebuilds the search indexes once rather than key by key.
+        // A bulk import builds the sync orders and search indexes once, not row by row.
         let changed = changes.upserts.len() + changes.deletes.len();
         let held = state.candidates.len() + state.contacts.len() + state.companies.len();
         let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
         if bulk {
-            next.defer_search();
+            next.begin_bulk();
         }
         next.set_workspace(workspace.clone());
         for r in changes.upserts.iter().cloned() {
@@ -164,7 +164,7 @@ pub fn plan_import(
             next.delete(*k, id);
         }
         if bulk {
-            next.rebuild_search();
+            next.end_bulk();
         }
         next
     });

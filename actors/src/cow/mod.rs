@@ -1,0 +1,140 @@
+//! Persistent containers made of copy-on-write chunks, the storage under a workspace's
+//! state ([`crate::table`], [`crate::state`]).
+//!
+//! A clone shares every chunk; the first write to a chunk in a clone copies that chunk
+//! alone. The workspace actor builds each new state beside the published one, so a
+//! write copies the few chunks it touches and readers of the published state never see
+//! a half-applied change and never wait. Unlike a persistent tree or HAMT, an entry is
+//! stored inline with no node per entry, so a million entries cost about their own size.
+//!
+//! - [`CowVec`]: a vector of chunks, addressed by `u32` position (a table's rows);
+//! - [`CowMap`]: an open-addressing hash map over such chunks (ids, parents, persons);
+//! - [`OrderIndex`]: a sorted vector plus small persistent deltas (the sync order).
+
+mod map;
+mod order;
+
+pub use map::CowMap;
+pub use order::OrderIndex;
+
+use std::sync::Arc;
+
+/// Entries per chunk: a write copies one chunk of this many entries.
+const CHUNK_BITS: u32 = 9;
+const CHUNK: usize = 1 << CHUNK_BITS;
+
+/// Makes `a` uniquely owned, copying its contents when it is shared.
+fn unique<T: Clone>(a: &mut Arc<[T]>) -> &mut [T] {
+    if Arc::get_mut(a).is_none() {
+        *a = a.iter().cloned().collect();
+    }
+    Arc::get_mut(a).expect("just made unique")
+}
+
+/// A growable vector stored as shared chunks of [`CHUNK`] entries.
+pub struct CowVec<T> {
+    chunks: Arc<[Arc<[T]>]>,
+    /// Entries of the last chunk beyond `len` hold `T::default()`, so every chunk is a
+    /// full slice.
+    len: usize,
+}
+
+impl<T> Clone for CowVec<T> {
+    fn clone(&self) -> Self {
+        CowVec {
+            chunks: self.chunks.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<T> Default for CowVec<T> {
+    fn default() -> Self {
+        CowVec {
+            chunks: Arc::from(Vec::new()),
+            len: 0,
+        }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for CowVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Clone + Default> CowVec<T> {
+    /// A vector of the given entries, built at once (no copying chunk by chunk).
+    pub fn from_vec(v: Vec<T>) -> Self {
+        let len = v.len();
+        let mut chunks: Vec<Arc<[T]>> = Vec::with_capacity(len.div_ceil(CHUNK));
+        let mut it = v.into_iter();
+        loop {
+            let chunk: Vec<T> = it.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            chunks.push(pad(chunk));
+        }
+        CowVec {
+            chunks: Arc::from(chunks),
+            len,
+        }
+    }
+
+    /// Appends an entry and returns its position.
+    pub fn push(&mut self, value: T) -> usize {
+        let at = self.len;
+        let (c, i) = (at >> CHUNK_BITS, at & (CHUNK - 1));
+        if i == 0 {
+            let mut chunks: Vec<Arc<[T]>> = self.chunks.iter().cloned().collect();
+            let mut chunk = vec![T::default(); CHUNK];
+            chunk[0] = value;
+            chunks.push(Arc::from(chunk));
+            self.chunks = Arc::from(chunks);
+        } else {
+            unique(&mut unique(&mut self.chunks)[c])[i] = value;
+        }
+        self.len += 1;
+        at
+    }
+
+    /// The entry at `at`, copied out of any chunk it shares with another clone.
+    pub fn get_mut(&mut self, at: usize) -> Option<&mut T> {
+        if at >= self.len {
+            return None;
+        }
+        Some(&mut unique(&mut unique(&mut self.chunks)[at >> CHUNK_BITS])[at & (CHUNK - 1)])
+    }
+}
+
+/// A last chunk filled up to [`CHUNK`] entries.
+fn pad<T: Clone + Default>(mut chunk: Vec<T>) -> Arc<[T]> {
+    chunk.resize(CHUNK, T::default());
+    Arc::from(chunk)
+}
+
+impl<T> CowVec<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn get(&self, at: usize) -> Option<&T> {
+        if at >= self.len {
+            return None;
+        }
+        Some(&self.chunks[at >> CHUNK_BITS][at & (CHUNK - 1)])
+    }
+
+    /// Every entry, by position.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter()).take(self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests;

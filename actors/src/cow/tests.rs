@@ -1,0 +1,160 @@
+//! The persistent containers against std's, operation by operation, with clones taken
+//! along the way that must keep what they saw.
+
+use super::*;
+use crate::time::Stamp;
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+#[derive(Clone, Debug)]
+enum MapOp {
+    Insert(u16, u32),
+    Remove(u16),
+    Snapshot,
+}
+
+fn map_ops() -> impl Strategy<Value = Vec<MapOp>> {
+    // Keys from a small range, so that removals hit and probe chains collide.
+    let op = prop_oneof![
+        4 => (0u16..600, any::<u32>()).prop_map(|(k, v)| MapOp::Insert(k, v)),
+        3 => (0u16..600).prop_map(MapOp::Remove),
+        1 => Just(MapOp::Snapshot),
+    ];
+    proptest::collection::vec(op, 0..2000)
+}
+
+fn same_map(m: &CowMap<u16, u32>, model: &HashMap<u16, u32>) {
+    assert_eq!(m.len(), model.len());
+    let mut got: Vec<_> = m.iter().map(|(k, v)| (*k, *v)).collect();
+    got.sort_unstable();
+    let mut want: Vec<_> = model.iter().map(|(k, v)| (*k, *v)).collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    for k in 0..600u16 {
+        assert_eq!(m.get(&k), model.get(&k), "key {k}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_map_behaves_like_std_and_its_clones_keep_what_they_saw(ops in map_ops()) {
+        let mut m: CowMap<u16, u32> = CowMap::default();
+        let mut model = HashMap::new();
+        let mut snapshots = Vec::new();
+        for op in ops {
+            match op {
+                MapOp::Insert(k, v) => prop_assert_eq!(m.insert(k, v), model.insert(k, v)),
+                MapOp::Remove(k) => prop_assert_eq!(m.remove(&k), model.remove(&k)),
+                MapOp::Snapshot => snapshots.push((m.clone(), model.clone())),
+            }
+        }
+        same_map(&m, &model);
+        for (m, model) in &snapshots {
+            same_map(m, model);
+        }
+    }
+
+    #[test]
+    fn a_vector_behaves_like_std_and_its_clones_keep_what_they_saw(
+        ops in proptest::collection::vec((any::<bool>(), any::<u16>(), any::<u32>()), 0..3000),
+    ) {
+        let mut v: CowVec<u32> = CowVec::default();
+        let mut model: Vec<u32> = Vec::new();
+        let mut snapshots = Vec::new();
+        for (i, (push, at, x)) in ops.into_iter().enumerate() {
+            if push || model.is_empty() {
+                prop_assert_eq!(v.push(x), model.len());
+                model.push(x);
+            } else {
+                let at = at as usize % model.len();
+                *v.get_mut(at).unwrap() = x;
+                model[at] = x;
+            }
+            if i % 97 == 0 {
+                snapshots.push((v.clone(), model.clone()));
+            }
+        }
+        prop_assert_eq!(v.iter().copied().collect::<Vec<_>>(), model.clone());
+        prop_assert_eq!(v.get(model.len()), None);
+        for (v, model) in &snapshots {
+            prop_assert_eq!(&v.iter().copied().collect::<Vec<_>>(), model);
+        }
+        let built = CowVec::from_vec(model.clone());
+        prop_assert_eq!(built.iter().copied().collect::<Vec<_>>(), model);
+    }
+
+    #[test]
+    fn an_order_behaves_like_a_btree_and_its_clones_keep_what_they_saw(
+        base in proptest::collection::btree_set((0i64..50, 0u16..100), 0..3000),
+        ops in proptest::collection::vec((any::<bool>(), 0i64..50, 0u16..100), 0..4000),
+        bounds in proptest::collection::vec((0u8..3, 0i64..52, 0u16..100), 1..8),
+    ) {
+        let mut model: BTreeMap<(i64, u16), u32> = BTreeMap::new();
+        let entries: Vec<_> = base
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, k))| {
+                model.insert((s, k), i as u32);
+                (Stamp::from_millis(s), k, i as u32)
+            })
+            .collect();
+        let mut o = OrderIndex::build(entries);
+        let mut snapshots = Vec::new();
+        for (i, (insert, s, k)) in ops.into_iter().enumerate() {
+            let present = model.contains_key(&(s, k));
+            if insert && !present {
+                o.insert(Stamp::from_millis(s), k, i as u32);
+                model.insert((s, k), i as u32);
+            } else if !insert && present {
+                o.remove(Stamp::from_millis(s), &k);
+                model.remove(&(s, k));
+            }
+            if i % 211 == 0 {
+                snapshots.push((o.clone(), model.clone()));
+            }
+        }
+        snapshots.push((o, model));
+        for (o, model) in &snapshots {
+            prop_assert_eq!(o.len(), model.len());
+            for &(kind, s, k) in &bounds {
+                let key = (Stamp::from_millis(s), k);
+                let (lower, mlower) = match kind {
+                    0 => (Bound::Unbounded, Bound::Unbounded),
+                    1 => (Bound::Included(key), Bound::Included((s, k))),
+                    _ => (Bound::Excluded(key), Bound::Excluded((s, k))),
+                };
+                let got: Vec<_> = o.range(lower).map(|(s, k, r)| (s.millis(), *k, r)).collect();
+                let want: Vec<_> = model
+                    .range((mlower, Bound::Unbounded))
+                    .map(|(&(s, k), &r)| (s, k, r))
+                    .collect();
+                prop_assert_eq!(o.count_from(lower), want.len());
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_map_grows_past_many_chunks_and_shares_untouched_ones() {
+    let mut m: CowMap<u32, u32> = CowMap::from_entries((0..100_000u32).map(|i| (i, i * 2)));
+    let before = m.clone();
+    assert_eq!(m.insert(7, 1), Some(14));
+    assert_eq!(m.remove(&8), Some(16));
+    assert_eq!((before.get(&7), before.get(&8)), (Some(&14), Some(&16)));
+    assert_eq!((m.get(&7), m.get(&8)), (Some(&1), None));
+    let shared = m
+        .chunks
+        .iter()
+        .zip(before.chunks.iter())
+        .filter(|(a, b)| Arc::ptr_eq(a, b))
+        .count();
+    assert!(
+        shared + 3 >= m.chunks.len(),
+        "{shared} of {} chunks shared",
+        m.chunks.len()
+    );
+    *m.entry_or_default(1_000_000) += 5;
+    assert_eq!(m.get(&1_000_000), Some(&5));
+}
