@@ -37,7 +37,7 @@ fn overhead(c: &mut Criterion) {
     let queries: Vec<String> = ws
         .candidates
         .iter()
-        .filter_map(|(_, c)| c.raw.phone.clone())
+        .filter_map(|(_, c)| c.phone_as_entered().map(str::to_string))
         .take(2000)
         .map(|p| {
             format!(

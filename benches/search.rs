@@ -65,7 +65,7 @@ fn probes(ws: &WorkspaceState) -> Probes {
         numbers: Vec::new(),
     };
     for (_, c) in ws.candidates.iter().take(20_000) {
-        if let Some(raw) = c.raw.phone.as_deref() {
+        if let Some(raw) = c.phone_as_entered() {
             let q = PhoneQuery::new(raw);
             if let (Some(n), Some(e)) = (q.nine(), q.eight()) {
                 p.nine.push(SmallVec::from_slice(n));
@@ -73,7 +73,7 @@ fn probes(ws: &WorkspaceState) -> Probes {
                 p.numbers.push(raw.to_string());
             }
         }
-        if let Some(e) = c.raw.email.as_deref() {
+        if let Some(e) = c.email() {
             p.emails.push(e.to_uppercase());
         }
     }
@@ -86,7 +86,7 @@ fn with_delta(mut ws: WorkspaceState) -> WorkspaceState {
         .candidates
         .iter()
         .take(3000)
-        .map(|(_, c)| c.raw.clone())
+        .map(|(_, c)| c.raw())
         .collect();
     for (i, mut c) in rows.into_iter().enumerate() {
         c.mobile = Some(format!("07700 1{i:05}"));
@@ -117,10 +117,10 @@ fn baselines(ws: &WorkspaceState) -> (Baseline, Baseline, Baseline) {
         }
     };
     for (_, c) in ws.candidates.iter() {
-        let o = Owner::Person(c.raw.person_id);
-        number(c.phone.as_deref(), o, &mut nine, &mut eight);
-        number(c.mobile.as_deref(), o, &mut nine, &mut eight);
-        if let Some(k) = c.raw.email.as_deref().and_then(email_key) {
+        let o = Owner::Person(c.person_id());
+        number(c.phone(), o, &mut nine, &mut eight);
+        number(c.mobile(), o, &mut nine, &mut eight);
+        if let Some(k) = c.email().and_then(email_key) {
             let l = email.entry(Box::from(&*k)).or_default();
             if !l.contains(&o) {
                 l.push(o);

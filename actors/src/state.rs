@@ -7,6 +7,7 @@
 //! state for as long as they need it and never take a lock.
 
 use crate::model::*;
+use crate::packed::kinds::Rec;
 use crate::parents::{AttachmentsByParent, NotesByParent};
 use crate::phone::normalise_phone;
 use crate::rendered::DerivedInputs;
@@ -18,13 +19,9 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// A candidate row with its numbers normalised once, when it entered memory.
-#[derive(Clone, Debug)]
-pub struct CandidateRec {
-    pub raw: Candidate,
-    pub phone: Option<Box<str>>,
-    pub mobile: Option<Box<str>>,
-}
+/// A candidate row, packed, with its numbers normalised once, when it entered memory
+/// (`phone`, `mobile`; the numbers as entered are `phone_as_entered`, `mobile_as_entered`).
+pub type CandidateRec = Rec<Candidate>;
 
 /// A contact with its numbers normalised once.
 #[derive(Clone, Debug)]
@@ -187,13 +184,13 @@ impl WorkspaceState {
         let candidates: Vec<Arc<CandidateRec>> =
             self.candidates.iter().map(|(_, r)| r.clone()).collect();
         for r in candidates {
-            let rec = Arc::new(CandidateRec {
-                phone: self.normalise(r.raw.phone.as_deref()),
-                mobile: self.normalise(r.raw.mobile.as_deref()),
-                raw: r.raw.clone(),
-            });
-            self.applications.replace(&r.raw.id, rec.clone());
-            self.candidates.replace(&r.raw.id, rec);
+            let rec = Arc::new(CandidateRec::pack(
+                &r.raw(),
+                self.normalise(r.phone_as_entered()).as_deref(),
+                self.normalise(r.mobile_as_entered()).as_deref(),
+            ));
+            self.applications.replace(&r.id(), rec.clone());
+            self.candidates.replace(&r.id(), rec);
         }
         let contacts: Vec<Arc<ContactRec>> = self.contacts.iter().map(|(_, r)| r.clone()).collect();
         for r in contacts {
@@ -273,9 +270,9 @@ impl WorkspaceState {
             out.extend(number.and_then(phone_key).map(|k| (k, owner)));
         };
         for (_, c) in self.candidates.iter() {
-            let owner = Owner::Person(c.raw.person_id);
-            add(owner, c.phone.as_deref());
-            add(owner, c.mobile.as_deref());
+            let owner = Owner::Person(c.person_id());
+            add(owner, c.phone());
+            add(owner, c.mobile());
         }
         for (id, c) in self.contacts.iter() {
             add(Owner::Contact(*id), c.phone.as_deref());
@@ -293,14 +290,8 @@ impl WorkspaceState {
     fn email_pairs(&self) -> Vec<(EmailKey, Owner)> {
         let mut out = Vec::with_capacity(self.candidates.len() + self.contacts.len());
         for (_, c) in self.candidates.iter() {
-            let owner = Owner::Person(c.raw.person_id);
-            out.extend(
-                c.raw
-                    .email
-                    .as_deref()
-                    .and_then(email_key)
-                    .map(|k| (k, owner)),
-            );
+            let owner = Owner::Person(c.person_id());
+            out.extend(c.email().and_then(email_key).map(|k| (k, owner)));
         }
         for (id, c) in self.contacts.iter() {
             let owner = Owner::Contact(*id);
@@ -320,9 +311,9 @@ impl WorkspaceState {
         let mut keys = KeySet::default();
         for row in self.persons.get(&person).into_iter().flatten() {
             if let Some(r) = self.candidates.get(row) {
-                keys.add_phone(r.phone.as_deref());
-                keys.add_phone(r.mobile.as_deref());
-                keys.add_email(r.raw.email.as_deref());
+                keys.add_phone(r.phone());
+                keys.add_phone(r.mobile());
+                keys.add_email(r.email());
             }
         }
         keys
@@ -480,27 +471,25 @@ impl WorkspaceState {
         affected.push(c.person_id);
         let old = self.candidates.get(&id).cloned();
         if let Some(old) = &old {
-            if old.raw.person_id != c.person_id {
-                affected.push(old.raw.person_id);
+            if old.person_id() != c.person_id {
+                affected.push(old.person_id());
             }
         }
         let before = self.persons_keys(&affected);
         if let Some(old) = old {
-            if old.raw.person_id != c.person_id {
-                self.unlink_person(old.raw.person_id, id);
+            if old.person_id() != c.person_id {
+                self.unlink_person(old.person_id(), id);
             }
         }
         let order = Some(reported_updated_at(c.created_at, c.updated_at));
-        let rec = Arc::new(CandidateRec {
-            phone: self.normalise_for_person(c.person_id, c.phone.as_deref()),
-            mobile: self.normalise_for_person(c.person_id, c.mobile.as_deref()),
-            raw: c,
-        });
-        let rows = self.persons.entry_or_default(rec.raw.person_id);
+        let phone = self.normalise_for_person(c.person_id, c.phone.as_deref());
+        let mobile = self.normalise_for_person(c.person_id, c.mobile.as_deref());
+        let rec = Arc::new(CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref()));
+        let rows = self.persons.entry_or_default(c.person_id);
         if !rows.contains(&id) {
             rows.push(id);
         }
-        if rec.raw.job_id.is_some() {
+        if c.job_id.is_some() {
             self.applications.put(id, rec.clone(), order);
         } else {
             self.applications.remove(&id);
@@ -522,10 +511,10 @@ impl WorkspaceState {
             .flatten()
             .filter_map(|row| self.candidates.get(row))
             .find_map(|r| {
-                if r.raw.phone.as_deref() == Some(raw) {
-                    Some(r.phone.clone())
-                } else if r.raw.mobile.as_deref() == Some(raw) {
-                    Some(r.mobile.clone())
+                if r.phone_as_entered() == Some(raw) {
+                    Some(r.phone().map(Box::from))
+                } else if r.mobile_as_entered() == Some(raw) {
+                    Some(r.mobile().map(Box::from))
                 } else {
                     None
                 }
@@ -547,7 +536,7 @@ impl WorkspaceState {
     fn attachment_times(&self, a: &Attachment) -> (Stamp, Stamp) {
         if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
             if let Some(c) = self.candidates.get(&a.parent_id) {
-                return (c.raw.created_at, c.raw.updated_at);
+                return (c.created_at(), c.updated_at());
             }
         }
         (a.created_at, a.updated_at)
@@ -662,7 +651,7 @@ impl WorkspaceState {
                 self.jobs.remove(&uuid).is_some()
             }
             RecordKind::Candidate => {
-                let Some(person) = self.candidates.get(&uuid).map(|c| c.raw.person_id) else {
+                let Some(person) = self.candidates.get(&uuid).map(|c| c.person_id()) else {
                     return false;
                 };
                 let before = self.persons_keys(&[person]);
@@ -756,7 +745,7 @@ impl WorkspaceState {
             .flatten()
             .filter_map(|id| self.candidates.get(id))
             .collect();
-        rows.sort_by_key(|r| (r.raw.job_id.is_some(), r.raw.created_at, r.raw.id));
+        rows.sort_by_key(|r| (r.job_id().is_some(), r.created_at(), r.id()));
         rows
     }
 }

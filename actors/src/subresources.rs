@@ -94,7 +94,7 @@ impl WorkspaceState {
         let person = |row: Option<&Arc<crate::state::CandidateRec>>| {
             row.map(|r| {
                 self.persons
-                    .get(&r.raw.person_id)
+                    .get(&r.person_id())
                     .into_iter()
                     .flatten()
                     .map(|row| (ParentType::Candidate, *row))

@@ -28,8 +28,8 @@ impl Serialize for Emails<'_> {
 
 /// The derived `status` of a candidate row (`outcome ?? stage_type ?? "active"`), given
 /// the row's stage, which its view has already looked up.
-fn status_with_stage<'a>(c: &Candidate, stage: Option<&'a PipelineStage>) -> &'a str {
-    match c.outcome {
+fn status_with_stage<'a>(c: &CandidateRec, stage: Option<&'a PipelineStage>) -> &'a str {
+    match c.outcome() {
         Some(Outcome::Placed) => "placed",
         Some(Outcome::Rejected) => "rejected",
         None => stage
@@ -39,17 +39,17 @@ fn status_with_stage<'a>(c: &Candidate, stage: Option<&'a PipelineStage>) -> &'a
 }
 
 /// The pipeline stage a candidate row is at, if any.
-pub fn stage<'a>(ws: &'a WorkspaceState, c: &Candidate) -> Option<&'a PipelineStage> {
-    c.stage_id.and_then(|id| ws.stages.get(&id)).map(|s| &**s)
+pub fn stage<'a>(ws: &'a WorkspaceState, c: &CandidateRec) -> Option<&'a PipelineStage> {
+    c.stage_id().and_then(|id| ws.stages.get(&id)).map(|s| &**s)
 }
 
 /// `owning_recruiter_id` of a candidate row: the recorded owner if still an active
 /// member; else, on a job row, the job's assigned recruiter if active; else null.
-pub fn candidate_owner(ws: &WorkspaceState, c: &Candidate) -> Option<Uuid> {
-    if let Some(o) = c.owner_id.filter(|o| ws.user_is_active(*o)) {
+pub fn candidate_owner(ws: &WorkspaceState, c: &CandidateRec) -> Option<Uuid> {
+    if let Some(o) = c.owner_id().filter(|o| ws.user_is_active(*o)) {
         return Some(o);
     }
-    c.job_id
+    c.job_id()
         .and_then(|j| ws.jobs.get(&j))
         .and_then(|j| j.assigned_recruiter_id)
         .filter(|r| ws.user_is_active(*r))
@@ -57,10 +57,10 @@ pub fn candidate_owner(ws: &WorkspaceState, c: &Candidate) -> Option<Uuid> {
 
 #[derive(Serialize)]
 struct SalaryOut<'a> {
-    current_amount: Option<&'a Number>,
+    current_amount: Option<Number>,
     current_currency: Option<&'a str>,
     current_text: Option<&'a str>,
-    expected_amount: Option<&'a Number>,
+    expected_amount: Option<Number>,
     expected_currency: Option<&'a str>,
     expected_text: Option<&'a str>,
 }
@@ -75,8 +75,8 @@ struct ConsentOut<'a> {
 
 #[derive(Serialize)]
 struct CandidateOut<'a> {
-    id: &'a Uuid,
-    person_id: &'a Uuid,
+    id: Uuid,
+    person_id: Uuid,
     is_primary_record: bool,
     name: Option<&'a str>,
     emails: Emails<'a>,
@@ -91,7 +91,7 @@ struct CandidateOut<'a> {
     stage_type: Option<&'a str>,
     status: &'a str,
     owning_recruiter_id: Option<Uuid>,
-    job_id: Option<&'a Uuid>,
+    job_id: Option<Uuid>,
     salary: SalaryOut<'a>,
     consent: ConsentOut<'a>,
     created_at: Stamp,
@@ -112,48 +112,51 @@ impl<'a, T: ?Sized> View<'a, T> {
 
 impl Serialize for View<'_, CandidateRec> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (ws, r) = (self.ws, self.rec);
-        let c = &r.raw;
+        let (ws, c) = (self.ws, self.rec);
         let st = stage(ws, c);
-        let salary = c.salary.as_ref();
-        let consent = c.consent.as_ref();
         CandidateOut {
-            id: &c.id,
-            person_id: &c.person_id,
+            id: c.id(),
+            person_id: c.person_id(),
             is_primary_record: c.is_primary(),
-            name: c.name.as_deref(),
-            emails: Emails(c.email.as_deref().filter(|e| !e.is_empty())),
-            phone: r.phone.as_deref(),
-            phone_as_entered: c.phone.as_deref(),
-            mobile: r.mobile.as_deref(),
-            job_title: c.job_title.as_deref(),
-            company: c.company.as_deref(),
-            location: c.location.as_deref(),
-            linkedin_url: c.linkedin_url.as_deref(),
+            name: c.name(),
+            emails: Emails(c.email().filter(|e| !e.is_empty())),
+            phone: c.phone(),
+            phone_as_entered: c.phone_as_entered(),
+            mobile: c.mobile(),
+            job_title: c.job_title(),
+            company: c.company(),
+            location: c.location(),
+            linkedin_url: c.linkedin_url(),
             stage: st.and_then(|s| s.name.as_deref()),
             stage_type: st.and_then(|s| s.stage_type.as_deref()),
             status: status_with_stage(c, st),
             owning_recruiter_id: candidate_owner(ws, c),
-            job_id: c.job_id.as_ref(),
+            job_id: c.job_id(),
             salary: SalaryOut {
-                current_amount: salary.and_then(|s| s.current_amount.as_ref()),
-                current_currency: salary.and_then(|s| s.current_currency.as_deref()),
-                current_text: salary.and_then(|s| s.current_text.as_deref()),
-                expected_amount: salary.and_then(|s| s.expected_amount.as_ref()),
-                expected_currency: salary.and_then(|s| s.expected_currency.as_deref()),
-                expected_text: salary.and_then(|s| s.expected_text.as_deref()),
+                current_amount: c.current_amount().map(number),
+                current_currency: c.current_currency(),
+                current_text: c.current_text(),
+                expected_amount: c.expected_amount().map(number),
+                expected_currency: c.expected_currency(),
+                expected_text: c.expected_text(),
             },
             consent: ConsentOut {
-                status: consent.and_then(|c| c.status.as_deref()),
-                given_at: consent.and_then(|c| c.given_at),
-                requested_at: consent.and_then(|c| c.requested_at),
-                expires_at: consent.and_then(|c| c.expires_at),
+                status: c.consent_status(),
+                given_at: c.consent_given_at(),
+                requested_at: c.consent_requested_at(),
+                expires_at: c.consent_expires_at(),
             },
-            created_at: c.created_at,
-            updated_at: reported_updated_at(c.created_at, c.updated_at),
+            created_at: c.created_at(),
+            updated_at: reported_updated_at(c.created_at(), c.updated_at()),
         }
         .serialize(s)
     }
+}
+
+/// A number a packed record keeps as the JSON text serde_json wrote for it.
+fn number(text: &str) -> Number {
+    text.parse()
+        .expect("numbers are kept as serde_json wrote them")
 }
 
 /// An application: a candidate row with a job, seen from the job side.
@@ -161,11 +164,11 @@ pub struct ApplicationView<'a>(pub View<'a, CandidateRec>);
 
 #[derive(Serialize)]
 struct ApplicationOut<'a> {
-    id: &'a Uuid,
-    candidate_id: &'a Uuid,
-    candidate_row_id: &'a Uuid,
+    id: Uuid,
+    candidate_id: Uuid,
+    candidate_row_id: Uuid,
     candidate_name: Option<&'a str>,
-    job_id: Option<&'a Uuid>,
+    job_id: Option<Uuid>,
     stage: Option<&'a str>,
     stage_type: Option<&'a str>,
     status: &'a str,
@@ -176,23 +179,23 @@ struct ApplicationOut<'a> {
 
 impl Serialize for ApplicationView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (ws, c) = (self.0.ws, &self.0.rec.raw);
+        let (ws, c) = (self.0.ws, self.0.rec);
         let st = stage(ws, c);
         let status = status_with_stage(c, st);
         ApplicationOut {
-            id: &c.id,
-            candidate_id: &c.person_id,
-            candidate_row_id: &c.id,
-            candidate_name: c.name.as_deref(),
-            job_id: c.job_id.as_ref(),
+            id: c.id(),
+            candidate_id: c.person_id(),
+            candidate_row_id: c.id(),
+            candidate_name: c.name(),
+            job_id: c.job_id(),
             stage: st.and_then(|s| s.name.as_deref()),
             stage_type: st.and_then(|s| s.stage_type.as_deref()),
             status,
             rejected_at: c
-                .rejected_at
-                .filter(|_| c.outcome == Some(Outcome::Rejected)),
-            created_at: c.created_at,
-            updated_at: reported_updated_at(c.created_at, c.updated_at),
+                .rejected_at()
+                .filter(|_| c.outcome() == Some(Outcome::Rejected)),
+            created_at: c.created_at(),
+            updated_at: reported_updated_at(c.created_at(), c.updated_at()),
         }
         .serialize(s)
     }

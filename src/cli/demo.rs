@@ -45,14 +45,14 @@ impl Tour {
     fn find_where(ws: &WorkspaceState, entered_as: impl Fn(&str) -> bool) -> Option<Tour> {
         ws.candidates
             .iter_from(None, None)
-            .filter(|(_, _, row)| row.raw.job_id.is_none())
+            .filter(|(_, _, row)| row.job_id().is_none())
             .find_map(|(_, id, row)| {
-                let person = row.raw.person_id;
+                let person = row.person_id();
                 let finds_alone = |confidence: Confidence, people: &[uuid::Uuid]| {
                     confidence == Confidence::Exact && people == [person]
                 };
-                let entered = row.raw.phone.as_deref()?.to_string();
-                let normalised = row.phone.as_deref()?.to_string();
+                let entered = row.phone_as_entered()?.to_string();
+                let normalised = row.phone()?.to_string();
                 if entered == normalised || !entered_as(&entered) {
                     return None;
                 }
@@ -63,7 +63,7 @@ impl Tour {
                         return None;
                     }
                 }
-                let email = row.raw.email.as_deref()?;
+                let email = row.email()?;
                 let found = search_email(ws, email, 100);
                 let people: Vec<_> = found.hits.persons.iter().map(|p| p.person_id).collect();
                 if !finds_alone(found.confidence, &people) {
@@ -76,7 +76,7 @@ impl Tour {
                         && a.parent_id == *id
                 })?;
                 Some(Tour {
-                    person_name: row.raw.name.clone().unwrap_or_default(),
+                    person_name: row.name().unwrap_or_default().to_string(),
                     candidate_id: id.to_string(),
                     phone_formats: [entered, normalised],
                     email: email.to_string(),

@@ -254,9 +254,49 @@ where
     })
 }
 
+/// Rows of a load decoded together: large enough that spreading a batch over the cores
+/// pays, small enough that a batch's text is a few megabytes.
+const DECODE_BATCH: usize = 8192;
+
+/// A batch of stored rows, owned: their text in one buffer, and where each row's kind,
+/// id and body lie in it.
+#[derive(Default)]
+struct RowBatch {
+    text: String,
+    rows: Vec<[std::ops::Range<usize>; 3]>,
+}
+
+impl RowBatch {
+    fn push(&mut self, kind: &str, id: &str, body: &str) {
+        let mut field = |s: &str| {
+            let start = self.text.len();
+            self.text.push_str(s);
+            start..self.text.len()
+        };
+        let row = [field(kind), field(id), field(body)];
+        self.rows.push(row);
+    }
+
+    /// Every row decoded, on every core, in the batch's order.
+    fn decode(&self) -> Vec<Result<Record, StoreError>> {
+        use rayon::prelude::*;
+        self.rows
+            .par_iter()
+            .map(|[k, i, b]| {
+                decode_record(
+                    &self.text[k.clone()],
+                    &self.text[i.clone()],
+                    &self.text[b.clone()],
+                )
+            })
+            .collect()
+    }
+}
+
 /// The load loop of both adapters: rows of `(kind, id, body)`, streamed as the database
-/// sends them, each decoded into a record and handed to `sink` (no whole-workspace
-/// buffer).
+/// sends them, decoded in batches of [`DECODE_BATCH`] on every core while the previous
+/// batch goes to `sink` on this thread (no whole-workspace buffer). Records reach `sink`
+/// in the order the rows came.
 pub(crate) async fn load_rows<R, S>(
     mut rows: S,
     sink: actors::store::RecordSink<'_>,
@@ -269,14 +309,42 @@ where
     for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
     use futures_util::TryStreamExt;
-    while let Some(row) = rows.try_next().await.map_err(&fail)? {
-        let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-        let kind: &str = row.try_get(0).map_err(get)?;
-        let id: &str = row.try_get(1).map_err(get)?;
-        let body: &str = row.try_get(2).map_err(get)?;
-        sink(decode_record(kind, id, body)?);
+    let mut decoded: Vec<Result<Record, StoreError>> = Vec::new();
+    loop {
+        let mut batch = RowBatch::default();
+        while batch.rows.len() < DECODE_BATCH {
+            let Some(row) = rows.try_next().await.map_err(&fail)? else {
+                break;
+            };
+            let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
+            let kind: &str = row.try_get(0).map_err(get)?;
+            let id: &str = row.try_get(1).map_err(get)?;
+            let body: &str = row.try_get(2).map_err(get)?;
+            batch.push(kind, id, body);
+        }
+        let last = batch.rows.len() < DECODE_BATCH;
+        // This batch decodes on the pool while the previous one is put in memory here.
+        let previous = std::mem::take(&mut decoded);
+        let put = || -> Result<(), StoreError> {
+            for r in previous {
+                sink(r?);
+            }
+            Ok(())
+        };
+        let (next, sunk) = std::thread::scope(|s| {
+            let decoding = s.spawn(|| batch.decode());
+            let sunk = put();
+            (decoding.join().expect("decoding does not panic"), sunk)
+        });
+        sunk?;
+        decoded = next;
+        if last {
+            for r in std::mem::take(&mut decoded) {
+                sink(r?);
+            }
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 /// Rebuilds an API key from its row.

@@ -586,12 +586,31 @@ async fn imports_let_other_commits_through(b: &Backend) {
     }
     assert!(partial, "{}: the import was seen only whole", b.name);
     importing.await.unwrap().unwrap();
-    let held: std::collections::HashSet<Uuid> = loaded(&*store, WS)
-        .await
+    // Loads decode in batches on several threads: every record once, whole.
+    let all = loaded(&*store, WS).await;
+    assert_eq!(all.len(), ids.len(), "{}", b.name);
+    assert!(all
+        .iter()
+        .all(|r| r == &candidate(Uuid::parse_str(&r.id_string()).unwrap(), "imported")));
+    let held: std::collections::HashSet<Uuid> = all
         .iter()
         .filter_map(|r| Uuid::parse_str(&r.id_string()).ok())
         .collect();
     assert!(ids.iter().all(|id| held.contains(id)), "{}", b.name);
+    // A corrupt row among many fails the load wherever its batch falls.
+    b.raw(&format!(
+        "INSERT INTO records (workspace_id, kind, id, body) \
+         VALUES ('{WS}', 'candidate', 'bad-candidate', '{{}}')"
+    ))
+    .await;
+    let mut count = 0;
+    match store.load_records(ws(WS), &mut |_| count += 1).await {
+        Err(StoreError::Corrupt(m)) => assert!(m.contains("bad-candidate"), "{}: {m}", b.name),
+        other => panic!("{}: expected Corrupt, got {other:?}", b.name),
+    }
+    assert!(count <= ids.len(), "{}", b.name);
+    b.raw("DELETE FROM records WHERE id = 'bad-candidate'")
+        .await;
     assert_eq!(loaded(&*store, WS2).await.len(), 1, "{}", b.name);
     assert!(store.workspaces().await.unwrap().len() >= 2);
     store.close().await;

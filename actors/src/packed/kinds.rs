@@ -600,6 +600,20 @@ accessors!(Candidate {
     mobile_as_entered: text(candidate::MOBILE) -> Option<&str>;
     phone: text(candidate::PHONE_NORMALISED) -> Option<&str>;
     mobile: text(candidate::MOBILE_NORMALISED) -> Option<&str>;
+    job_title: text(candidate::JOB_TITLE) -> Option<&str>;
+    company: text(candidate::COMPANY) -> Option<&str>;
+    location: text(candidate::LOCATION) -> Option<&str>;
+    linkedin_url: text(candidate::LINKEDIN) -> Option<&str>;
+    current_amount: text(candidate::CURRENT_AMOUNT) -> Option<&str>;
+    current_currency: text(candidate::CURRENT_CURRENCY) -> Option<&str>;
+    current_text: text(candidate::CURRENT_TEXT) -> Option<&str>;
+    expected_amount: text(candidate::EXPECTED_AMOUNT) -> Option<&str>;
+    expected_currency: text(candidate::EXPECTED_CURRENCY) -> Option<&str>;
+    expected_text: text(candidate::EXPECTED_TEXT) -> Option<&str>;
+    consent_status: text(candidate::CONSENT_STATUS) -> Option<&str>;
+    consent_given_at: opt_stamp(candidate::CONSENT_GIVEN) -> Option<Stamp>;
+    consent_requested_at: opt_stamp(candidate::CONSENT_REQUESTED) -> Option<Stamp>;
+    consent_expires_at: opt_stamp(candidate::CONSENT_EXPIRES) -> Option<Stamp>;
 });
 
 fn parent_code(p: ParentType) -> u8 {

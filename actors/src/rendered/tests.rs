@@ -180,7 +180,7 @@ fn cached_json_follows_every_record_a_view_reads() {
     });
     // A cv takes its candidate row's timestamps.
     let s7 = step(&s6, &[&format!("attachments {CV}")], |ws| {
-        let mut c = ws.candidates.get(&id(CV_ROW)).unwrap().raw.clone();
+        let mut c = ws.candidates.get(&id(CV_ROW)).unwrap().raw();
         c.job_title = Some("Staff Engineer".into());
         c.updated_at = stamp;
         ws.put(Record::Candidate(Box::new(c)));

@@ -74,13 +74,13 @@ impl<'a> PersonHit<'a> {
     }
 
     fn name(&self) -> Option<&'a str> {
-        self.primary().raw.name.as_deref()
+        self.primary().name()
     }
 
     /// The person's recruiter: the first row (primary first) whose derived
     /// `owning_recruiter_id` is set — the primary's recorded owner if active, else a role's.
     fn owner(&self, ws: &WorkspaceState) -> Option<Uuid> {
-        self.rows.iter().find_map(|r| candidate_owner(ws, &r.raw))
+        self.rows.iter().find_map(|r| candidate_owner(ws, r))
     }
 }
 
@@ -226,8 +226,8 @@ impl Serialize for PersonsOut<'_, '_> {
             seq.serialize_element(&PersonOut {
                 person_id: p.person_id,
                 name: p.name(),
-                phone: primary.phone.as_deref(),
-                email: email_of(primary.raw.email.as_deref()),
+                phone: primary.phone(),
+                email: email_of(primary.email()),
                 owning_recruiter_id: p.owner(self.ws),
                 records: RowsOut {
                     ws: self.ws,
@@ -260,18 +260,18 @@ impl Serialize for RowsOut<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.rows.len()))?;
         for r in self.rows {
-            let c = &r.raw;
+            let c: &CandidateRec = r;
             if self.with_stage {
                 seq.serialize_element(&RowWithStage {
-                    candidate_row_id: c.id,
-                    job_id: c.job_id,
+                    candidate_row_id: c.id(),
+                    job_id: c.job_id(),
                     is_primary_record: c.is_primary(),
                     stage: stage(self.ws, c).and_then(|s| s.name.as_deref()),
                 })?;
             } else {
                 seq.serialize_element(&Row {
-                    candidate_row_id: c.id,
-                    job_id: c.job_id,
+                    candidate_row_id: c.id(),
+                    job_id: c.job_id(),
                     is_primary_record: c.is_primary(),
                 })?;
             }

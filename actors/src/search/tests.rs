@@ -192,8 +192,8 @@ fn brute_phone(s: &WorkspaceState, query: &str) -> Found {
         let persons: BTreeSet<Uuid> = s
             .candidates
             .iter()
-            .filter(|(_, c)| hit(c.phone.as_deref()) || hit(c.mobile.as_deref()))
-            .map(|(_, c)| c.raw.person_id)
+            .filter(|(_, c)| hit(c.phone()) || hit(c.mobile()))
+            .map(|(_, c)| c.person_id())
             .collect();
         let contacts: BTreeSet<Uuid> = s
             .contacts
@@ -261,8 +261,8 @@ fn brute_email(s: &WorkspaceState, query: &str) -> (BTreeSet<Uuid>, BTreeSet<Uui
     let persons = s
         .candidates
         .iter()
-        .filter(|(_, c)| hit(c.raw.email.as_deref()))
-        .map(|(_, c)| c.raw.person_id)
+        .filter(|(_, c)| hit(c.email()))
+        .map(|(_, c)| c.person_id())
         .collect();
     let contacts = s
         .contacts
@@ -276,8 +276,8 @@ fn brute_email(s: &WorkspaceState, query: &str) -> (BTreeSet<Uuid>, BTreeSet<Uui
 fn check(s: &WorkspaceState, extra: &[String]) {
     let mut queries: Vec<String> = extra.to_vec();
     for (_, c) in s.candidates.iter() {
-        queries.extend(c.raw.phone.clone());
-        queries.extend(c.raw.mobile.clone());
+        queries.extend(c.phone_as_entered().map(str::to_string));
+        queries.extend(c.mobile_as_entered().map(str::to_string));
     }
     for (_, c) in s.contacts.iter() {
         queries.extend(c.raw.phone.clone());

@@ -214,7 +214,7 @@ fn cancel_undone_placements_reminders(state: &WorkspaceState, changes: &mut Chan
             let was_placed = state
                 .candidates
                 .get(&c.id)
-                .is_some_and(|old| old.raw.outcome == Some(Outcome::Placed));
+                .is_some_and(|old| old.outcome() == Some(Outcome::Placed));
             if was_placed && c.outcome != Some(Outcome::Placed) {
                 unplaced.insert(c.id);
             }

@@ -420,7 +420,7 @@ impl<'a> Checker<'a> {
                 .flatten()
                 .filter(|id| !touched_ids.contains(id))
                 .filter_map(|id| self.state.candidates.get(id))
-                .filter(|r| r.raw.is_primary())
+                .filter(|r| r.is_primary())
                 .count();
             let from_file = rows.iter().filter(|(_, c)| c.is_primary()).count();
             if from_state + from_file != 1 {

@@ -318,17 +318,17 @@ fn resolve_parent(
             // Any row of the person (or the person id itself) resolves to the person's
             // primary row; a job row keeps its job.
             let (person, job) = match state.candidates.get_visible(&parent_id) {
-                Some(row) => (row.raw.person_id, row.raw.job_id),
+                Some(row) => (row.person_id(), row.job_id()),
                 None if state.persons.contains_key(&parent_id) => (parent_id, None),
                 None => return Err(missing()),
             };
             let rows = state.person_rows_ref(person);
             let primary = rows
                 .iter()
-                .find(|r| r.raw.is_primary())
+                .find(|r| r.is_primary())
                 .or(rows.first())
                 .ok_or_else(missing)?;
-            Ok((primary.raw.id, job, None))
+            Ok((primary.id(), job, None))
         }
         ParentType::Contact => {
             let c = state.contacts.get_visible(&parent_id).ok_or_else(missing)?;

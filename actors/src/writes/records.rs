@@ -41,9 +41,9 @@ pub(super) fn patch_candidate(
     // of them together; the owner belongs to the row.
     let rows: Vec<Uuid> = if p.touches_person() {
         state
-            .person_rows_ref(row.raw.person_id)
+            .person_rows_ref(row.person_id())
             .iter()
-            .map(|r| r.raw.id)
+            .map(|r| r.id())
             .collect()
     } else {
         vec![id]
@@ -53,8 +53,7 @@ pub(super) fn patch_candidate(
             .candidates
             .get(&rid)
             .expect("a row of the person")
-            .raw
-            .clone();
+            .raw();
         apply(&mut c.name, p.name.clone());
         apply(&mut c.email, p.email.clone());
         apply(&mut c.phone, p.phone.clone());

@@ -388,18 +388,13 @@ fn personal_fields_change_on_every_row_and_the_owner_on_the_row_edited() {
         Written::Updated(RecordKind::Candidate, uuid(LEO_APPLICATION))
     );
     assert_eq!(changes.upserts.len(), 2, "both rows of the person");
-    let row = |id: &str| next.candidates.get(&uuid(id)).unwrap().raw.clone();
+    let row = |id: &str| next.candidates.get(&uuid(id)).unwrap().raw();
     assert_eq!(row(LEO_PRIMARY).job_title.as_deref(), Some("SRE"));
     assert_eq!(row(LEO_APPLICATION).job_title.as_deref(), Some("SRE"));
     assert_eq!(row(LEO_APPLICATION).owner_id, Some(uuid(RAJ)));
     assert_eq!(
         row(LEO_PRIMARY).owner_id,
-        state
-            .candidates
-            .get(&uuid(LEO_PRIMARY))
-            .unwrap()
-            .raw
-            .owner_id,
+        state.candidates.get(&uuid(LEO_PRIMARY)).unwrap().owner_id(),
         "the owner is the row's own"
     );
     // An owner only: that row alone.
