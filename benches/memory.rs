@@ -4,11 +4,11 @@
 //! committed to an in-memory store and loaded from it as a server loads it at start.
 //! A counting allocator measures the bytes the load leaves allocated, per stored record,
 //! and by component (each dropped in turn: search indexes, each table, the rest); then
-//! the bytes every row's JSON cache adds once a full sync has rendered every record.
+//! what a full sync leaves allocated (nothing: records are written, not cached).
 //! (Allocated bytes, not resident memory: the allocator's own overhead comes on top.)
 //!
-//! Then criterion: records rendered per second, from the rows' caches and from their
-//! views, across a whole table.
+//! Then criterion: records rendered per second across a whole table, written directly
+//! (as the API does) and through serde (the writer's reference).
 
 use actors::entities;
 use actors::model::Entity;
@@ -81,9 +81,9 @@ fn loaded(people: usize) -> (WorkspaceState, usize) {
     (state, records)
 }
 
-/// Renders every record of every entity as a full sync does, through the rows' caches.
+/// Renders every record of every entity as a full sync does.
 fn render_all(ws: &WorkspaceState) -> usize {
-    struct All<'b>(&'b WorkspaceState, &'b mut Vec<u8>);
+    struct All<'b>(&'b mut Vec<u8>);
     impl<'s> entities::EntityVisitor<'s> for All<'_> {
         type Out = usize;
         fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F) -> usize
@@ -94,8 +94,8 @@ fn render_all(ws: &WorkspaceState) -> usize {
         {
             let mut n = 0;
             for (_, _, row) in table.rows_from(None, None) {
-                self.1.clear();
-                row.write_json(&self.0.derived, view, self.1).unwrap();
+                self.0.clear();
+                row.write_json(view, self.0).unwrap();
                 n += 1;
             }
             n
@@ -104,7 +104,7 @@ fn render_all(ws: &WorkspaceState) -> usize {
     let mut buf = Vec::with_capacity(4096);
     Entity::ALL
         .iter()
-        .map(|e| entities::visit(ws, *e, All(ws, &mut buf)))
+        .map(|e| entities::visit(ws, *e, All(&mut buf)))
         .sum()
 }
 
@@ -120,13 +120,13 @@ fn report(people: usize) {
     );
     let synced = live();
     let rendered = render_all(&ws);
-    let caches = live() - synced;
+    let kept = live() - synced;
     eprintln!(
-        "  after rendering all {rendered} records (a full sync): +{:.0} MiB, {:.0} B per record",
-        caches as f64 / 1048576.0,
-        per(caches)
+        "  after rendering all {rendered} records (a full sync): {:+.0} MiB, {:.0} B per record",
+        kept as f64 / 1048576.0,
+        per(kept)
     );
-    // By component: what dropping each frees (the caches included, as after a sync).
+    // By component: what dropping each frees.
     let mut parts: Vec<(&str, isize)> = Vec::new();
     let mut take = |name, f: &mut dyn FnMut(&mut WorkspaceState)| {
         let at = live();
@@ -184,13 +184,12 @@ fn memory(c: &mut Criterion) {
             black_box(n)
         })
     });
-    render_all(&ws);
-    g.bench_function(BenchmarkId::new("notes_cached", people), |b| {
+    g.bench_function(BenchmarkId::new("notes_written", people), |b| {
         b.iter(|| {
             let mut n = 0;
             for (_, _, row) in ws.notes.rows_from(None, None) {
                 buf.clear();
-                row.write_json(&ws.derived, |r| actors::views::View::new(&ws, r), &mut buf)
+                row.write_json(|r| actors::views::View::new(&ws, r), &mut buf)
                     .unwrap();
                 n += buf.len();
             }

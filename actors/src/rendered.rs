@@ -1,139 +1,216 @@
-//! Records' JSON as the API shows it, kept per row version, so that a sync copies bytes
-//! instead of deriving and escaping every record again.
+//! Records' JSON as the API shows it, written straight into the answer's buffer.
 //!
-//! A rendering depends on two things:
-//! - its row: every change to a row makes a new row with an empty [`RenderCache`]
-//!   (`table::Row`), including a cv attachment moved by its candidate row;
-//! - what its view reads elsewhere in the workspace (a stage's name, a user's status, a
-//!   job's recruiter, a company's name, a contact's company). [`DerivedInputs`] counts
-//!   the changes to each of those tables; a view says which tables it reads
-//!   ([`Rendered::reads`]), and a cached rendering is used only while the sum of their
-//!   counters is the one it was made under. The counters only grow, so an unchanged sum
-//!   means none of them moved.
+//! Every view is `Serialize` (the reference for what a record looks like), and
+//! [`Rendered::write_json`] writes the same bytes without the serde machinery: keys are
+//! static, ids and timestamps are formatted into stack buffers, and a text is copied
+//! whole unless it holds a character JSON must escape. A test renders every record of
+//! workspaces, across every change a view depends on, both ways and holds them equal.
 //!
-//! Which tables a view reads depends on its row alone, so the cache keeps that too: a
-//! cached rendering is checked without touching the record, and a full sync reads, per
-//! record, its place in the order, the cache and the bytes.
-//!
-//! States are persistent values: an older state and a newer one share map nodes, and
-//! with them rows and their caches. A cache holds one rendering and the sum it was made
-//! under; a reader of either state uses it only when the sums agree, and otherwise
-//! renders afresh and replaces it. The cost is memory: about the size of the JSON of
-//! every row rendered so far.
+//! Nothing is cached: a full sync renders every record it reads, so a sync costs no
+//! memory, and what a view derives from other records (a stage's name, a user's status)
+//! is read fresh each time.
 
-use parking_lot::Mutex;
+use crate::time::Stamp;
 use serde::Serialize;
-use std::sync::Arc;
+use uuid::Uuid;
 
-/// Changes, counted per table, to what views derive from other records.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DerivedInputs {
-    pub stages: u64,
-    pub users: u64,
-    pub jobs: u64,
-    pub companies: u64,
-    pub contacts: u64,
-}
-
-/// The tables a view reads besides its row: a set of the `Reads::*` flags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reads(u8);
-
-impl Reads {
-    pub const NOTHING: Reads = Reads(0);
-    pub const STAGES: Reads = Reads(1);
-    pub const USERS: Reads = Reads(2);
-    pub const JOBS: Reads = Reads(4);
-    pub const COMPANIES: Reads = Reads(8);
-    pub const CONTACTS: Reads = Reads(16);
-
-    pub const fn and(self, other: Reads) -> Reads {
-        Reads(self.0 | other.0)
-    }
-
-    fn has(self, r: Reads) -> bool {
-        self.0 & r.0 != 0
-    }
-}
-
-impl DerivedInputs {
-    /// The sum of the counters of the tables in `reads`.
-    pub fn sum(&self, reads: Reads) -> u64 {
-        [
-            (Reads::STAGES, self.stages),
-            (Reads::USERS, self.users),
-            (Reads::JOBS, self.jobs),
-            (Reads::COMPANIES, self.companies),
-            (Reads::CONTACTS, self.contacts),
-        ]
-        .iter()
-        .filter(|(r, _)| reads.has(*r))
-        .map(|(_, n)| n)
-        .sum()
-    }
-}
-
-/// A view whose JSON can be cached with its row.
+/// A view of a record that writes its own JSON.
 pub trait Rendered: Serialize {
-    /// The tables this view reads besides its row. It must depend on the row's record
-    /// alone: the cache keeps the answer for as long as it keeps the rendering.
-    fn reads(&self) -> Reads;
-}
-
-/// The last rendering of one row version, kept inside the row.
-///
-/// The rendering is one shared allocation: a 9-byte header (the tables read, the sum
-/// of their counters) and then the JSON, so a cache hit costs one memory access beyond
-/// the row itself. Clones of a row (states copy rows when they copy a map node) start
-/// with the same rendering and go their own way after.
-#[derive(Debug, Default)]
-pub struct RenderCache(Mutex<Option<Arc<[u8]>>>);
-
-const HEADER: usize = 9;
-
-impl Clone for RenderCache {
-    fn clone(&self) -> Self {
-        RenderCache(Mutex::new(self.0.lock().clone()))
+    /// Appends the view's JSON, byte for byte what serde_json makes of it.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
     }
 }
 
-impl RenderCache {
-    /// Appends the row's JSON as the state with counters `derived` shows it: from the
-    /// cache when it holds that rendering, else made by `render` (which appends it to
-    /// `out` and says what it read) and kept.
-    pub fn write<E>(
-        &self,
-        derived: &DerivedInputs,
-        out: &mut Vec<u8>,
-        render: impl FnOnce(&mut Vec<u8>) -> Result<Reads, E>,
-    ) -> Result<(), E> {
-        if let Some(c) = &*self.0.lock() {
-            let (header, json) = c.split_at(HEADER);
-            let reads = Reads(header[0]);
-            let inputs = u64::from_le_bytes(header[1..].try_into().expect("8 bytes"));
-            if inputs == derived.sum(reads) {
-                out.extend_from_slice(json);
-                return Ok(());
+/// Whether serde_json would escape a character of `s` (controls, `"` and `\`; it copies
+/// everything else, non-ASCII included, as it is). Eight bytes at a time: most texts
+/// need nothing, and this check is most of what writing them costs.
+fn needs_escape(s: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // A byte of `w` is zero exactly where the high bit of the result is set (for bytes
+    // that are not zero no false positives matter here: they are only rechecked below).
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        // Below 0x20: the top three bits clear. Then `"` and `\\` by equality.
+        let control = has_zero(w & (0xe0 * ONES));
+        let quote = has_zero(w ^ (u64::from(b'"') * ONES));
+        let backslash = has_zero(w ^ (u64::from(b'\\') * ONES));
+        if control | quote | backslash != 0 {
+            return c.iter().any(|&b| escaped(b));
+        }
+    }
+    chunks.remainder().iter().any(|&b| escaped(b))
+}
+
+fn escaped(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Appends `s` as a JSON string.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    if needs_escape(s) {
+        serde_json::to_writer(&mut *out, s).expect("writing to memory");
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// A JSON object being written: each call appends one member.
+pub struct Obj<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
+
+impl<'o> Obj<'o> {
+    pub fn begin(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    pub fn null(&mut self, key: &str) -> &mut Self {
+        self.key(key).extend_from_slice(b"null");
+        self
+    }
+
+    pub fn str(&mut self, key: &str, v: Option<&str>) -> &mut Self {
+        match v {
+            Some(s) => write_str(self.key(key), s),
+            None => {
+                self.null(key);
             }
         }
-        // Rendered outside the lock: another reader of the same row waits for nothing
-        // longer than a copy.
-        let start = out.len();
-        let reads = render(out)?;
-        let mut kept = Vec::with_capacity(HEADER + out.len() - start);
-        kept.push(reads.0);
-        kept.extend_from_slice(&derived.sum(reads).to_le_bytes());
-        kept.extend_from_slice(&out[start..]);
-        *self.0.lock() = Some(Arc::from(kept));
-        Ok(())
+        self
     }
 
-    /// Whether a rendering is held (whatever it was made under).
-    #[cfg(test)]
-    fn is_filled(&self) -> bool {
-        self.0.lock().is_some()
+    pub fn uuid(&mut self, key: &str, v: Option<Uuid>) -> &mut Self {
+        match v {
+            Some(u) => {
+                let mut buf = Uuid::encode_buffer();
+                let text = u.hyphenated().encode_lower(&mut buf);
+                let out = self.key(key);
+                out.push(b'"');
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            }
+            None => {
+                self.null(key);
+            }
+        }
+        self
+    }
+
+    pub fn stamp(&mut self, key: &str, v: Option<Stamp>) -> &mut Self {
+        match v {
+            Some(s) => {
+                let mut buf = [0u8; 24];
+                let text = s.write_iso(&mut buf);
+                let out = self.key(key);
+                out.push(b'"');
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            }
+            None => {
+                self.null(key);
+            }
+        }
+        self
+    }
+
+    pub fn bool(&mut self, key: &str, v: bool) -> &mut Self {
+        let text: &[u8] = if v { b"true" } else { b"false" };
+        self.key(key).extend_from_slice(text);
+        self
+    }
+
+    pub fn u64(&mut self, key: &str, v: Option<u64>) -> &mut Self {
+        match v {
+            Some(n) => {
+                let mut buf = itoa::Buffer::new();
+                self.key(key).extend_from_slice(buf.format(n).as_bytes());
+            }
+            None => {
+                self.null(key);
+            }
+        }
+        self
+    }
+
+    /// A value already in JSON (a number as serde_json wrote it).
+    pub fn raw(&mut self, key: &str, json: Option<&str>) -> &mut Self {
+        match json {
+            Some(j) => self.key(key).extend_from_slice(j.as_bytes()),
+            None => {
+                self.null(key);
+            }
+        }
+        self
+    }
+
+    /// Any value, through serde (small enumerations).
+    pub fn serde<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> &mut Self {
+        serde_json::to_writer(&mut *self.key(key), v).expect("writing to memory");
+        self
+    }
+
+    /// `[text]`, or `[]` without one.
+    pub fn one_or_none(&mut self, key: &str, v: Option<&str>) -> &mut Self {
+        let out = self.key(key);
+        out.push(b'[');
+        if let Some(s) = v {
+            write_str(out, s);
+        }
+        out.push(b']');
+        self
+    }
+
+    /// A member whose value is an object written by `f`.
+    pub fn object(&mut self, key: &str, f: impl FnOnce(&mut Obj<'_>)) -> &mut Self {
+        let out = self.key(key);
+        let mut inner = Obj::begin(out);
+        f(&mut inner);
+        inner.end();
+        self
+    }
+
+    pub fn end(self) {
+        self.out.push(b'}');
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The word-at-a-time check says what the byte-at-a-time one says.
+        #[test]
+        fn escapes_are_found_wherever_they_are(s in "(\\PC|[\\x00-\\x1f\"\\\\é✓]){0,40}") {
+            prop_assert_eq!(needs_escape(&s), s.bytes().any(escaped));
+            let mut out = Vec::new();
+            write_str(&mut out, &s);
+            prop_assert_eq!(out, serde_json::to_vec(&s).unwrap());
+        }
+    }
+}

@@ -10,7 +10,6 @@ use crate::model::*;
 use crate::packed::kinds::Rec;
 use crate::parents::{AttachmentsByParent, NotesByParent};
 use crate::phone::normalise_phone;
-use crate::rendered::DerivedInputs;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
 pub use crate::table::{HashMap, MinKey, Row, Table};
@@ -112,8 +111,6 @@ pub struct WorkspaceState {
     /// Idempotency keys of API-created notes and tasks: `reference` → id.
     note_refs: HashMap<Box<str>, Uuid>,
     task_refs: HashMap<Box<str>, Uuid>,
-    /// Changes to the tables other records' views read (`rendered`).
-    pub derived: DerivedInputs,
 }
 
 impl WorkspaceState {
@@ -144,7 +141,6 @@ impl WorkspaceState {
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
             task_refs: HashMap::default(),
-            derived: DerivedInputs::default(),
         }
     }
 
@@ -383,7 +379,6 @@ impl WorkspaceState {
         match rec {
             Record::User(u) => {
                 self.bump_clock(u.updated_at);
-                self.derived.users += 1;
                 if let Some(old) = self.users.get(&u.id) {
                     if let Some(e) = &old.email {
                         let key = e.to_lowercase().into_boxed_str();
@@ -401,12 +396,10 @@ impl WorkspaceState {
                 self.users.put(u.id, Arc::new(u), order);
             }
             Record::Stage(s) => {
-                self.derived.stages += 1;
                 self.stages.insert(s.id, Arc::new(s));
             }
             Record::Company(c) => {
                 self.bump_clock(c.updated_at);
-                self.derived.companies += 1;
                 let order = Some(reported_updated_at(c.created_at, c.updated_at));
                 if !self.search.is_deferred() {
                     let before = self.companies.get(&c.id).map(|o| self.company_keys(o));
@@ -418,7 +411,6 @@ impl WorkspaceState {
             }
             Record::Contact(c) => {
                 self.bump_clock(c.updated_at);
-                self.derived.contacts += 1;
                 let order = Some(reported_updated_at(c.created_at, c.updated_at));
                 let rec = ContactRec {
                     phone: self.normalise(c.phone.as_deref()),
@@ -438,7 +430,6 @@ impl WorkspaceState {
             }
             Record::Job(j) => {
                 self.bump_clock(j.updated_at);
-                self.derived.jobs += 1;
                 let order = Some(reported_updated_at(j.created_at, j.updated_at));
                 self.jobs.put(j.id, Arc::new(j), order);
             }
@@ -607,7 +598,6 @@ impl WorkspaceState {
         match kind {
             RecordKind::User => match self.users.remove(&uuid) {
                 Some(old) => {
-                    self.derived.users += 1;
                     if let Some(e) = &old.email {
                         let key = e.to_lowercase().into_boxed_str();
                         if self.users_by_email.get(&key) == Some(&uuid) {
@@ -618,13 +608,9 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Stage => {
-                self.derived.stages += 1;
-                self.stages.remove(&uuid).is_some()
-            }
+            RecordKind::Stage => self.stages.remove(&uuid).is_some(),
             RecordKind::Company => match self.companies.remove(&uuid) {
                 Some(old) => {
-                    self.derived.companies += 1;
                     if !self.search.is_deferred() {
                         let before = self.company_keys(&old);
                         self.search
@@ -636,7 +622,6 @@ impl WorkspaceState {
             },
             RecordKind::Contact => match self.contacts.remove(&uuid) {
                 Some(old) => {
-                    self.derived.contacts += 1;
                     self.search.update(
                         Owner::Contact(uuid),
                         &contact_keys(&old),
@@ -646,10 +631,7 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Job => {
-                self.derived.jobs += 1;
-                self.jobs.remove(&uuid).is_some()
-            }
+            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
             RecordKind::Candidate => {
                 let Some(person) = self.candidates.get(&uuid).map(|c| c.person_id()) else {
                     return false;

@@ -6,7 +6,7 @@
 
 use crate::cow::{CowMap, CowVec, OrderIndex};
 use crate::query::CursorId;
-use crate::rendered::{DerivedInputs, RenderCache, Rendered};
+use crate::rendered::Rendered;
 use crate::time::Stamp;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -17,38 +17,26 @@ use uuid::Uuid;
 /// SipHash: every rendered record costs several lookups, so the faster hasher pays.
 pub type HashMap<K, V> = CowMap<K, V>;
 
-/// A record in a table: the record itself, when the record is visible through the API
-/// the `updated_at` it reports (its position in the sync order), and the cache of its
-/// rendered JSON.
-///
-/// Every change to a row (a new record, a new position) makes a new `Row` with an empty
-/// cache, so a cached rendering never outlives the row version it was made from; what a
-/// rendering reads from the rest of the workspace is covered by [`DerivedInputs`].
+/// A record in a table: the record itself and, when the record is visible through the
+/// API, the `updated_at` it reports (its position in the sync order).
 #[derive(Debug)]
 pub struct Row<V> {
     pub rec: Arc<V>,
     pub order: Option<Stamp>,
-    pub(crate) rendered: RenderCache,
 }
 
 impl<V> Row<V> {
     fn new(rec: Arc<V>, order: Option<Stamp>) -> Self {
-        Row {
-            rec,
-            order,
-            rendered: RenderCache::default(),
-        }
+        Row { rec, order }
     }
 }
 
-// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned. A clone
-// is the same row version (a copied chunk), so it starts with the same rendering.
+// Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned.
 impl<V> Clone for Row<V> {
     fn clone(&self) -> Self {
         Row {
             rec: self.rec.clone(),
             order: self.order,
-            rendered: self.rendered.clone(),
         }
     }
 }
@@ -399,19 +387,13 @@ impl MinKey for Arc<str> {
 }
 
 impl<V> Row<V> {
-    /// Appends the record as JSON, seen through `view` (made only when the row's cache
-    /// cannot answer: see [`crate::rendered`]).
+    /// Appends the record as JSON, seen through `view`.
     pub fn write_json<'r, T: Rendered>(
         &'r self,
-        derived: &DerivedInputs,
         view: impl FnOnce(&'r V) -> T,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
-        self.rendered.write(derived, out, |out| {
-            let v = view(&self.rec);
-            serde_json::to_writer(out, &v)?;
-            Ok(v.reads())
-        })
+        view(&self.rec).write_json(out)
     }
 }
 

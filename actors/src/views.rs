@@ -5,7 +5,7 @@
 //! API reference and `docs/snapshot-format.md` ("What the API shows besides them").
 
 use crate::model::*;
-use crate::rendered::{Reads, Rendered};
+use crate::rendered::{Obj, Rendered};
 use crate::state::{reported_updated_at, CandidateRec, ContactRec, WorkspaceState};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
@@ -486,46 +486,278 @@ impl Serialize for View<'_, User> {
     }
 }
 
-// What each view reads beyond its own row (`rendered`). A cv attachment reads its
-// candidate row's timestamps, but that row's every change replaces the attachment's row
-// too (`WorkspaceState::reorder_cvs`), so it counts as its row alone.
+// Each view's JSON written directly (`rendered`), member for member as its `Serialize`
+// above; `rendered`'s tests hold the two equal for every record of their workspaces.
 
-/// Implements [`Rendered`] for a view type: `$reads` computes its tables from `$v`.
-macro_rules! rendered {
-    ($ty:ty, |$v:ident| $reads:expr) => {
-        impl Rendered for $ty {
-            fn reads(&self) -> Reads {
-                let $v = self;
-                $reads
-            }
-        }
-    };
+impl Rendered for View<'_, CandidateRec> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, c) = (self.ws, self.rec);
+        let st = stage(ws, c);
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(c.id()))
+            .uuid("person_id", Some(c.person_id()))
+            .bool("is_primary_record", c.is_primary())
+            .str("name", c.name())
+            .one_or_none("emails", c.email().filter(|e| !e.is_empty()))
+            .str("phone", c.phone())
+            .str("phone_as_entered", c.phone_as_entered())
+            .str("mobile", c.mobile())
+            .str("job_title", c.job_title())
+            .str("company", c.company())
+            .str("location", c.location())
+            .str("linkedin_url", c.linkedin_url())
+            .str("stage", st.and_then(|s| s.name.as_deref()))
+            .str("stage_type", st.and_then(|s| s.stage_type.as_deref()))
+            .str("status", Some(status_with_stage(c, st)))
+            .uuid("owning_recruiter_id", candidate_owner(ws, c))
+            .uuid("job_id", c.job_id())
+            .object("salary", |o| {
+                o.raw("current_amount", c.current_amount())
+                    .str("current_currency", c.current_currency())
+                    .str("current_text", c.current_text())
+                    .raw("expected_amount", c.expected_amount())
+                    .str("expected_currency", c.expected_currency())
+                    .str("expected_text", c.expected_text());
+            })
+            .object("consent", |o| {
+                o.str("status", c.consent_status())
+                    .stamp("given_at", c.consent_given_at())
+                    .stamp("requested_at", c.consent_requested_at())
+                    .stamp("expires_at", c.consent_expires_at());
+            })
+            .stamp("created_at", Some(c.created_at()))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(c.created_at(), c.updated_at())),
+            );
+        o.end();
+        Ok(())
+    }
 }
 
-rendered!(View<'_, CandidateRec>, |_v| Reads::STAGES
-    .and(Reads::USERS)
-    .and(Reads::JOBS));
-rendered!(View<'_, ContactRec>, |_v| Reads::COMPANIES);
-rendered!(View<'_, Job>, |v| if v.rec.company_id.is_some() {
-    Reads::COMPANIES
-} else {
-    Reads::NOTHING
-});
-rendered!(
-    View<'_, Note>,
-    |v| if v.rec.parent_type == ParentType::Contact && v.rec.company_id.is_none() {
-        Reads::CONTACTS
-    } else {
-        Reads::NOTHING
-    }
-);
-rendered!(View<'_, Company>, |_v| Reads::NOTHING);
-rendered!(View<'_, Task>, |_v| Reads::NOTHING);
-rendered!(View<'_, Attachment>, |_v| Reads::NOTHING);
-rendered!(View<'_, User>, |_v| Reads::NOTHING);
-
 impl Rendered for ApplicationView<'_> {
-    fn reads(&self) -> Reads {
-        Reads::STAGES
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, c) = (self.0.ws, self.0.rec);
+        let st = stage(ws, c);
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(c.id()))
+            .uuid("candidate_id", Some(c.person_id()))
+            .uuid("candidate_row_id", Some(c.id()))
+            .str("candidate_name", c.name())
+            .uuid("job_id", c.job_id())
+            .str("stage", st.and_then(|s| s.name.as_deref()))
+            .str("stage_type", st.and_then(|s| s.stage_type.as_deref()))
+            .str("status", Some(status_with_stage(c, st)))
+            .stamp(
+                "rejected_at",
+                c.rejected_at()
+                    .filter(|_| c.outcome() == Some(Outcome::Rejected)),
+            )
+            .stamp("created_at", Some(c.created_at()))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(c.created_at(), c.updated_at())),
+            );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, ContactRec> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, r) = (self.ws, self.rec);
+        let c = &r.raw;
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(c.id))
+            .str("name", c.name.as_deref())
+            .one_or_none("emails", c.email.as_deref().filter(|e| !e.is_empty()))
+            .str("phone", r.phone.as_deref())
+            .str("phone_as_entered", c.phone.as_deref())
+            .str("mobile", r.mobile.as_deref())
+            .str("job_title", c.job_title.as_deref())
+            .str("department", c.department.as_deref())
+            .uuid("company_id", Some(c.company_id))
+            .str(
+                "company",
+                ws.companies
+                    .get(&c.company_id)
+                    .and_then(|co| co.name.as_deref()),
+            )
+            .str("linkedin_url", c.linkedin_url.as_deref())
+            .bool("is_main_contact", c.is_main_contact)
+            .uuid("owning_recruiter_id", c.owner_id)
+            .stamp("created_at", Some(c.created_at))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(c.created_at, c.updated_at)),
+            );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, Company> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let c = self.rec;
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(c.id))
+            .str("name", c.name.as_deref())
+            .str("phone", c.phone.as_deref())
+            .str("website_url", c.website_url.as_deref())
+            .str("linkedin_url", c.linkedin_url.as_deref())
+            .str("status", c.status.as_deref())
+            .bool("is_archived", c.is_archived)
+            .uuid("owning_recruiter_id", c.owner_id)
+            .stamp("created_at", Some(c.created_at))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(c.created_at, c.updated_at)),
+            );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, Job> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, j) = (self.ws, self.rec);
+        let salary = j.salary.as_ref();
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(j.id))
+            .str("title", j.title.as_deref())
+            .str("position", j.position.as_deref())
+            .str(
+                "company",
+                j.company_id
+                    .and_then(|c| ws.companies.get(&c))
+                    .and_then(|c| c.name.as_deref()),
+            )
+            .uuid("company_id", j.company_id)
+            .str("status", j.status.as_deref())
+            .str("role_status_id", j.role_status_id.as_deref())
+            .bool("live", !j.is_archived)
+            .bool("published", !j.is_archived && j.on_careers_page)
+            .bool("is_archived", j.is_archived)
+            .object("salary", |o| {
+                match salary.and_then(|s| s.amount.as_ref()) {
+                    Some(n) => o.serde("amount", n),
+                    None => o.null("amount"),
+                };
+                o.str("currency", salary.and_then(|s| s.currency.as_deref()))
+                    .str("type", salary.and_then(|s| s.kind.as_deref()));
+            })
+            .uuid(
+                "owning_recruiter_id",
+                j.assigned_recruiter_id.or(j.created_by),
+            )
+            .str("hiring_manager", j.hiring_manager.as_deref())
+            .stamp("created_at", Some(j.created_at))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(j.created_at, j.updated_at)),
+            );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, Note> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, n) = (self.ws, self.rec);
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(n.id))
+            .str("parent_type", Some(n.parent_type.as_str()))
+            .uuid("parent_id", Some(n.parent_id))
+            .str("title", n.title.as_deref())
+            .str("body_html", n.body_html.as_deref())
+            .str("type", n.label.as_deref())
+            .bool("is_private", n.is_private)
+            .uuid("author_id", n.author_id);
+        if n.parent_type == ParentType::Candidate {
+            o.uuid("job_id", n.job_id);
+        }
+        if n.parent_type == ParentType::Contact {
+            o.uuid(
+                "company_id",
+                n.company_id
+                    .or_else(|| ws.contacts.get(&n.parent_id).map(|c| c.raw.company_id)),
+            );
+        }
+        o.stamp("created_at", Some(n.created_at)).stamp(
+            "updated_at",
+            Some(reported_updated_at(n.created_at, n.updated_at)),
+        );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, Task> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let t = self.rec;
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(t.id))
+            .str("parent_type", Some(t.parent_type.as_str()))
+            .uuid("parent_id", Some(t.parent_id))
+            .str("title", t.title.as_deref())
+            .str("body_html", t.body_html.as_deref())
+            .serde("status", &t.status);
+        match t.due_date {
+            Some(d) => o.serde("due_date", &d),
+            None => o.null("due_date"),
+        };
+        o.uuid("owner_id", t.owner_id)
+            .stamp(
+                "completed_at",
+                t.completed_at.filter(|_| t.status == TaskStatus::Completed),
+            )
+            .bool("is_private", t.is_private)
+            .stamp("created_at", Some(t.created_at))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(t.created_at, t.updated_at)),
+            );
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, Attachment> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let (ws, a) = (self.ws, self.rec);
+        let (created_at, updated_at) = ws.attachment_timestamps(a);
+        let mut o = Obj::begin(out);
+        o.str("id", Some(&a.id))
+            .str("parent_type", Some(a.parent_type.as_str()))
+            .uuid("parent_id", Some(a.parent_id))
+            .str("filename", a.filename.as_deref())
+            .str("content_type", a.content_type.as_deref())
+            .u64("size", a.size)
+            .serde("kind", &a.kind)
+            .str("storage_ref", a.storage_ref.as_deref())
+            .stamp("created_at", Some(created_at))
+            .stamp("updated_at", Some(updated_at));
+        o.end();
+        Ok(())
+    }
+}
+
+impl Rendered for View<'_, User> {
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let u = self.rec;
+        let mut o = Obj::begin(out);
+        o.uuid("id", Some(u.id))
+            .str("name", u.name.as_deref())
+            .str("email", u.email.as_deref())
+            .bool("active", u.is_active())
+            .str("role", u.role.as_deref())
+            .null("external_id")
+            .stamp("created_at", Some(u.created_at))
+            .stamp(
+                "updated_at",
+                Some(reported_updated_at(u.created_at, u.updated_at)),
+            );
+        o.end();
+        Ok(())
     }
 }

@@ -670,3 +670,45 @@ fn measure() {
         size as f64 / 1048576.0
     );
 }
+
+/// Every record of a generated workspace, written as the API writes it, is byte for byte
+/// what serde makes of its view (the writer's reference).
+#[test]
+fn every_generated_record_is_written_as_its_view_serialises() {
+    use actors::entities::{self, EntityVisitor};
+    use actors::model::Entity;
+    use actors::rendered::Rendered;
+    use actors::state::WorkspaceState;
+    struct Check(usize);
+    impl<'s> EntityVisitor<'s> for &mut Check {
+        type Out = ();
+        fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F)
+        where
+            K: actors::table::TableKey,
+            T: Rendered,
+            F: Fn(&'s V) -> T + Copy,
+        {
+            for (_, _, row) in table.rows_from(None, None) {
+                let mut written = Vec::new();
+                row.write_json(view, &mut written).unwrap();
+                let serialised = serde_json::to_vec(&view(&row.rec)).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&written),
+                    String::from_utf8_lossy(&serialised)
+                );
+                self.0 += 1;
+            }
+        }
+    }
+    let snapshot = actors::snapshot::parse_slice(&bytes(300, 11)).unwrap();
+    let ws: WorkspaceState =
+        actors::snapshot::plan_import(None, snapshot, &actors::snapshot::NoKeys, true)
+            .unwrap()
+            .next
+            .unwrap();
+    let mut check = Check(0);
+    for e in Entity::ALL {
+        entities::visit(&ws, e, &mut check);
+    }
+    assert!(check.0 > 2000, "{} records checked", check.0);
+}

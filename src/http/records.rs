@@ -78,10 +78,9 @@ fn list_params(
     })
 }
 
-/// One page of a table as the list response body. Records come from their rows' cached
-/// JSON where it is still valid (`actors::rendered`).
+/// One page of a table as the list response body, each record written straight into
+/// it (`actors::rendered`).
 struct Page<'a> {
-    ws: &'a WorkspaceState,
     entity: Entity,
     params: ListParams,
     key: &'a CursorKey,
@@ -117,8 +116,7 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
             if n > 0 {
                 buf.push(b',');
             }
-            row.write_json(&self.ws.derived, view, buf)
-                .map_err(ApiError::internal)?;
+            row.write_json(view, buf).map_err(ApiError::internal)?;
             last = Some((stamp, k));
             n += 1;
         }
@@ -151,7 +149,6 @@ pub async fn list(
     let params = list_params(&q, limit, entity, &app.cursor_key)?;
     let ws: &WorkspaceState = &caller.state;
     let page = Page {
-        ws,
         entity,
         params,
         key: &app.cursor_key,
@@ -160,9 +157,8 @@ pub async fn list(
     Ok(super::envelope::json_ok(entities::visit(ws, entity, page)?))
 }
 
-/// The answer to a lookup by id: the record from its row's cache when valid.
+/// The answer to a lookup by id.
 struct ById<'a> {
-    ws: &'a WorkspaceState,
     raw_id: &'a str,
     rid: &'a RequestId,
 }
@@ -179,7 +175,7 @@ impl<'s> EntityVisitor<'s> for ById<'_> {
         let row = K::find(table, self.raw_id)?;
         let mut body = Envelope::new(1024);
         Some(
-            row.write_json(&self.ws.derived, view, body.data_buf())
+            row.write_json(view, body.data_buf())
                 .map_err(ApiError::internal)
                 .and_then(|()| body.respond(self.rid.as_str())),
         )
@@ -195,7 +191,6 @@ pub async fn get(
     let entity = entity_or_404(&entity_name)?;
     let ws: &WorkspaceState = &caller.state;
     let by_id = ById {
-        ws,
         raw_id: &raw_id,
         rid: &rid,
     };

@@ -1,4 +1,4 @@
-//! Cached renderings against fresh ones, across every dependency a view has.
+//! Written JSON against serde's, for every record, across every dependency a view has.
 use super::*;
 use crate::model::*;
 use crate::snapshot::{parse_slice, plan_import, NoKeys};
@@ -33,10 +33,9 @@ const CONTACT: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
 const CV: &str = "cv:91b2d50e-a6b0-5581-b491-530642265a44";
 const CONTACT_NOTE: &str = "05ace384-620b-5866-bfb7-3cdd82c2fe5e";
 
-/// One table's visible rows through the cache, each checked against a fresh
-/// rendering of the same state.
+/// One table's visible rows, each written directly and checked against serde's
+/// serialisation of the same view.
 fn table<'s, K, V, T>(
-    ws: &WorkspaceState,
     out: &mut BTreeMap<String, String>,
     entity: &str,
     t: &'s crate::state::Table<K, V>,
@@ -46,50 +45,43 @@ fn table<'s, K, V, T>(
     T: Rendered,
 {
     for (_, k, row) in t.rows_from(None, None) {
-        let v = view(&row.rec);
-        let mut cached = Vec::new();
-        row.write_json(&ws.derived, &view, &mut cached).unwrap();
-        let fresh = serde_json::to_vec(&v).unwrap();
+        let mut written = Vec::new();
+        row.write_json(&view, &mut written).unwrap();
+        let serialised = serde_json::to_vec(&view(&row.rec)).unwrap();
         assert_eq!(
-            String::from_utf8_lossy(&cached),
-            String::from_utf8_lossy(&fresh),
-            "{entity} {} served stale JSON",
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(&serialised),
+            "{entity} {}",
             k.to_string()
         );
-        assert!(row.rendered.is_filled());
         out.insert(
             format!("{entity} {}", k.to_string()),
-            String::from_utf8(fresh).unwrap(),
+            String::from_utf8(written).unwrap(),
         );
     }
 }
 
-/// Every visible record of every entity, through the cache and checked.
-fn render_all(ws: &WorkspaceState) -> BTreeMap<String, String> {
+/// Every visible record of every entity, written and checked.
+pub(crate) fn render_all(ws: &WorkspaceState) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    table(ws, &mut out, "candidates", &ws.candidates, |r| {
-        View::new(ws, r)
-    });
-    table(ws, &mut out, "applications", &ws.applications, |r| {
+    table(&mut out, "candidates", &ws.candidates, |r| View::new(ws, r));
+    table(&mut out, "applications", &ws.applications, |r| {
         ApplicationView(View::new(ws, r))
     });
-    table(ws, &mut out, "contacts", &ws.contacts, |r| View::new(ws, r));
-    table(ws, &mut out, "companies", &ws.companies, |r| {
+    table(&mut out, "contacts", &ws.contacts, |r| View::new(ws, r));
+    table(&mut out, "companies", &ws.companies, |r| View::new(ws, r));
+    table(&mut out, "jobs", &ws.jobs, |r| View::new(ws, r));
+    table(&mut out, "notes", &ws.notes, |r| View::new(ws, r));
+    table(&mut out, "tasks", &ws.tasks, |r| View::new(ws, r));
+    table(&mut out, "attachments", &ws.attachments, |r| {
         View::new(ws, r)
     });
-    table(ws, &mut out, "jobs", &ws.jobs, |r| View::new(ws, r));
-    table(ws, &mut out, "notes", &ws.notes, |r| View::new(ws, r));
-    table(ws, &mut out, "tasks", &ws.tasks, |r| View::new(ws, r));
-    table(ws, &mut out, "attachments", &ws.attachments, |r| {
-        View::new(ws, r)
-    });
-    table(ws, &mut out, "users", &ws.users, |r| View::new(ws, r));
+    table(&mut out, "users", &ws.users, |r| View::new(ws, r));
     out
 }
 
-/// Applies `edit` to a copy of `before` (sharing its rows and caches) and checks
-/// that both states still render exactly, that `changed` records show something new
-/// and that nothing else does.
+/// Applies `edit` to a copy of `before` (sharing its rows) and checks that both states
+/// still render exactly and that `changed` records show something new.
 fn step(
     before: &WorkspaceState,
     changed: &[&str],
@@ -99,7 +91,7 @@ fn step(
     let mut next = before.clone();
     edit(&mut next);
     let new = render_all(&next);
-    // The older state, read again after the newer one replaced shared caches.
+    // The older state, read again after the newer one was built beside it.
     assert_eq!(render_all(before), old);
     assert_eq!(render_all(&next), new);
     let differ: Vec<&String> = new
@@ -118,7 +110,7 @@ fn step(
 }
 
 #[test]
-fn cached_json_follows_every_record_a_view_reads() {
+fn written_json_follows_every_record_a_view_reads() {
     let s0 = fixture();
     let stamp = Stamp::parse_rfc3339("2026-11-01T10:00:00.000Z").unwrap();
     // A stage renamed: the candidate row at it and its application.
@@ -194,34 +186,46 @@ fn cached_json_follows_every_record_a_view_reads() {
     });
 }
 
+/// Texts JSON must escape (quotes, backslashes, controls), non-ASCII, numbers and the
+/// optional parts of every kind, written as serde writes them.
 #[test]
-fn a_rendering_is_reused_only_under_the_same_inputs() {
-    let cache = RenderCache::default();
-    let render = |json: &'static [u8]| {
-        move |out: &mut Vec<u8>| -> Result<Reads, ()> {
-            out.extend_from_slice(json);
-            Ok(Reads::USERS.and(Reads::JOBS))
-        }
-    };
-    let mut d = DerivedInputs::default();
-    let mut out = b"[".to_vec();
-    cache.write(&d, &mut out, render(b"1")).unwrap();
-    cache
-        .write(&d, &mut out, |_| -> Result<Reads, ()> {
-            panic!("rendered again under the same inputs")
-        })
-        .unwrap();
-    // A table the rendering did not read moves: still the same rendering.
-    d.stages += 1;
-    cache.write(&d, &mut out, render(b"2")).unwrap();
-    d.jobs += 1;
-    cache.write(&d, &mut out, render(b"3")).unwrap();
-    cache.write(&d, &mut out, render(b"4")).unwrap();
-    assert_eq!(out, b"[11133");
-    // A failed rendering leaves the cache as it was.
-    d.users += 1;
-    assert_eq!(cache.write(&d, &mut out, |_| Err(())), Err(()));
-    d.users -= 1;
-    cache.write(&d, &mut out, render(b"5")).unwrap();
-    assert_eq!(out, b"[111333");
+fn written_json_escapes_as_serde_does() {
+    let mut ws = fixture();
+    let odd = "Zoë \"Z\" O'Neil\\\n\t\u{1}\u{7f} ünïcødé ✓";
+    let stamp = Stamp::parse_rfc3339("2026-11-02T10:00:00.000Z").unwrap();
+    let mut c = ws.candidates.get(&id(CV_ROW)).unwrap().raw();
+    c.name = Some(odd.into());
+    c.email = Some(String::new());
+    c.location = Some(odd.into());
+    c.salary = Some(CandidateSalary {
+        current_amount: Some(serde_json::from_str("55000.5").unwrap()),
+        current_currency: Some(odd.into()),
+        current_text: None,
+        expected_amount: Some(serde_json::from_str("-12").unwrap()),
+        expected_currency: None,
+        expected_text: Some(String::new()),
+    });
+    c.consent = Some(Consent {
+        status: Some("given".into()),
+        given_at: Some(stamp),
+        requested_at: None,
+        expires_at: Some(stamp),
+    });
+    c.updated_at = stamp;
+    ws.put(Record::Candidate(Box::new(c)));
+    let mut n = (**ws.notes.get(&id(CONTACT_NOTE)).unwrap()).clone();
+    n.title = Some(odd.into());
+    n.body_html = Some(format!("<p>{odd}</p>"));
+    n.is_private = false;
+    ws.put(Record::Note(n));
+    let mut j = (**ws.jobs.get(&id(JOB)).unwrap()).clone();
+    j.title = Some(odd.into());
+    j.salary = Some(JobSalary {
+        amount: Some(serde_json::from_str("1e3").unwrap()),
+        currency: Some("GBP".into()),
+        kind: Some(odd.into()),
+    });
+    ws.put(Record::Job(j));
+    let all = render_all(&ws);
+    assert!(all.values().filter(|v| v.contains("\\\"Z\\\"")).count() >= 3);
 }
