@@ -32,12 +32,12 @@ impl NotesByParent {
         }
     }
 
-    pub(crate) fn remove(&mut self, n: &Note) {
-        let parent = (n.parent_type, n.parent_id);
+    /// Takes the note with sort key `key` (`created_at`, id) out of `parent`'s list.
+    pub(crate) fn remove(&mut self, parent: ParentKey, key: (Stamp, Uuid)) {
         let Some(list) = self.0.get_mut(&parent) else {
             return;
         };
-        if let Ok(at) = list.binary_search(&(n.created_at, n.id)) {
+        if let Ok(at) = list.binary_search(&key) {
             list.remove(at);
         }
         if list.is_empty() {

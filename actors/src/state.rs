@@ -22,6 +22,9 @@ use uuid::Uuid;
 /// (`phone`, `mobile`; the numbers as entered are `phone_as_entered`, `mobile_as_entered`).
 pub type CandidateRec = Rec<Candidate>;
 
+/// A note, packed.
+pub type NoteRec = Rec<Note>;
+
 /// A contact with its numbers normalised once.
 #[derive(Clone, Debug)]
 pub struct ContactRec {
@@ -93,7 +96,7 @@ pub struct WorkspaceState {
     pub candidates: Table<Uuid, CandidateRec>,
     /// The candidate rows with a `job_id`, seen from the job side (same records).
     pub applications: Table<Uuid, CandidateRec>,
-    pub notes: Table<Uuid, Note>,
+    pub notes: Table<Uuid, NoteRec>,
     pub tasks: Table<Uuid, Task>,
     pub attachments: Table<Arc<str>, Attachment>,
     /// person_id → the ids of that person's candidate rows.
@@ -436,12 +439,15 @@ impl WorkspaceState {
             Record::Candidate(c) => self.put_candidate(*c),
             Record::Note(n) => {
                 self.bump_clock(n.updated_at);
-                let old = self.notes.get(&n.id).and_then(|o| o.reference.clone());
+                let old = self
+                    .notes
+                    .get(&n.id)
+                    .and_then(|o| o.reference().map(str::to_string));
                 relink_reference(&mut self.note_refs, n.id, old, n.reference.as_deref());
                 let order =
                     (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
                 self.index_note(&n);
-                self.notes.put(n.id, Arc::new(n), order);
+                self.notes.put(n.id, Arc::new(NoteRec::pack(&n)), order);
             }
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
@@ -646,7 +652,8 @@ impl WorkspaceState {
             }
             RecordKind::Note => match self.notes.remove(&uuid) {
                 Some(old) => {
-                    relink_reference(&mut self.note_refs, uuid, old.reference.clone(), None);
+                    let reference = old.reference().map(str::to_string);
+                    relink_reference(&mut self.note_refs, uuid, reference, None);
                     self.unindex_note(&old);
                     true
                 }

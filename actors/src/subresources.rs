@@ -18,7 +18,7 @@
 
 use crate::model::{Attachment, Entity, Note, ParentType};
 pub use crate::parents::ParentKey;
-use crate::state::WorkspaceState;
+use crate::state::{NoteRec, WorkspaceState};
 use crate::time::Stamp;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -58,14 +58,17 @@ impl WorkspaceState {
     /// into its new one (when it is visible). Called by `put` before the table changes.
     pub(crate) fn index_note(&mut self, n: &Note) {
         if let Some(old) = self.notes.get(&n.id).cloned() {
-            self.notes_by_parent.remove(&old);
+            self.unindex_note(&old);
         }
         self.notes_by_parent.insert(n);
     }
 
     /// Takes a removed note out of the parent index.
-    pub(crate) fn unindex_note(&mut self, old: &Note) {
-        self.notes_by_parent.remove(old);
+    pub(crate) fn unindex_note(&mut self, old: &NoteRec) {
+        self.notes_by_parent.remove(
+            (old.parent_type(), old.parent_id()),
+            (old.created_at(), old.id()),
+        );
     }
 
     /// Moves an attachment in the parent index. Called by `put` before the table changes.
@@ -120,7 +123,7 @@ impl WorkspaceState {
     }
 
     /// The visible notes of the given parents: the newest `limit`, newest first.
-    pub fn notes_of(&self, parents: &[ParentKey], limit: usize) -> Children<'_, Note> {
+    pub fn notes_of(&self, parents: &[ParentKey], limit: usize) -> Children<'_, NoteRec> {
         let lists: SmallVec<[&[(Stamp, Uuid)]; 4]> = parents
             .iter()
             .map(|p| self.notes_by_parent.of(p))
@@ -217,7 +220,7 @@ mod tests {
         let page = s.notes_of(&[company], 10);
         assert_eq!(page.total, 2);
         assert_eq!(
-            ids(&page, |n| n.id.to_string()),
+            ids(&page, |n| n.id().to_string()),
             [Uuid::from_u128(2), Uuid::from_u128(1)].map(|u| u.to_string())
         );
         // Made private: gone from the index. Moved to another parent: follows.
@@ -262,10 +265,13 @@ mod tests {
         )));
         let page = s.notes_of(&[a, b], 3);
         assert_eq!(page.total, 5);
-        assert_eq!(ids(&page, |n| n.id.as_u128().to_string()), ["5", "4", "1"]);
+        assert_eq!(
+            ids(&page, |n| n.id().as_u128().to_string()),
+            ["5", "4", "1"]
+        );
         let page = s.notes_of(&[a], 2);
         assert_eq!(
-            (page.total, ids(&page, |n| n.id.as_u128().to_string())),
+            (page.total, ids(&page, |n| n.id().as_u128().to_string())),
             (3, vec!["5".into(), "1".into()])
         );
     }

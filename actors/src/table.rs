@@ -386,6 +386,33 @@ impl MinKey for Arc<str> {
     }
 }
 
+/// How far ahead of the record being written [`write_rows`] asks for the next ones:
+/// first the row's record (`FAR`), then what the view reads through it (`NEAR`).
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 4;
+
+/// Appends `rows` as JSON through `view`, comma-separated, each record's memory asked
+/// for a few records ahead so that the misses of a page overlap instead of queueing.
+pub fn write_rows<'r, V, T: Rendered>(
+    rows: &[&'r Row<V>],
+    view: impl Fn(&'r V) -> T,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    for (i, row) in rows.iter().enumerate() {
+        if let Some(ahead) = rows.get(i + PREFETCH_FAR) {
+            crate::rendered::prefetch(Arc::as_ptr(&ahead.rec));
+        }
+        if let Some(ahead) = rows.get(i + PREFETCH_NEAR) {
+            view(&ahead.rec).prefetch();
+        }
+        if i > 0 {
+            out.push(b',');
+        }
+        row.write_json(&view, out)?;
+    }
+    Ok(())
+}
+
 impl<V> Row<V> {
     /// Appends the record as JSON, seen through `view`.
     pub fn write_json<'r, T: Rendered>(

@@ -5,8 +5,8 @@
 //! API reference and `docs/snapshot-format.md` ("What the API shows besides them").
 
 use crate::model::*;
-use crate::rendered::{Obj, Rendered};
-use crate::state::{reported_updated_at, CandidateRec, ContactRec, WorkspaceState};
+use crate::rendered::{prefetch, Obj, Rendered};
+use crate::state::{reported_updated_at, CandidateRec, ContactRec, NoteRec, WorkspaceState};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
@@ -344,46 +344,49 @@ impl Serialize for View<'_, Job> {
 /// not null, otherwise. `Option<Option<_>>` with `skip_serializing_if` expresses exactly that.
 #[derive(Serialize)]
 struct NoteOut<'a> {
-    id: &'a Uuid,
+    id: Uuid,
     parent_type: &'a str,
-    parent_id: &'a Uuid,
+    parent_id: Uuid,
     title: Option<&'a str>,
     body_html: Option<&'a str>,
     #[serde(rename = "type")]
     label: Option<&'a str>,
     is_private: bool,
-    author_id: Option<&'a Uuid>,
+    author_id: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    job_id: Option<Option<&'a Uuid>>,
+    job_id: Option<Option<Uuid>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    company_id: Option<Option<&'a Uuid>>,
+    company_id: Option<Option<Uuid>>,
     created_at: Stamp,
     updated_at: Stamp,
 }
 
-impl Serialize for View<'_, Note> {
+impl Serialize for View<'_, NoteRec> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (ws, n) = (self.ws, self.rec);
+        let parent_type = n.parent_type();
         NoteOut {
-            id: &n.id,
-            parent_type: n.parent_type.as_str(),
-            parent_id: &n.parent_id,
-            title: n.title.as_deref(),
-            body_html: n.body_html.as_deref(),
-            label: n.label.as_deref(),
-            is_private: n.is_private,
-            author_id: n.author_id.as_ref(),
-            job_id: (n.parent_type == ParentType::Candidate).then_some(n.job_id.as_ref()),
-            company_id: (n.parent_type == ParentType::Contact).then(|| {
-                n.company_id
-                    .as_ref()
-                    .or_else(|| ws.contacts.get(&n.parent_id).map(|c| &c.raw.company_id))
-            }),
-            created_at: n.created_at,
-            updated_at: reported_updated_at(n.created_at, n.updated_at),
+            id: n.id(),
+            parent_type: parent_type.as_str(),
+            parent_id: n.parent_id(),
+            title: n.title(),
+            body_html: n.body_html(),
+            label: n.label(),
+            is_private: n.is_private(),
+            author_id: n.author_id(),
+            job_id: (parent_type == ParentType::Candidate).then_some(n.job_id()),
+            company_id: (parent_type == ParentType::Contact).then(|| note_company(ws, n)),
+            created_at: n.created_at(),
+            updated_at: reported_updated_at(n.created_at(), n.updated_at()),
         }
         .serialize(s)
     }
+}
+
+/// `company_id` of a contact's note: its own, else its contact's.
+fn note_company(ws: &WorkspaceState, n: &NoteRec) -> Option<Uuid> {
+    n.company_id()
+        .or_else(|| ws.contacts.get(&n.parent_id()).map(|c| c.raw.company_id))
 }
 
 #[derive(Serialize)]
@@ -489,38 +492,61 @@ impl Serialize for View<'_, User> {
 // Each view's JSON written directly (`rendered`), member for member as its `Serialize`
 // above; `rendered`'s tests hold the two equal for every record of their workspaces.
 
+/// The first two cache lines of a packed record (its fixed fields and first texts).
+fn prefetch_packed(bytes: &[u8]) {
+    prefetch(bytes.as_ptr());
+    if let Some(b) = bytes.get(64) {
+        prefetch(b);
+    }
+}
+
+/// The heap bytes of a record's texts.
+fn prefetch_texts(texts: &[&Option<String>]) {
+    for t in texts.iter().filter_map(|t| t.as_deref()) {
+        prefetch(t.as_ptr());
+    }
+}
+
 impl Rendered for View<'_, CandidateRec> {
+    fn prefetch(&self) {
+        prefetch_packed(self.rec.packed().bytes());
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use crate::packed::kinds::candidate as f;
         let (ws, c) = (self.ws, self.rec);
         let st = stage(ws, c);
+        // Every text in one pass over the record, each with its escaping known.
+        let t = c.packed().text_table();
+        let text = |i: u8| t[usize::from(i)];
         let mut o = Obj::begin(out);
         o.uuid("id", Some(c.id()))
             .uuid("person_id", Some(c.person_id()))
             .bool("is_primary_record", c.is_primary())
-            .str("name", c.name())
+            .text("name", text(f::NAME))
             .one_or_none("emails", c.email().filter(|e| !e.is_empty()))
-            .str("phone", c.phone())
-            .str("phone_as_entered", c.phone_as_entered())
-            .str("mobile", c.mobile())
-            .str("job_title", c.job_title())
-            .str("company", c.company())
-            .str("location", c.location())
-            .str("linkedin_url", c.linkedin_url())
+            .text("phone", text(f::PHONE_NORMALISED))
+            .text("phone_as_entered", text(f::PHONE))
+            .text("mobile", text(f::MOBILE_NORMALISED))
+            .text("job_title", text(f::JOB_TITLE))
+            .text("company", text(f::COMPANY))
+            .text("location", text(f::LOCATION))
+            .text("linkedin_url", text(f::LINKEDIN))
             .str("stage", st.and_then(|s| s.name.as_deref()))
             .str("stage_type", st.and_then(|s| s.stage_type.as_deref()))
             .str("status", Some(status_with_stage(c, st)))
             .uuid("owning_recruiter_id", candidate_owner(ws, c))
             .uuid("job_id", c.job_id())
             .object("salary", |o| {
-                o.raw("current_amount", c.current_amount())
-                    .str("current_currency", c.current_currency())
-                    .str("current_text", c.current_text())
-                    .raw("expected_amount", c.expected_amount())
-                    .str("expected_currency", c.expected_currency())
-                    .str("expected_text", c.expected_text());
+                o.raw("current_amount", text(f::CURRENT_AMOUNT).map(|(s, _)| s))
+                    .text("current_currency", text(f::CURRENT_CURRENCY))
+                    .text("current_text", text(f::CURRENT_TEXT))
+                    .raw("expected_amount", text(f::EXPECTED_AMOUNT).map(|(s, _)| s))
+                    .text("expected_currency", text(f::EXPECTED_CURRENCY))
+                    .text("expected_text", text(f::EXPECTED_TEXT));
             })
             .object("consent", |o| {
-                o.str("status", c.consent_status())
+                o.text("status", text(f::CONSENT_STATUS))
                     .stamp("given_at", c.consent_given_at())
                     .stamp("requested_at", c.consent_requested_at())
                     .stamp("expires_at", c.consent_expires_at());
@@ -536,6 +562,10 @@ impl Rendered for View<'_, CandidateRec> {
 }
 
 impl Rendered for ApplicationView<'_> {
+    fn prefetch(&self) {
+        prefetch_packed(self.0.rec.packed().bytes());
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let (ws, c) = (self.0.ws, self.0.rec);
         let st = stage(ws, c);
@@ -661,31 +691,35 @@ impl Rendered for View<'_, Job> {
     }
 }
 
-impl Rendered for View<'_, Note> {
+impl Rendered for View<'_, NoteRec> {
+    fn prefetch(&self) {
+        prefetch_packed(self.rec.packed().bytes());
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use crate::packed::kinds::note as f;
         let (ws, n) = (self.ws, self.rec);
+        let t = n.packed().text_table();
+        let text = |i: u8| t[usize::from(i)];
+        let parent_type = n.parent_type();
         let mut o = Obj::begin(out);
-        o.uuid("id", Some(n.id))
-            .str("parent_type", Some(n.parent_type.as_str()))
-            .uuid("parent_id", Some(n.parent_id))
-            .str("title", n.title.as_deref())
-            .str("body_html", n.body_html.as_deref())
-            .str("type", n.label.as_deref())
-            .bool("is_private", n.is_private)
-            .uuid("author_id", n.author_id);
-        if n.parent_type == ParentType::Candidate {
-            o.uuid("job_id", n.job_id);
+        o.uuid("id", Some(n.id()))
+            .str("parent_type", Some(parent_type.as_str()))
+            .uuid("parent_id", Some(n.parent_id()))
+            .text("title", text(f::TITLE))
+            .text("body_html", text(f::BODY))
+            .text("type", text(f::LABEL))
+            .bool("is_private", n.is_private())
+            .uuid("author_id", n.author_id());
+        if parent_type == ParentType::Candidate {
+            o.uuid("job_id", n.job_id());
         }
-        if n.parent_type == ParentType::Contact {
-            o.uuid(
-                "company_id",
-                n.company_id
-                    .or_else(|| ws.contacts.get(&n.parent_id).map(|c| c.raw.company_id)),
-            );
+        if parent_type == ParentType::Contact {
+            o.uuid("company_id", note_company(ws, n));
         }
-        o.stamp("created_at", Some(n.created_at)).stamp(
+        o.stamp("created_at", Some(n.created_at())).stamp(
             "updated_at",
-            Some(reported_updated_at(n.created_at, n.updated_at)),
+            Some(reported_updated_at(n.created_at(), n.updated_at())),
         );
         o.end();
         Ok(())
@@ -693,6 +727,10 @@ impl Rendered for View<'_, Note> {
 }
 
 impl Rendered for View<'_, Task> {
+    fn prefetch(&self) {
+        prefetch_texts(&[&self.rec.title, &self.rec.body_html]);
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let t = self.rec;
         let mut o = Obj::begin(out);
@@ -723,6 +761,15 @@ impl Rendered for View<'_, Task> {
 }
 
 impl Rendered for View<'_, Attachment> {
+    fn prefetch(&self) {
+        prefetch(self.rec.id.as_ptr());
+        prefetch_texts(&[
+            &self.rec.filename,
+            &self.rec.content_type,
+            &self.rec.storage_ref,
+        ]);
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let (ws, a) = (self.ws, self.rec);
         let (created_at, updated_at) = ws.attachment_timestamps(a);

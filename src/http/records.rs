@@ -13,7 +13,7 @@ use actors::model::Entity;
 use actors::query::{parse_updated_since, Cursor, CursorKey};
 use actors::rendered::Rendered;
 use actors::state::WorkspaceState;
-use actors::table::{Table, TableKey};
+use actors::table::{write_rows, Table, TableKey};
 use actors::time::Stamp;
 
 pub const LIST_DEFAULT_LIMIT: usize = 100;
@@ -110,16 +110,14 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
         let mut page = Envelope::new(256 + p.limit * 1024);
         let buf = page.data_buf();
         buf.push(b'[');
-        let mut n = 0;
+        let mut rows = Vec::with_capacity(p.limit);
         let mut last: Option<(Stamp, &K)> = None;
         for (stamp, k, row) in table.rows_from(p.since, after).take(p.limit) {
-            if n > 0 {
-                buf.push(b',');
-            }
-            row.write_json(view, buf).map_err(ApiError::internal)?;
+            rows.push(row);
             last = Some((stamp, k));
-            n += 1;
         }
+        let n = rows.len();
+        write_rows(&rows, view, buf).map_err(ApiError::internal)?;
         buf.push(b']');
         let next = last.filter(|_| n == p.limit).map(|(stamp, k)| {
             Cursor {

@@ -387,7 +387,7 @@ async fn held(app: &TestApp, note: &str, task: &str) -> [(Option<Note>, Option<T
     let ws = Uuid::parse_str(WORKSPACE).unwrap();
     let pick = |s: &WorkspaceState| {
         (
-            s.notes.get(&note).map(|n| (**n).clone()),
+            s.notes.get(&note).map(|n| n.raw()),
             s.tasks.get(&task).map(|t| (**t).clone()),
         )
     };

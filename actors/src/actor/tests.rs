@@ -161,7 +161,7 @@ async fn writes_queued_behind_a_commit_share_the_next_one() {
     // Every write has its own stamp, strictly increasing in commit order.
     let mut stamps: Vec<_> = ids
         .iter()
-        .map(|id| state.notes.get(id).unwrap().updated_at)
+        .map(|id| state.notes.get(id).unwrap().updated_at())
         .collect();
     stamps.sort();
     stamps.dedup();
@@ -229,10 +229,7 @@ async fn concurrent_retries_of_one_reference_make_one_note() {
     let n = state.notes.get(&ids[0]).unwrap();
     let last = ids.len();
     assert_eq!(last, 12);
-    assert!(n
-        .body_html
-        .as_deref()
-        .is_some_and(|b| b.starts_with("try ")));
+    assert!(n.body_html().is_some_and(|b| b.starts_with("try ")));
 }
 
 fn created(w: &Written) -> Uuid {
@@ -275,7 +272,7 @@ async fn a_commit_whose_answer_was_lost_is_settled_before_the_next() {
     assert!(state
         .notes
         .iter()
-        .any(|(_, n)| n.body_html.as_deref() == Some("committed, answer lost")));
+        .any(|(_, n)| n.body_html() == Some("committed, answer lost")));
 }
 
 #[actix::test]
@@ -316,7 +313,7 @@ async fn a_commit_that_never_happened_is_dropped() {
     assert!(state
         .notes
         .iter()
-        .all(|(_, n)| n.body_html.as_deref() != Some("never stored")));
+        .all(|(_, n)| n.body_html() != Some("never stored")));
 }
 
 #[actix::test]
@@ -342,7 +339,7 @@ async fn a_store_that_stops_answering_gets_a_bounded_refusal() {
         .state()
         .notes
         .iter()
-        .all(|(_, n)| n.body_html.as_deref() != Some("hangs")));
+        .all(|(_, n)| n.body_html() != Some("hangs")));
 }
 
 /// A write queued behind an import that takes longer than the deadline is refused with

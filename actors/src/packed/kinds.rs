@@ -704,6 +704,9 @@ accessors!(Note {
     updated_at: stamp(note::UPDATED) -> Stamp;
     is_private: flag(note::PRIVATE) -> bool;
     reference: text(note::REFERENCE) -> Option<&str>;
+    title: text(note::TITLE) -> Option<&str>;
+    body_html: text(note::BODY) -> Option<&str>;
+    label: text(note::LABEL) -> Option<&str>;
 });
 
 pub mod task {

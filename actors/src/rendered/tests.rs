@@ -154,7 +154,7 @@ fn written_json_follows_every_record_a_view_reads() {
     // A contact note without its own company takes the contact's, which moves.
     let note = id("00000000-0000-4000-8000-000000000001");
     let s5 = step(&s4, &[&format!("notes {note}")], |ws| {
-        let mut n = (**ws.notes.get(&id(CONTACT_NOTE)).unwrap()).clone();
+        let mut n = ws.notes.get(&id(CONTACT_NOTE)).unwrap().raw();
         n.id = note;
         n.company_id = None;
         n.is_private = false;
@@ -213,7 +213,7 @@ fn written_json_escapes_as_serde_does() {
     });
     c.updated_at = stamp;
     ws.put(Record::Candidate(Box::new(c)));
-    let mut n = (**ws.notes.get(&id(CONTACT_NOTE)).unwrap()).clone();
+    let mut n = ws.notes.get(&id(CONTACT_NOTE)).unwrap().raw();
     n.title = Some(odd.into());
     n.body_html = Some(format!("<p>{odd}</p>"));
     n.is_private = false;

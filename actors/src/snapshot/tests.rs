@@ -55,7 +55,7 @@ fn contact_note_company_is_filled_from_the_contact() {
         .get(&Uuid::parse_str("05ace384-620b-5866-bfb7-3cdd82c2fe5e").unwrap())
         .unwrap();
     assert_eq!(
-        note.company_id,
+        note.company_id(),
         Some(Uuid::parse_str("71ff7925-38fa-57bd-b38e-c2e5e183f050").unwrap())
     );
 }

@@ -8,7 +8,7 @@ use super::*;
 /// is refused with the very error of a missing id, so the answer does not tell one from
 /// the other. (A create repeating a `reference` does not go through here: it keeps
 /// updating the note it names, private or not.)
-pub(super) fn shown_note(state: &WorkspaceState, id: Uuid) -> Result<&Arc<Note>, WriteError> {
+pub(super) fn shown_note(state: &WorkspaceState, id: Uuid) -> Result<&Arc<NoteRec>, WriteError> {
     state
         .notes
         .get_visible(&id)
@@ -34,9 +34,9 @@ pub(super) fn create_note(
         .and_then(|id| state.notes.get(&id).cloned());
     let (id, created_at, written) = match &existing {
         Some(old) => (
-            old.id,
-            old.created_at,
-            Written::Updated(RecordKind::Note, old.id),
+            old.id(),
+            old.created_at(),
+            Written::Updated(RecordKind::Note, old.id()),
         ),
         None => {
             let id = Uuid::new_v4();
@@ -70,7 +70,7 @@ pub(super) fn update_note(
     stamp: Stamp,
     out: &mut Vec<Record>,
 ) -> Result<Written, WriteError> {
-    let mut note = (**shown_note(state, id)?).clone();
+    let mut note = shown_note(state, id)?.raw();
     if let Some(b) = p.body_html {
         note.body_html = Some(b);
     }

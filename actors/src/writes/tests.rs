@@ -246,11 +246,11 @@ fn a_note_on_any_row_of_a_person_goes_to_the_primary_row_and_keeps_its_job() {
             panic!("{written:?}");
         };
         let note = next.notes.get(&id).unwrap();
-        assert_eq!(note.parent_id, uuid(LEO_PRIMARY), "{parent}");
-        assert_eq!(note.job_id, job, "{parent}");
+        assert_eq!(note.parent_id(), uuid(LEO_PRIMARY), "{parent}");
+        assert_eq!(note.job_id(), job, "{parent}");
         // Unnamed author: the workspace owner; stamped after everything before.
-        assert_eq!(note.author_id, Some(uuid(OLIVIA)));
-        assert!(note.updated_at > state.last_stamp && note.created_at == note.updated_at);
+        assert_eq!(note.author_id(), Some(uuid(OLIVIA)));
+        assert!(note.updated_at() > state.last_stamp && note.created_at() == note.updated_at());
         assert_eq!(changes.upserts.len(), 1);
         assert!(next.notes.get_visible(&id).is_some());
     }
@@ -265,17 +265,17 @@ fn a_contact_note_carries_the_contact_company_and_an_invited_author_falls_back()
         panic!()
     };
     let note = next.notes.get(&id).unwrap();
-    assert_eq!(note.company_id, Some(uuid(FABRIKAM)));
-    assert_eq!(note.job_id, None);
+    assert_eq!(note.company_id(), Some(uuid(FABRIKAM)));
+    assert_eq!(note.job_id(), None);
     // Ivy never accepted her invitation: the owner authors the note.
-    assert_ne!(note.author_id, Some(uuid(IVY)));
-    assert_eq!(note.author_id, Some(uuid(OLIVIA)));
+    assert_ne!(note.author_id(), Some(uuid(IVY)));
+    assert_eq!(note.author_id(), Some(uuid(OLIVIA)));
     let mut n = new_note(ParentType::Company, FABRIKAM);
     n.author_email = Some("raj@northwind.example".into());
     let (Written::Created(_, id), _, next) = write(&state, WriteOp::CreateNote(n)).unwrap() else {
         panic!()
     };
-    assert_eq!(next.notes.get(&id).unwrap().author_id, Some(uuid(RAJ)));
+    assert_eq!(next.notes.get(&id).unwrap().author_id(), Some(uuid(RAJ)));
 }
 
 #[test]
@@ -287,14 +287,14 @@ fn a_reference_makes_a_create_update_the_same_note() {
     let Written::Created(RecordKind::Note, id) = first else {
         panic!("{first:?}")
     };
-    let created_at = state.notes.get(&id).unwrap().created_at;
+    let created_at = state.notes.get(&id).unwrap().created_at();
     n.body_html = "<p>called again</p>".into();
     let (again, _, state) = write(&state, WriteOp::CreateNote(n)).unwrap();
     assert_eq!(again, Written::Updated(RecordKind::Note, id));
     let note = state.notes.get(&id).unwrap();
-    assert_eq!(note.body_html.as_deref(), Some("<p>called again</p>"));
-    assert_eq!(note.created_at, created_at, "created once");
-    assert!(note.updated_at > created_at);
+    assert_eq!(note.body_html(), Some("<p>called again</p>"));
+    assert_eq!(note.created_at(), created_at, "created once");
+    assert!(note.updated_at() > created_at);
     assert_eq!(
         crate::entities::count(&state, Entity::Notes),
         2,
@@ -459,7 +459,7 @@ fn every_write_is_stamped_after_the_previous_one() {
         let Written::Created(_, id) = plan_write(&mut state, op, &mut changes).unwrap() else {
             panic!()
         };
-        let stamp = state.notes.get(&id).unwrap().updated_at;
+        let stamp = state.notes.get(&id).unwrap().updated_at();
         assert!(stamp > last, "strictly after the previous stamp");
         last = stamp;
     }
