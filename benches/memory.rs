@@ -89,6 +89,7 @@ fn render_all(ws: &WorkspaceState) -> usize {
         fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F) -> usize
         where
             K: actors::table::TableKey,
+            V: ?Sized,
             T: actors::rendered::Rendered,
             F: Fn(&'s V) -> T + Copy,
         {

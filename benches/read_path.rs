@@ -22,7 +22,7 @@ fn state(people: usize) -> actors::state::WorkspaceState {
 }
 
 /// One page of `table` (500 records after the first 1,000) as JSON.
-fn page<'s, K, V, T>(
+fn page<'s, K, V: ?Sized, T>(
     table: &'s Table<K, V>,
     view: impl Fn(&'s V) -> T,
     written: bool,

@@ -17,6 +17,7 @@ pub trait EntityVisitor<'s> {
     fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
     where
         K: TableKey,
+        V: ?Sized,
         T: Rendered,
         F: Fn(&'s V) -> T + Copy;
 }
@@ -66,6 +67,7 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
         fn visit<K, V, T, F>(self, table: &'s Table<K, V>, _: F) -> usize
         where
             K: TableKey,
+            V: ?Sized,
             T: Rendered,
             F: Fn(&'s V) -> T + Copy,
         {

@@ -74,7 +74,7 @@ trait DeferOrder {
     fn defer_order(&mut self);
 }
 
-impl<K: std::hash::Hash + Eq + Ord + Clone, V> DeferOrder for Table<K, V> {
+impl<K: std::hash::Hash + Eq + Ord + Clone, V: ?Sized> DeferOrder for Table<K, V> {
     fn defer_order(&mut self) {
         Table::defer_order(self)
     }
@@ -183,11 +183,11 @@ impl WorkspaceState {
         let candidates: Vec<Arc<CandidateRec>> =
             self.candidates.iter().map(|(_, r)| r.clone()).collect();
         for r in candidates {
-            let rec = Arc::new(CandidateRec::pack(
+            let rec = CandidateRec::pack(
                 &r.raw(),
                 self.normalise(r.phone_as_entered()).as_deref(),
                 self.normalise(r.mobile_as_entered()).as_deref(),
-            ));
+            );
             self.applications.replace(&r.id(), rec.clone());
             self.candidates.replace(&r.id(), rec);
         }
@@ -447,7 +447,7 @@ impl WorkspaceState {
                 let order =
                     (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
                 self.index_note(&n);
-                self.notes.put(n.id, Arc::new(NoteRec::pack(&n)), order);
+                self.notes.put(n.id, NoteRec::pack(&n), order);
             }
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
@@ -481,7 +481,7 @@ impl WorkspaceState {
         let order = Some(reported_updated_at(c.created_at, c.updated_at));
         let phone = self.normalise_for_person(c.person_id, c.phone.as_deref());
         let mobile = self.normalise_for_person(c.person_id, c.mobile.as_deref());
-        let rec = Arc::new(CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref()));
+        let rec = CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref());
         let rows = self.persons.entry_or_default(c.person_id);
         if !rows.contains(&id) {
             rows.push(id);

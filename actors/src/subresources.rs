@@ -48,7 +48,7 @@ pub fn attachments_parent_kind(e: Entity) -> Option<ParentType> {
 
 /// The newest `limit` children of a record and the number it has in all.
 #[derive(Debug)]
-pub struct Children<'a, V> {
+pub struct Children<'a, V: ?Sized> {
     pub items: Vec<&'a Arc<V>>,
     pub total: usize,
 }
@@ -197,7 +197,7 @@ mod tests {
         }
     }
 
-    fn ids<V>(c: &Children<'_, V>, id: impl Fn(&V) -> String) -> Vec<String> {
+    fn ids<V: ?Sized>(c: &Children<'_, V>, id: impl Fn(&V) -> String) -> Vec<String> {
         c.items.iter().map(|v| id(v)).collect()
     }
 

@@ -20,19 +20,19 @@ pub type HashMap<K, V> = CowMap<K, V>;
 /// A record in a table: the record itself and, when the record is visible through the
 /// API, the `updated_at` it reports (its position in the sync order).
 #[derive(Debug)]
-pub struct Row<V> {
+pub struct Row<V: ?Sized> {
     pub rec: Arc<V>,
     pub order: Option<Stamp>,
 }
 
-impl<V> Row<V> {
+impl<V: ?Sized> Row<V> {
     fn new(rec: Arc<V>, order: Option<Stamp>) -> Self {
         Row { rec, order }
     }
 }
 
 // Not derived: a derive would demand `V: Clone`, but only the `Arc` is cloned.
-impl<V> Clone for Row<V> {
+impl<V: ?Sized> Clone for Row<V> {
     fn clone(&self) -> Self {
         Row {
             rec: self.rec.clone(),
@@ -43,12 +43,12 @@ impl<V> Clone for Row<V> {
 
 /// One row number's content: the record's key and row, or nothing once it is removed
 /// (row numbers are not reused, so an order entry never names another record).
-struct Slot<K, V> {
+struct Slot<K, V: ?Sized> {
     key: K,
     row: Row<V>,
 }
 
-impl<K: Clone, V> Clone for Slot<K, V> {
+impl<K: Clone, V: ?Sized> Clone for Slot<K, V> {
     fn clone(&self) -> Self {
         Slot {
             key: self.key.clone(),
@@ -62,7 +62,7 @@ impl<K: Clone, V> Clone for Slot<K, V> {
 /// Rows live in a [`CowVec`] by row number; the map by id and the order hold row numbers,
 /// so a page is read in order with one step from order entry to row, and each record
 /// is held once.
-pub struct Table<K, V> {
+pub struct Table<K, V: ?Sized> {
     slots: CowVec<Option<Slot<K, V>>>,
     ids: CowMap<K, u32>,
     order: OrderIndex<K>,
@@ -72,7 +72,9 @@ pub struct Table<K, V> {
     order_deferred: bool,
 }
 
-impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug> std::fmt::Debug for Table<K, V> {
+impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug + ?Sized> std::fmt::Debug
+    for Table<K, V>
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
             .field("len", &self.ids.len())
@@ -81,7 +83,7 @@ impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug> std::fmt::Debug for T
     }
 }
 
-impl<K: Clone, V> Clone for Table<K, V> {
+impl<K: Clone, V: ?Sized> Clone for Table<K, V> {
     fn clone(&self) -> Self {
         Table {
             slots: self.slots.clone(),
@@ -93,7 +95,7 @@ impl<K: Clone, V> Clone for Table<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
+impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Default for Table<K, V> {
     fn default() -> Self {
         Table {
             slots: CowVec::default(),
@@ -105,7 +107,7 @@ impl<K: Hash + Eq + Ord + Clone, V> Default for Table<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Ord + Clone, V> Table<K, V> {
+impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     fn slot(&self, row: u32) -> &Slot<K, V> {
         self.slots
             .get(row as usize)
@@ -319,7 +321,7 @@ pub trait TableKey: Hash + Eq + Ord + Clone + MinKey {
     /// The key a cursor carries, if it is one of this table's kind.
     fn from_cursor_id(id: CursorId) -> Option<Self>;
     /// The visible row an id of the API names (a path segment as written).
-    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>>;
+    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>>;
 }
 
 impl TableKey for Uuid {
@@ -336,7 +338,7 @@ impl TableKey for Uuid {
 
     /// Only the canonical form (hyphenated, 36 characters): anything else is "an id in
     /// an unexpected format", which names no record.
-    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
         if raw.len() != 36 {
             return None;
         }
@@ -358,7 +360,7 @@ impl TableKey for Arc<str> {
 
     /// Attachment ids, with their prefix or without it ("accepted with or without its
     /// prefix"): without one, each of the four prefixes is tried.
-    fn find<'t, V>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
         if raw.contains(':') {
             crate::model::split_attachment_id(raw)?;
             return table.visible_row(raw);
@@ -393,7 +395,7 @@ const PREFETCH_NEAR: usize = 4;
 
 /// Appends `rows` as JSON through `view`, comma-separated, each record's memory asked
 /// for a few records ahead so that the misses of a page overlap instead of queueing.
-pub fn write_rows<'r, V, T: Rendered>(
+pub fn write_rows<'r, V: ?Sized, T: Rendered>(
     rows: &[&'r Row<V>],
     view: impl Fn(&'r V) -> T,
     out: &mut Vec<u8>,
@@ -413,7 +415,7 @@ pub fn write_rows<'r, V, T: Rendered>(
     Ok(())
 }
 
-impl<V> Row<V> {
+impl<V: ?Sized> Row<V> {
     /// Appends the record as JSON, seen through `view`.
     pub fn write_json<'r, T: Rendered>(
         &'r self,

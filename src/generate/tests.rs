@@ -685,6 +685,7 @@ fn every_generated_record_is_written_as_its_view_serialises() {
         fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F)
         where
             K: actors::table::TableKey,
+            V: ?Sized,
             T: Rendered,
             F: Fn(&'s V) -> T + Copy,
         {

@@ -93,6 +93,7 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
     fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
     where
         K: TableKey,
+        V: ?Sized,
         T: Rendered,
         F: Fn(&'s V) -> T + Copy,
     {
@@ -167,6 +168,7 @@ impl<'s> EntityVisitor<'s> for ById<'_> {
     fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
     where
         K: TableKey,
+        V: ?Sized,
         T: Rendered,
         F: Fn(&'s V) -> T + Copy,
     {

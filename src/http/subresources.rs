@@ -63,7 +63,7 @@ fn parents(
 }
 
 /// `{"data": [...], "total_count": n, "request_id": …}`.
-fn page_body<'a, V>(
+fn page_body<'a, V: ?Sized>(
     ws: &'a WorkspaceState,
     page: Children<'a, V>,
     rid: &RequestId,

@@ -140,6 +140,7 @@ impl<'s> EntityVisitor<'s> for Shown<'_> {
     fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
     where
         K: TableKey,
+        V: ?Sized,
         T: Rendered,
         F: Fn(&'s V) -> T + Copy,
     {

@@ -12,26 +12,19 @@ use crate::model::*;
 use crate::time::{Date, Stamp};
 use serde_json::Number;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use uuid::Uuid;
 
-/// A record of kind `T`, packed.
+/// A record of kind `T`, packed; held as `Arc<Rec<T>>` (one allocation).
+#[repr(transparent)]
 pub struct Rec<T> {
-    packed: Packed,
     kind: PhantomData<fn() -> T>,
-}
-
-impl<T> Clone for Rec<T> {
-    fn clone(&self) -> Self {
-        Rec {
-            packed: self.packed.clone(),
-            kind: PhantomData,
-        }
-    }
+    packed: Packed,
 }
 
 impl<T> std::fmt::Debug for Rec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Rec<{}>({:?})", std::any::type_name::<T>(), self.packed)
+        write!(f, "Rec<{}>({:?})", std::any::type_name::<T>(), &self.packed)
     }
 }
 
@@ -42,11 +35,10 @@ impl<T> PartialEq for Rec<T> {
 }
 
 impl<T> Rec<T> {
-    fn new(packed: Packed) -> Self {
-        Rec {
-            packed,
-            kind: PhantomData,
-        }
+    fn new(packed: Arc<Packed>) -> Arc<Self> {
+        // SAFETY: `Rec<T>` is a `repr(transparent)` wrapper of `Packed` (its other field
+        // is zero-sized), so a pointer to the one is a valid pointer to the other.
+        unsafe { Arc::from_raw(Arc::into_raw(packed) as *const Rec<T>) }
     }
 
     pub fn packed(&self) -> &Packed {
@@ -54,7 +46,7 @@ impl<T> Rec<T> {
     }
 
     /// A record of this kind from checked bytes (a checkpoint).
-    pub fn from_packed(packed: Packed) -> Self {
+    pub fn from_packed(packed: Arc<Packed>) -> Arc<Self> {
         Rec::new(packed)
     }
 
@@ -141,7 +133,7 @@ fn user_status_code(s: UserStatus) -> u8 {
 }
 
 impl Rec<User> {
-    pub fn pack(u: &User) -> Self {
+    pub fn pack(u: &User) -> Arc<Self> {
         use user::*;
         let mut w = Writer::default();
         w.id(ID, id_bytes(Some(u.id)))
@@ -196,7 +188,7 @@ pub mod stage {
 }
 
 impl Rec<PipelineStage> {
-    pub fn pack(s: &PipelineStage) -> Self {
+    pub fn pack(s: &PipelineStage) -> Arc<Self> {
         use stage::*;
         let mut w = Writer::default();
         w.id(ID, id_bytes(Some(s.id)))
@@ -235,7 +227,7 @@ pub mod company {
 }
 
 impl Rec<Company> {
-    pub fn pack(c: &Company) -> Self {
+    pub fn pack(c: &Company) -> Arc<Self> {
         use company::*;
         let mut w = Writer::default();
         w.id(ID, id_bytes(Some(c.id)))
@@ -298,7 +290,7 @@ pub mod contact {
 
 impl Rec<Contact> {
     /// Packs a contact with its numbers as normalised when it entered memory.
-    pub fn pack(c: &Contact, phone: Option<&str>, mobile: Option<&str>) -> Self {
+    pub fn pack(c: &Contact, phone: Option<&str>, mobile: Option<&str>) -> Arc<Self> {
         use contact::*;
         let mut w = Writer::default();
         w.id(ID, id_bytes(Some(c.id)))
@@ -375,7 +367,7 @@ pub mod job {
 }
 
 impl Rec<Job> {
-    pub fn pack(j: &Job) -> Self {
+    pub fn pack(j: &Job) -> Arc<Self> {
         use job::*;
         let salary = j.salary.as_ref();
         let amount = salary.and_then(|s| number_text(&s.amount));
@@ -473,7 +465,7 @@ pub mod candidate {
 
 impl Rec<Candidate> {
     /// Packs a candidate row with its numbers as normalised when it entered memory.
-    pub fn pack(c: &Candidate, phone: Option<&str>, mobile: Option<&str>) -> Self {
+    pub fn pack(c: &Candidate, phone: Option<&str>, mobile: Option<&str>) -> Arc<Self> {
         use candidate::*;
         let salary = c.salary.as_ref();
         let consent = c.consent.as_ref();
@@ -651,7 +643,7 @@ pub mod note {
 }
 
 impl Rec<Note> {
-    pub fn pack(n: &Note) -> Self {
+    pub fn pack(n: &Note) -> Arc<Self> {
         use note::*;
         let mut w = Writer::default();
         w.id(ID, id_bytes(Some(n.id)))
@@ -735,7 +727,7 @@ fn task_status_code(s: TaskStatus) -> u8 {
 }
 
 impl Rec<Task> {
-    pub fn pack(t: &Task) -> Self {
+    pub fn pack(t: &Task) -> Arc<Self> {
         use task::*;
         let due = t.due_date.map(|d| d.to_string());
         let mut w = Writer::default();
@@ -832,7 +824,7 @@ fn attachment_kind_code(k: AttachmentKind) -> u8 {
 }
 
 impl Rec<Attachment> {
-    pub fn pack(a: &Attachment) -> Self {
+    pub fn pack(a: &Attachment) -> Arc<Self> {
         use attachment::*;
         let mut w = Writer::default();
         w.id(PARENT, id_bytes(Some(a.parent_id)))

@@ -23,7 +23,7 @@
 pub mod kinds;
 
 use std::fmt;
-use triomphe::ThinArc;
+use std::sync::Arc;
 
 /// The class of a field and its index within the class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +60,10 @@ fn class_count(mask: u64, base: u32) -> u32 {
 
 pub use crate::rendered::needs_escape;
 
-/// One record version's bytes. Cloning shares them.
-#[derive(Clone)]
-pub struct Packed(ThinArc<(), u8>);
+/// One record version's bytes, held as `Arc<Packed>`: one allocation with the reference
+/// count, so that a table's row reaches the bytes in one step.
+#[repr(transparent)]
+pub struct Packed([u8]);
 
 impl fmt::Debug for Packed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -78,12 +79,15 @@ impl PartialEq for Packed {
 
 impl Packed {
     /// Takes bytes a [`Writer`] made (or a checked copy of them).
-    fn from_bytes(bytes: &[u8]) -> Packed {
-        Packed(ThinArc::from_header_and_slice((), bytes))
+    fn from_bytes(bytes: &[u8]) -> Arc<Packed> {
+        let shared: Arc<[u8]> = Arc::from(bytes);
+        // SAFETY: `Packed` is a `repr(transparent)` wrapper of `[u8]`, so the pointer to
+        // the slice (its length included) is a valid pointer to a `Packed`.
+        unsafe { Arc::from_raw(Arc::into_raw(shared) as *const Packed) }
     }
 
     pub fn bytes(&self) -> &[u8] {
-        &self.0.slice
+        &self.0
     }
 
     /// Heap bytes of this version: the allocation's header, length and data.
@@ -201,7 +205,7 @@ impl Packed {
 
     /// Checks bytes from outside this process (a checkpoint) and takes them: the mask's
     /// fields fit, and every text is UTF-8 ending exactly at the end.
-    pub fn from_checked(bytes: &[u8]) -> Option<Packed> {
+    pub fn from_checked(bytes: &[u8]) -> Option<Arc<Packed>> {
         if bytes.len() < HEADER {
             return None;
         }
@@ -323,7 +327,7 @@ impl<'a> Writer<'a> {
         self
     }
 
-    pub fn finish(&self) -> Packed {
+    pub fn finish(&self) -> Arc<Packed> {
         let text_len: usize = self.texts.iter().flatten().map(|t| t.len() + 2).sum();
         let mut out = Vec::with_capacity(HEADER + 16 * 8 + 8 * 8 + 8 + text_len);
         out.extend_from_slice(&self.mask.to_le_bytes());

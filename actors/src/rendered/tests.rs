@@ -35,7 +35,7 @@ const CONTACT_NOTE: &str = "05ace384-620b-5866-bfb7-3cdd82c2fe5e";
 
 /// One table's visible rows, each written directly and checked against serde's
 /// serialisation of the same view.
-fn table<'s, K, V, T>(
+fn table<'s, K, V: ?Sized, T>(
     out: &mut BTreeMap<String, String>,
     entity: &str,
     t: &'s crate::state::Table<K, V>,
