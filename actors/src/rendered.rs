@@ -155,10 +155,10 @@ impl<'o> Obj<'o> {
         match v {
             Some(s) => {
                 let mut buf = [0u8; 24];
-                let text = s.write_iso(&mut buf);
+                s.write_iso_ascii(&mut buf);
                 let out = self.key(key);
                 out.push(b'"');
-                out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(&buf);
                 out.push(b'"');
             }
             None => {

@@ -50,10 +50,23 @@ impl Stamp {
 
     /// Writes `YYYY-MM-DDThh:mm:ss.sssZ` into `buf` without allocating. This runs for
     /// every timestamp of every record rendered, so it is plain integer arithmetic
-    /// (days to civil date after Howard Hinnant's `civil_from_days`).
+    /// (days to civil date after Howard Hinnant's `civil_from_days`) and digits two at a
+    /// time from a table.
     pub fn write_iso(self, buf: &mut [u8; 24]) -> &str {
+        self.write_iso_ascii(buf);
+        std::str::from_utf8(&buf[..]).expect("ASCII")
+    }
+
+    /// [`Self::write_iso`] as bytes (ASCII), for writers that need no `str`.
+    pub fn write_iso_ascii(self, buf: &mut [u8; 24]) {
+        const PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+        fn two(buf: &mut [u8; 24], at: usize, v: u32) {
+            let i = 2 * v as usize;
+            buf[at] = PAIRS[i];
+            buf[at + 1] = PAIRS[i + 1];
+        }
         let days = self.0.div_euclid(86_400_000);
-        let ms_of_day = self.0.rem_euclid(86_400_000);
+        let ms_of_day = self.0.rem_euclid(86_400_000) as u32;
         let z = days + 719_468;
         let era = z.div_euclid(146_097);
         let doe = z - era * 146_097;
@@ -65,32 +78,27 @@ impl Stamp {
         let y = yoe + era * 400 + i64::from(m <= 2);
         if !(0..=9999).contains(&y) {
             // Outside four-digit years the fixed layout does not fit; say so plainly.
-            let text = b"0000-01-01T00:00:00.000Z";
-            buf.copy_from_slice(text);
-            return std::str::from_utf8(&buf[..]).unwrap_or("");
+            buf.copy_from_slice(b"0000-01-01T00:00:00.000Z");
+            return;
         }
-        fn put(buf: &mut [u8], at: usize, v: i64, width: usize) {
-            let mut v = v;
-            for i in (0..width).rev() {
-                buf[at + i] = b'0' + (v % 10) as u8;
-                v /= 10;
-            }
-        }
-        put(buf, 0, y, 4);
+        let (y, m, d) = (y as u32, m as u32, d as u32);
+        two(buf, 0, y / 100);
+        two(buf, 2, y % 100);
         buf[4] = b'-';
-        put(buf, 5, m, 2);
+        two(buf, 5, m);
         buf[7] = b'-';
-        put(buf, 8, d, 2);
+        two(buf, 8, d);
         buf[10] = b'T';
-        put(buf, 11, ms_of_day / 3_600_000, 2);
+        two(buf, 11, ms_of_day / 3_600_000);
         buf[13] = b':';
-        put(buf, 14, ms_of_day / 60_000 % 60, 2);
+        two(buf, 14, ms_of_day / 60_000 % 60);
         buf[16] = b':';
-        put(buf, 17, ms_of_day / 1000 % 60, 2);
+        two(buf, 17, ms_of_day / 1000 % 60);
         buf[19] = b'.';
-        put(buf, 20, ms_of_day % 1000, 3);
+        let ms = ms_of_day % 1000;
+        buf[20] = b'0' + (ms / 100) as u8;
+        two(buf, 21, ms % 100);
         buf[23] = b'Z';
-        std::str::from_utf8(&buf[..]).unwrap_or("")
     }
 }
 
