@@ -63,7 +63,7 @@ server_pid=$!
 for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
 
 # What else the machine did meanwhile: load average and the busiest processes; and the
-# server's resident memory (it grows as full syncs fill the rows' JSON caches).
+# server's resident memory.
 (while true; do
   echo "$(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg) | recruitd rss $(ps -o rss= -p "$server_pid" | tr -d ' ') KiB | $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | tr -s ' ' | tr '\n' ';')"
   sleep 10

@@ -9,8 +9,11 @@
 //!   scopes and API keys.
 //! - [`time`]: millisecond timestamps and calendar dates.
 //! - [`phone`]: number normalisation (once, at write time).
-//! - [`table`]: a table of records of one kind: by id, and the visible ones ordered by
-//!   (`updated_at`, id) for keyset pagination; persistent maps.
+//! - [`cow`]: the persistent containers under the state (copy-on-write chunks: a vector,
+//!   an open-addressing map, a sorted order with small deltas).
+//! - [`packed`]: records packed into one allocation each, with typed accessors.
+//! - [`table`]: a table of records of one kind: rows by number, an index by id, and the
+//!   visible ones ordered by (`updated_at`, id) for keyset pagination.
 //! - [`state`]: a workspace's in-memory state — a table per kind, secondary indexes.
 //! - [`parents`]: the notes and attachments of each parent record (indexes of the state).
 //! - [`subresources`]: a record's (or a person's) newest children, for the sub-resource
@@ -18,8 +21,7 @@
 //! - [`entities`]: the one dispatch from an entity to its table and view.
 //! - [`views`]: the API's records derived from raw records (`status`,
 //!   `owning_recruiter_id`, `live`/`published`, …), serialised without copying.
-//! - [`rendered`]: each row's rendered JSON, cached with the row and used while nothing
-//!   its view reads has changed.
+//! - [`rendered`]: the JSON writer the views use to write records into answers.
 //! - [`query`]: `limit`, `updated_since` and cursor parsing.
 //! - [`snapshot`]: parsing and whole-file validation of `recruit-snapshot/1`, the plan
 //!   of changes an import makes, and applying it (blobs, store, key ring).
@@ -45,8 +47,7 @@
 //! - The key ring is a concurrent map read on every request; it is written after a store
 //!   commit only, by the key service and by imports.
 //! - Nothing but a workspace's actor and the key service commits to the store.
-//! - No lock is ever held across an `.await`. The one lock on the read path guards a
-//!   row's cached JSON, for the length of a copy.
+//! - No lock is ever held across an `.await`, and the read path takes none.
 
 pub mod actor;
 pub mod cow;

@@ -2,7 +2,7 @@
 //! `total_count` on list pages and `total_count` on sub-resource pages. Every successful
 //! JSON answer of the API and of the admin interface is written with [`Envelope`]
 //! (errors have theirs in `context`), straight into one buffer: a page's records are
-//! copied from their render caches into it, never collected first.
+//! written into it by their views (`actors::rendered`), never serialised elsewhere first.
 
 use super::errors::ApiError;
 use actix_web::HttpResponse;
