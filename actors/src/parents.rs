@@ -3,7 +3,8 @@
 //! `WorkspaceState::put` and `delete` (see [`crate::subresources`], which also answers
 //! the queries), as part of the persistent state.
 
-use crate::model::{Attachment, Note, ParentType};
+use crate::model::{Note, ParentType};
+use crate::state::AttachmentRec;
 use crate::table::HashMap;
 use crate::time::Stamp;
 use smallvec::SmallVec;
@@ -62,15 +63,15 @@ impl NotesByParent {
 pub struct AttachmentsByParent(HashMap<ParentKey, SmallVec<[Arc<str>; 1]>>);
 
 impl AttachmentsByParent {
-    pub(crate) fn insert(&mut self, id: &Arc<str>, a: &Attachment) {
-        let list = self.0.entry_or_default((a.parent_type, a.parent_id));
+    pub(crate) fn insert(&mut self, id: &Arc<str>, a: &AttachmentRec) {
+        let list = self.0.entry_or_default((a.parent_type(), a.parent_id()));
         if !list.contains(id) {
             list.push(id.clone());
         }
     }
 
-    pub(crate) fn remove(&mut self, id: &Arc<str>, a: &Attachment) {
-        let parent = (a.parent_type, a.parent_id);
+    pub(crate) fn remove(&mut self, id: &Arc<str>, a: &AttachmentRec) {
+        let parent = (a.parent_type(), a.parent_id());
         let Some(list) = self.0.get_mut(&parent) else {
             return;
         };

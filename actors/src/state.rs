@@ -25,6 +25,9 @@ pub type CandidateRec = Rec<Candidate>;
 /// A note, packed.
 pub type NoteRec = Rec<Note>;
 
+/// An attachment's record, packed.
+pub type AttachmentRec = Rec<Attachment>;
+
 /// A contact with its numbers normalised once.
 #[derive(Clone, Debug)]
 pub struct ContactRec {
@@ -98,7 +101,7 @@ pub struct WorkspaceState {
     pub applications: Table<Uuid, CandidateRec>,
     pub notes: Table<Uuid, NoteRec>,
     pub tasks: Table<Uuid, Task>,
-    pub attachments: Table<Arc<str>, Attachment>,
+    pub attachments: Table<Arc<str>, AttachmentRec>,
     /// person_id → the ids of that person's candidate rows.
     pub persons: HashMap<Uuid, SmallVec<[Uuid; 4]>>,
     /// candidate row id → ids of `cv` attachments on it, which take the row's timestamps.
@@ -530,24 +533,25 @@ impl WorkspaceState {
 
     /// The sync position of an attachment: `cv` attachments of a candidate take the
     /// candidate row's timestamps.
-    fn attachment_times(&self, a: &Attachment) -> (Stamp, Stamp) {
-        if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
-            if let Some(c) = self.candidates.get(&a.parent_id) {
+    fn attachment_times(&self, a: &AttachmentRec) -> (Stamp, Stamp) {
+        if a.is_candidate_cv() {
+            if let Some(c) = self.candidates.get(&a.parent_id()) {
                 return (c.created_at(), c.updated_at());
             }
         }
-        (a.created_at, a.updated_at)
+        (a.created_at(), a.updated_at())
     }
 
     /// `created_at` and `updated_at` as an attachment reports them.
-    pub fn attachment_timestamps(&self, a: &Attachment) -> (Stamp, Stamp) {
+    pub fn attachment_timestamps(&self, a: &AttachmentRec) -> (Stamp, Stamp) {
         let (c, u) = self.attachment_times(a);
         (c, reported_updated_at(c, u))
     }
 
     fn put_attachment(&mut self, a: Attachment) {
         let id: Arc<str> = Arc::from(a.id.as_str());
-        self.index_attachment(&id, &a);
+        let rec = AttachmentRec::pack(&a);
+        self.index_attachment(&id, &rec);
         if let Some(old) = self.attachments.get(&id).cloned() {
             self.unlink_cv(&old, &id);
         }
@@ -557,17 +561,17 @@ impl WorkspaceState {
                 list.push(id.clone());
             }
         }
-        let (c, u) = self.attachment_times(&a);
+        let (c, u) = self.attachment_times(&rec);
         self.bump_clock(u);
         self.attachments
-            .put(id, Arc::new(a), Some(reported_updated_at(c, u)));
+            .put(id, rec, Some(reported_updated_at(c, u)));
     }
 
-    fn unlink_cv(&mut self, old: &Attachment, id: &Arc<str>) {
-        if let Some(list) = self.cv_by_row.get_mut(&old.parent_id) {
+    fn unlink_cv(&mut self, old: &AttachmentRec, id: &Arc<str>) {
+        if let Some(list) = self.cv_by_row.get_mut(&old.parent_id()) {
             list.retain(|x| x != id);
             if list.is_empty() {
-                self.cv_by_row.remove(&old.parent_id);
+                self.cv_by_row.remove(&old.parent_id());
             }
         }
     }

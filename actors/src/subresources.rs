@@ -16,9 +16,9 @@
 //! - newest first by `created_at` (as reported), ties by id, newest id first;
 //! - private notes are never indexed, so they are neither counted nor returned.
 
-use crate::model::{Attachment, Entity, Note, ParentType};
+use crate::model::{Entity, Note, ParentType};
 pub use crate::parents::ParentKey;
-use crate::state::{NoteRec, WorkspaceState};
+use crate::state::{AttachmentRec, NoteRec, WorkspaceState};
 use crate::time::Stamp;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -72,7 +72,7 @@ impl WorkspaceState {
     }
 
     /// Moves an attachment in the parent index. Called by `put` before the table changes.
-    pub(crate) fn index_attachment(&mut self, id: &Arc<str>, a: &Attachment) {
+    pub(crate) fn index_attachment(&mut self, id: &Arc<str>, a: &AttachmentRec) {
         if let Some(old) = self.attachments.get(id).cloned() {
             self.attachments_by_parent.remove(id, &old);
         }
@@ -80,7 +80,7 @@ impl WorkspaceState {
     }
 
     /// Takes a removed attachment out of the parent index.
-    pub(crate) fn unindex_attachment(&mut self, id: &Arc<str>, old: &Attachment) {
+    pub(crate) fn unindex_attachment(&mut self, id: &Arc<str>, old: &AttachmentRec) {
         self.attachments_by_parent.remove(id, old);
     }
 
@@ -146,8 +146,12 @@ impl WorkspaceState {
 
     /// The attachments of the given parents: the newest `limit` by reported
     /// `created_at`, newest first.
-    pub fn attachments_of(&self, parents: &[ParentKey], limit: usize) -> Children<'_, Attachment> {
-        let mut all: Vec<(Stamp, &Arc<str>, &Arc<Attachment>)> = parents
+    pub fn attachments_of(
+        &self,
+        parents: &[ParentKey],
+        limit: usize,
+    ) -> Children<'_, AttachmentRec> {
+        let mut all: Vec<(Stamp, &Arc<str>, &Arc<AttachmentRec>)> = parents
             .iter()
             .flat_map(|p| self.attachments_by_parent.of(p))
             .filter_map(|id| {
@@ -310,7 +314,7 @@ mod tests {
         let co = (ParentType::Company, Uuid::from_u128(30));
         let page = s.attachments_of(&[co], 2);
         assert_eq!(page.total, 3);
-        assert_eq!(ids(&page, |a| a.id.clone()), ["file:b", "file:c"]);
+        assert_eq!(ids(&page, |a| a.id().to_string()), ["file:b", "file:c"]);
         s.put(Record::Attachment(att(
             "file:b",
             31,
@@ -318,7 +322,7 @@ mod tests {
         )));
         assert!(s.delete(RecordKind::Attachment, "file:a"));
         assert_eq!(
-            ids(&s.attachments_of(&[co], 10), |a| a.id.clone()),
+            ids(&s.attachments_of(&[co], 10), |a| a.id().to_string()),
             ["file:c"]
         );
     }

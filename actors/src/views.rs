@@ -6,7 +6,9 @@
 
 use crate::model::*;
 use crate::rendered::{prefetch, Obj, Rendered};
-use crate::state::{reported_updated_at, CandidateRec, ContactRec, NoteRec, WorkspaceState};
+use crate::state::{
+    reported_updated_at, AttachmentRec, CandidateRec, ContactRec, NoteRec, WorkspaceState,
+};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
@@ -430,7 +432,7 @@ impl Serialize for View<'_, Task> {
 struct AttachmentOut<'a> {
     id: &'a str,
     parent_type: &'a str,
-    parent_id: &'a Uuid,
+    parent_id: Uuid,
     filename: Option<&'a str>,
     content_type: Option<&'a str>,
     size: Option<u64>,
@@ -440,19 +442,19 @@ struct AttachmentOut<'a> {
     updated_at: Stamp,
 }
 
-impl Serialize for View<'_, Attachment> {
+impl Serialize for View<'_, AttachmentRec> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (ws, a) = (self.ws, self.rec);
         let (created_at, updated_at) = ws.attachment_timestamps(a);
         AttachmentOut {
-            id: &a.id,
-            parent_type: a.parent_type.as_str(),
-            parent_id: &a.parent_id,
-            filename: a.filename.as_deref(),
-            content_type: a.content_type.as_deref(),
-            size: a.size,
-            kind: a.kind,
-            storage_ref: a.storage_ref.as_deref(),
+            id: a.id(),
+            parent_type: a.parent_type().as_str(),
+            parent_id: a.parent_id(),
+            filename: a.filename(),
+            content_type: a.content_type(),
+            size: a.size(),
+            kind: a.kind(),
+            storage_ref: a.storage_ref(),
             created_at,
             updated_at,
         }
@@ -760,28 +762,26 @@ impl Rendered for View<'_, Task> {
     }
 }
 
-impl Rendered for View<'_, Attachment> {
+impl Rendered for View<'_, AttachmentRec> {
     fn prefetch(&self) {
-        prefetch(self.rec.id.as_ptr());
-        prefetch_texts(&[
-            &self.rec.filename,
-            &self.rec.content_type,
-            &self.rec.storage_ref,
-        ]);
+        prefetch_packed(self.rec.packed().bytes());
     }
 
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use crate::packed::kinds::attachment as f;
         let (ws, a) = (self.ws, self.rec);
         let (created_at, updated_at) = ws.attachment_timestamps(a);
+        let t = a.packed().text_table();
+        let text = |i: u8| t[usize::from(i)];
         let mut o = Obj::begin(out);
-        o.str("id", Some(&a.id))
-            .str("parent_type", Some(a.parent_type.as_str()))
-            .uuid("parent_id", Some(a.parent_id))
-            .str("filename", a.filename.as_deref())
-            .str("content_type", a.content_type.as_deref())
-            .u64("size", a.size)
-            .serde("kind", &a.kind)
-            .str("storage_ref", a.storage_ref.as_deref())
+        o.text("id", text(f::ID))
+            .str("parent_type", Some(a.parent_type().as_str()))
+            .uuid("parent_id", Some(a.parent_id()))
+            .text("filename", text(f::FILENAME))
+            .text("content_type", text(f::CONTENT_TYPE))
+            .u64("size", a.size())
+            .serde("kind", &a.kind())
+            .text("storage_ref", text(f::STORAGE_REF))
             .stamp("created_at", Some(created_at))
             .stamp("updated_at", Some(updated_at));
         o.end();

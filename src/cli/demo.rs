@@ -9,7 +9,6 @@
 use super::StoreArgs;
 use crate::generate::GenerateOptions;
 use actors::keys::NewKey;
-use actors::model::{AttachmentKind, ParentType};
 use actors::search::results::{search_email, search_phone, Confidence};
 use actors::state::WorkspaceState;
 use anyhow::Context;
@@ -70,10 +69,7 @@ impl Tour {
                     return None;
                 }
                 let cv = ws.attachments.iter_from(None, None).find(|(_, _, a)| {
-                    a.kind == AttachmentKind::Cv
-                        && a.has_content
-                        && a.parent_type == ParentType::Candidate
-                        && a.parent_id == *id
+                    a.is_candidate_cv() && a.has_content() && a.parent_id() == *id
                 })?;
                 Some(Tour {
                     person_name: row.name().unwrap_or_default().to_string(),

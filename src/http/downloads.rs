@@ -61,7 +61,7 @@ pub async fn download(
         .attachments
         .get_visible(&Arc::from(&*id))
         .ok_or_else(|| ApiError::not_found(format!("no attachments record with id {id:?}")))?;
-    if !a.has_content {
+    if !a.has_content() {
         return Err(ApiError::not_found(
             "this attachment's file never arrived: there is nothing to download",
         ));

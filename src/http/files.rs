@@ -25,8 +25,9 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use actors::model::{split_attachment_id, Attachment};
+use actors::model::split_attachment_id;
 use actors::registry::Slot;
+use actors::state::AttachmentRec;
 use futures_util::Stream;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::io::Read;
@@ -37,17 +38,17 @@ use uuid::Uuid;
 pub const FALLBACK_CONTENT_TYPE: &str = "application/octet-stream";
 
 /// The name a download is offered under: the display filename, else the id's identifier.
-pub fn served_filename(a: &Attachment) -> &str {
-    match a.filename.as_deref().filter(|f| !f.trim().is_empty()) {
+pub fn served_filename(a: &AttachmentRec) -> &str {
+    match a.filename().filter(|f| !f.trim().is_empty()) {
         Some(f) => f,
-        None => split_attachment_id(&a.id).map_or(&*a.id, |(_, rest)| rest),
+        None => split_attachment_id(a.id()).map_or(a.id(), |(_, rest)| rest),
     }
 }
 
 /// The content type a download is served with: the recorded one when it is a valid MIME
 /// type (it becomes a header), else [`FALLBACK_CONTENT_TYPE`].
-pub fn served_content_type(a: &Attachment) -> &str {
-    match a.content_type.as_deref() {
+pub fn served_content_type(a: &AttachmentRec) -> &str {
+    match a.content_type() {
         Some(ct)
             if ct.parse::<actix_web::mime::Mime>().is_ok() && HeaderValue::from_str(ct).is_ok() =>
         {
@@ -229,7 +230,7 @@ pub async fn serve(req: HttpRequest, app: web::Data<AppState>) -> Result<HttpRes
     let Some(a) = state
         .attachments
         .get_visible(&Arc::from(id.as_str()))
-        .filter(|a| a.has_content)
+        .filter(|a| a.has_content())
         .cloned()
     else {
         return Ok(no_such_key());
@@ -286,8 +287,8 @@ mod tests {
         }
     }
 
-    fn attachment(filename: Option<&str>, content_type: Option<&str>) -> Attachment {
-        Attachment {
+    fn attachment(filename: Option<&str>, content_type: Option<&str>) -> Arc<AttachmentRec> {
+        AttachmentRec::pack(&actors::model::Attachment {
             id: "file:abc".into(),
             parent_type: actors::model::ParentType::Company,
             parent_id: Uuid::nil(),
@@ -299,7 +300,7 @@ mod tests {
             has_content: true,
             created_at: actors::time::Stamp::from_millis(0),
             updated_at: actors::time::Stamp::from_millis(0),
-        }
+        })
     }
 
     #[test]

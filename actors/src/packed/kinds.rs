@@ -892,6 +892,8 @@ accessors!(Attachment {
     updated_at: stamp(attachment::UPDATED) -> Stamp;
     has_content: flag(attachment::HAS_CONTENT) -> bool;
     filename: text(attachment::FILENAME) -> Option<&str>;
+    content_type: text(attachment::CONTENT_TYPE) -> Option<&str>;
+    storage_ref: text(attachment::STORAGE_REF) -> Option<&str>;
 });
 
 #[cfg(test)]

@@ -40,8 +40,8 @@ fn example_imports_whole() {
         .attachments
         .get(&Arc::from("cv:91b2d50e-a6b0-5581-b491-530642265a44"))
         .unwrap();
-    assert!(cv.has_content);
-    assert_eq!(cv.size, Some(p.blobs[0].1.len() as u64));
+    assert!(cv.has_content());
+    assert_eq!(cv.size(), Some(p.blobs[0].1.len() as u64));
 }
 
 #[test]
