@@ -11,7 +11,8 @@
 //! - [`phone`]: number normalisation (once, at write time).
 //! - [`cow`]: the persistent containers under the state (copy-on-write chunks: a vector,
 //!   an open-addressing map, a sorted order with small deltas).
-//! - [`packed`]: records packed into one allocation each, with typed accessors.
+//! - [`packed`]: records packed into one allocation each, with typed accessors (candidate
+//!   rows, notes, attachments).
 //! - [`table`]: a table of records of one kind: rows by number, an index by id, and the
 //!   visible ones ordered by (`updated_at`, id) for keyset pagination.
 //! - [`state`]: a workspace's in-memory state — a table per kind, secondary indexes.
