@@ -34,6 +34,9 @@
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: the directory of workspaces: id → actor and published read view.
 //! - [`loader`]: loading the workspaces at start, with retries and their failures.
+//! - [`checkpoint`]: a workspace's state in a local file, labelled with the store's
+//!   commit position, so that a restart reads one file rather than every record; and the
+//!   keeper that writes them in the background and at shutdown.
 //! - [`keys`]: the API key ring, and the key service that creates and revokes keys.
 //! - [`search`]: phone and e-mail indexes (fst base + delta) and the matching rules.
 //! - [`writes`]: API writes (notes, tasks, record edits) checked and planned against a
@@ -51,6 +54,7 @@
 //! - No lock is ever held across an `.await`, and the read path takes none.
 
 pub mod actor;
+pub mod checkpoint;
 pub mod cow;
 pub mod entities;
 pub mod env;

@@ -4,6 +4,7 @@
 //! loader says which ones wait and why (the admin interface's `ready`, the metrics).
 
 use crate::actor::SweepBlobs;
+use crate::checkpoint::keeper::Keeper;
 use crate::model::Workspace;
 use crate::registry::Registry;
 use crate::state::WorkspaceState;
@@ -32,17 +33,50 @@ pub const LOAD_RETRY_MAX: Duration = Duration::from_secs(30);
 pub struct Loader {
     store: Arc<dyn Store>,
     registry: Arc<Registry>,
+    /// Where checkpoints are read from (and who writes them), when they are kept.
+    checkpoints: Option<Arc<Keeper>>,
     /// Workspaces whose last load attempt failed, and why; retried with backoff.
     failures: DashMap<Uuid, LoadFailure>,
 }
 
 impl Loader {
     pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Arc<Self> {
+        Self::with_checkpoints(store, registry, None)
+    }
+
+    /// A loader that first tries each workspace's checkpoint (see [`crate::checkpoint`]).
+    pub fn with_checkpoints(
+        store: Arc<dyn Store>,
+        registry: Arc<Registry>,
+        checkpoints: Option<Arc<Keeper>>,
+    ) -> Arc<Self> {
         Arc::new(Loader {
             store,
             registry,
+            checkpoints,
             failures: DashMap::new(),
         })
+    }
+
+    /// One workspace's state: from its checkpoint when one holds at the store's current
+    /// commit position, otherwise read from the store.
+    async fn load(&self, w: Workspace) -> Result<WorkspaceState, StoreError> {
+        if let Some(keeper) = &self.checkpoints {
+            let position = self.store.position(w.id).await?;
+            let started = Instant::now();
+            match keeper.dir().load(&w, position) {
+                Ok(Some(state)) => {
+                    keeper.on_disk(w.id, position);
+                    tracing::info!(workspace = %w.id, %position, elapsed_ms = started.elapsed().as_millis() as u64, "restored from the checkpoint");
+                    return Ok(state);
+                }
+                Ok(None) => {}
+                Err(why) => {
+                    tracing::info!(workspace = %w.id, %why, "checkpoint not used; loading from the store")
+                }
+            }
+        }
+        WorkspaceState::load(&*self.store, w).await
     }
 
     /// Lists the workspaces and marks them loading in the directory. Call before
@@ -69,7 +103,7 @@ impl Loader {
             let mut failed = Vec::new();
             for w in pending {
                 let started = Instant::now();
-                match WorkspaceState::load(&*self.store, w.clone()).await {
+                match self.load(w.clone()).await {
                     Ok(state) => {
                         let id = state.id();
                         let records = state.stored_records();

@@ -3,8 +3,8 @@
 //! `WorkspaceState::put` and `delete` (see [`crate::subresources`], which also answers
 //! the queries), as part of the persistent state.
 
-use crate::model::{Note, ParentType};
-use crate::state::AttachmentRec;
+use crate::model::ParentType;
+use crate::state::{AttachmentRec, NoteRec};
 use crate::table::HashMap;
 use crate::time::Stamp;
 use smallvec::SmallVec;
@@ -22,12 +22,12 @@ pub type ParentKey = (ParentType, Uuid);
 pub struct NotesByParent(HashMap<ParentKey, SmallVec<[(Stamp, Uuid); 2]>>);
 
 impl NotesByParent {
-    pub(crate) fn insert(&mut self, n: &Note) {
-        if n.is_private {
+    pub(crate) fn insert(&mut self, n: &NoteRec) {
+        if n.is_private() {
             return;
         }
-        let list = self.0.entry_or_default((n.parent_type, n.parent_id));
-        let key = (n.created_at, n.id);
+        let list = self.0.entry_or_default((n.parent_type(), n.parent_id()));
+        let key = (n.created_at(), n.id());
         if let Err(at) = list.binary_search(&key) {
             list.insert(at, key);
         }
@@ -48,6 +48,12 @@ impl NotesByParent {
 
     pub(crate) fn of(&self, parent: &ParentKey) -> &[(Stamp, Uuid)] {
         self.0.get(parent).map_or(&[], |l| l.as_slice())
+    }
+
+    /// Every parent's list (for tests that compare states).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&ParentKey, &[(Stamp, Uuid)])> {
+        self.0.iter().map(|(k, l)| (k, l.as_slice()))
     }
 
     /// Whether the index holds an entry (possibly empty) for `parent`.
@@ -83,5 +89,15 @@ impl AttachmentsByParent {
 
     pub(crate) fn of(&self, parent: &ParentKey) -> &[Arc<str>] {
         self.0.get(parent).map_or(&[], |l| l.as_slice())
+    }
+
+    /// Every parent's attachments, sorted (for tests that compare states).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&ParentKey, Vec<Arc<str>>)> {
+        self.0.iter().map(|(k, l)| {
+            let mut l = l.to_vec();
+            l.sort();
+            (k, l)
+        })
     }
 }

@@ -158,9 +158,12 @@ impl WorkspaceState {
     ) -> Result<WorkspaceState, crate::store::StoreError> {
         let mut state = WorkspaceState::new(w);
         let id = state.id();
+        let started = std::time::Instant::now();
         state.begin_bulk();
         store.load_records(id, &mut |r| state.put(r)).await?;
+        let read = started.elapsed();
         state.end_bulk();
+        tracing::debug!(workspace = %id, read_ms = read.as_millis() as u64, index_ms = (started.elapsed() - read).as_millis() as u64, "workspace read and indexed");
         Ok(state)
     }
 
@@ -208,6 +211,37 @@ impl WorkspaceState {
         }
     }
 
+    /// Takes the notes and tasks of `other` (and what indexes them: the notes by parent,
+    /// the idempotency keys, the clock) in place of this state's. Putting a note or a
+    /// task touches nothing else, so a bulk fill may put them into a state of its own on
+    /// another thread and hand them over.
+    pub(crate) fn absorb_notes_and_tasks(&mut self, other: WorkspaceState) {
+        self.notes = other.notes;
+        self.notes_by_parent = other.notes_by_parent;
+        self.note_refs = other.note_refs;
+        self.tasks = other.tasks;
+        self.task_refs = other.task_refs;
+        self.bump_clock(other.last_stamp);
+    }
+
+    /// Makes room for `n` more records of `kind` in their tables' id maps, so that a bulk
+    /// fill of known size never grows them step by step. (The secondary maps are left to
+    /// grow: how many entries they get is not known ahead, and a guess too large costs
+    /// memory for good.)
+    pub fn reserve(&mut self, kind: RecordKind, n: usize) {
+        match kind {
+            RecordKind::User => self.users.reserve(n),
+            RecordKind::Stage => self.stages.reserve(n),
+            RecordKind::Company => self.companies.reserve(n),
+            RecordKind::Contact => self.contacts.reserve(n),
+            RecordKind::Job => self.jobs.reserve(n),
+            RecordKind::Candidate => self.candidates.reserve(n),
+            RecordKind::Note => self.notes.reserve(n),
+            RecordKind::Task => self.tasks.reserve(n),
+            RecordKind::Attachment => self.attachments.reserve(n),
+        }
+    }
+
     /// Stops keeping the sync orders and the search indexes while a bulk load or import
     /// puts many records; [`Self::end_bulk`] builds them once from the rows.
     pub fn begin_bulk(&mut self) {
@@ -231,7 +265,12 @@ impl WorkspaceState {
             self.tasks.build_order();
             self.attachments.build_order();
         });
+        let ordered = std::time::Instant::now();
         self.rebuild_search();
+        tracing::debug!(
+            search_ms = ordered.elapsed().as_millis() as u64,
+            "search indexes built"
+        );
     }
 
     fn for_each_table(&mut self, f: impl Fn(&mut dyn DeferOrder)) {
@@ -416,23 +455,12 @@ impl WorkspaceState {
                 self.companies.put(c.id, Arc::new(c), order);
             }
             Record::Contact(c) => {
-                self.bump_clock(c.updated_at);
-                let order = Some(reported_updated_at(c.created_at, c.updated_at));
                 let rec = ContactRec {
                     phone: self.normalise(c.phone.as_deref()),
                     mobile: self.normalise(c.mobile.as_deref()),
                     raw: c,
                 };
-                if !self.search.is_deferred() {
-                    let before = self.contacts.get(&rec.raw.id).map(|o| contact_keys(o));
-                    let after = contact_keys(&rec);
-                    self.search.update(
-                        Owner::Contact(rec.raw.id),
-                        &before.unwrap_or_default(),
-                        &after,
-                    );
-                }
-                self.contacts.put(rec.raw.id, Arc::new(rec), order);
+                self.put_contact_rec(rec);
             }
             Record::Job(j) => {
                 self.bump_clock(j.updated_at);
@@ -440,18 +468,7 @@ impl WorkspaceState {
                 self.jobs.put(j.id, Arc::new(j), order);
             }
             Record::Candidate(c) => self.put_candidate(*c),
-            Record::Note(n) => {
-                self.bump_clock(n.updated_at);
-                let old = self
-                    .notes
-                    .get(&n.id)
-                    .and_then(|o| o.reference().map(str::to_string));
-                relink_reference(&mut self.note_refs, n.id, old, n.reference.as_deref());
-                let order =
-                    (!n.is_private).then(|| reported_updated_at(n.created_at, n.updated_at));
-                self.index_note(&n);
-                self.notes.put(n.id, NoteRec::pack(&n), order);
-            }
+            Record::Note(n) => self.put_note(NoteRec::pack(&n)),
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
                 let old = self.tasks.get(&t.id).and_then(|o| o.reference.clone());
@@ -464,32 +481,68 @@ impl WorkspaceState {
         }
     }
 
+    /// Puts a contact whose numbers are normalised.
+    pub(crate) fn put_contact_rec(&mut self, rec: ContactRec) {
+        self.bump_clock(rec.raw.updated_at);
+        let order = Some(reported_updated_at(rec.raw.created_at, rec.raw.updated_at));
+        if !self.search.is_deferred() {
+            let before = self.contacts.get(&rec.raw.id).map(|o| contact_keys(o));
+            let after = contact_keys(&rec);
+            self.search.update(
+                Owner::Contact(rec.raw.id),
+                &before.unwrap_or_default(),
+                &after,
+            );
+        }
+        self.contacts.put(rec.raw.id, Arc::new(rec), order);
+    }
+
+    /// Puts a note already packed.
+    pub(crate) fn put_note(&mut self, rec: Arc<NoteRec>) {
+        let id = rec.id();
+        self.bump_clock(rec.updated_at());
+        let old = self
+            .notes
+            .get(&id)
+            .and_then(|o| o.reference().map(str::to_string));
+        relink_reference(&mut self.note_refs, id, old, rec.reference());
+        let order =
+            (!rec.is_private()).then(|| reported_updated_at(rec.created_at(), rec.updated_at()));
+        self.index_note(&rec);
+        self.notes.put(id, rec, order);
+    }
+
     fn put_candidate(&mut self, c: Candidate) {
-        self.bump_clock(c.updated_at);
-        let id = c.id;
+        let phone = self.normalise_for_person(c.person_id, c.phone.as_deref());
+        let mobile = self.normalise_for_person(c.person_id, c.mobile.as_deref());
+        self.put_candidate_rec(CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref()));
+    }
+
+    /// Puts a candidate row already packed (its numbers normalised).
+    pub(crate) fn put_candidate_rec(&mut self, rec: Arc<CandidateRec>) {
+        self.bump_clock(rec.updated_at());
+        let id = rec.id();
+        let person = rec.person_id();
         let mut affected: SmallVec<[Uuid; 2]> = SmallVec::new();
-        affected.push(c.person_id);
+        affected.push(person);
         let old = self.candidates.get(&id).cloned();
         if let Some(old) = &old {
-            if old.person_id() != c.person_id {
+            if old.person_id() != person {
                 affected.push(old.person_id());
             }
         }
         let before = self.persons_keys(&affected);
         if let Some(old) = old {
-            if old.person_id() != c.person_id {
+            if old.person_id() != person {
                 self.unlink_person(old.person_id(), id);
             }
         }
-        let order = Some(reported_updated_at(c.created_at, c.updated_at));
-        let phone = self.normalise_for_person(c.person_id, c.phone.as_deref());
-        let mobile = self.normalise_for_person(c.person_id, c.mobile.as_deref());
-        let rec = CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref());
-        let rows = self.persons.entry_or_default(c.person_id);
+        let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
+        let rows = self.persons.entry_or_default(person);
         if !rows.contains(&id) {
             rows.push(id);
         }
-        if c.job_id.is_some() {
+        if rec.job_id().is_some() {
             self.applications.put(id, rec.clone(), order);
         } else {
             self.applications.remove(&id);
@@ -549,14 +602,18 @@ impl WorkspaceState {
     }
 
     fn put_attachment(&mut self, a: Attachment) {
-        let id: Arc<str> = Arc::from(a.id.as_str());
-        let rec = AttachmentRec::pack(&a);
+        self.put_attachment_rec(AttachmentRec::pack(&a));
+    }
+
+    /// Puts an attachment already packed.
+    pub(crate) fn put_attachment_rec(&mut self, rec: Arc<AttachmentRec>) {
+        let id: Arc<str> = Arc::from(rec.id());
         self.index_attachment(&id, &rec);
         if let Some(old) = self.attachments.get(&id).cloned() {
             self.unlink_cv(&old, &id);
         }
-        if a.kind == AttachmentKind::Cv && a.parent_type == ParentType::Candidate {
-            let list = self.cv_by_row.entry_or_default(a.parent_id);
+        if rec.is_candidate_cv() {
+            let list = self.cv_by_row.entry_or_default(rec.parent_id());
             if !list.contains(&id) {
                 list.push(id.clone());
             }
@@ -672,6 +729,126 @@ impl WorkspaceState {
             },
             RecordKind::Attachment => unreachable!("handled above"),
         }
+    }
+
+    /// Everything the state holds, in a canonical text: every record (as its raw JSON),
+    /// each table's visible order, and every secondary map, sorted. Two states that
+    /// describe alike answer every request alike (tests compare a restored state with
+    /// the one it was written from).
+    #[cfg(test)]
+    pub(crate) fn describe(&self) -> String {
+        use std::fmt::Write;
+        fn table<K: std::fmt::Debug + Ord + Clone + std::hash::Hash + Eq + MinKey, V: ?Sized>(
+            out: &mut String,
+            name: &str,
+            t: &Table<K, V>,
+            raw: impl Fn(&V) -> String,
+        ) {
+            let mut rows: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{name} {k:?} {}", raw(v)))
+                .collect();
+            rows.sort();
+            for r in rows {
+                writeln!(out, "{r}").unwrap();
+            }
+            for (stamp, k, _) in t.rows_from(None, None) {
+                writeln!(out, "{name} order {stamp:?} {k:?}").unwrap();
+            }
+        }
+        fn sorted<T: std::fmt::Debug>(
+            out: &mut String,
+            name: &str,
+            items: impl Iterator<Item = T>,
+        ) {
+            let mut lines: Vec<String> = items.map(|i| format!("{name} {i:?}")).collect();
+            lines.sort();
+            for l in lines {
+                writeln!(out, "{l}").unwrap();
+            }
+        }
+        let json = |r: Record| r.to_json();
+        let mut out = String::new();
+        writeln!(
+            out,
+            "region {:?} last_stamp {:?}",
+            self.region, self.last_stamp
+        )
+        .unwrap();
+        table(&mut out, "user", &self.users, |u| {
+            json(Record::User(u.clone()))
+        });
+        sorted(
+            &mut out,
+            "stage",
+            self.stages
+                .iter()
+                .map(|(_, s)| json(Record::Stage((**s).clone()))),
+        );
+        table(&mut out, "company", &self.companies, |c| {
+            json(Record::Company(c.clone()))
+        });
+        table(&mut out, "contact", &self.contacts, |c| {
+            format!(
+                "{} {:?} {:?}",
+                json(Record::Contact(c.raw.clone())),
+                c.phone,
+                c.mobile
+            )
+        });
+        table(&mut out, "job", &self.jobs, |j| {
+            json(Record::Job(j.clone()))
+        });
+        table(&mut out, "candidate", &self.candidates, |c| {
+            format!(
+                "{} {:?} {:?}",
+                json(Record::Candidate(Box::new(c.raw()))),
+                c.phone(),
+                c.mobile()
+            )
+        });
+        table(&mut out, "application", &self.applications, |c| {
+            c.id().to_string()
+        });
+        table(&mut out, "note", &self.notes, |n| {
+            json(Record::Note(n.raw()))
+        });
+        table(&mut out, "task", &self.tasks, |t| {
+            json(Record::Task(t.clone()))
+        });
+        table(&mut out, "attachment", &self.attachments, |a| {
+            json(Record::Attachment(a.raw()))
+        });
+        sorted(&mut out, "users_by_email", self.users_by_email.iter());
+        sorted(
+            &mut out,
+            "person",
+            self.persons.iter().map(|(p, rows)| {
+                let mut rows = rows.to_vec();
+                rows.sort();
+                (p, rows)
+            }),
+        );
+        sorted(
+            &mut out,
+            "cv_by_row",
+            self.cv_by_row.iter().map(|(r, ids)| {
+                let mut ids = ids.to_vec();
+                ids.sort();
+                (r, ids)
+            }),
+        );
+        sorted(&mut out, "notes_by_parent", self.notes_by_parent.entries());
+        sorted(
+            &mut out,
+            "attachments_by_parent",
+            self.attachments_by_parent.entries(),
+        );
+        sorted(&mut out, "note_ref", self.note_refs.iter());
+        sorted(&mut out, "task_ref", self.task_refs.iter());
+        sorted(&mut out, "phone_key", self.phone_pairs().iter());
+        sorted(&mut out, "email_key", self.email_pairs().iter());
+        out
     }
 
     /// How many raw records the workspace holds (hidden ones included): what the store

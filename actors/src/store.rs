@@ -47,6 +47,12 @@ impl ChangeSet {
             && self.deletes.is_empty()
             && self.keys.is_empty()
     }
+
+    /// Whether committing it moves the workspace's [`CommitPosition`]: it changes the
+    /// workspace's records or description (keys alone do not).
+    pub fn moves_position(&self) -> bool {
+        self.workspace.is_some() || !self.upserts.is_empty() || !self.deletes.is_empty()
+    }
 }
 
 /// Receives records one at a time while a workspace loads (no whole-workspace buffer).
@@ -95,6 +101,12 @@ pub trait Store: Send + Sync + 'static {
     /// sure yet waits, or fails with `Unavailable`, and is asked again.
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError>;
 
+    /// Where the workspace's commits stand: every transaction that changes its records or
+    /// description moves this on, in that transaction, so two equal readings mean the
+    /// workspace did not change in between. What a checkpoint of the in-memory state is
+    /// validated against.
+    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError>;
+
     /// Every API key, of every workspace.
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
 
@@ -104,6 +116,26 @@ pub trait Store: Send + Sync + 'static {
     /// Closes the store cleanly (e.g. folds SQLite's write-ahead log into the database so
     /// the next open is quick). Later calls fail as `Unavailable`.
     async fn close(&self) {}
+}
+
+/// A workspace's commit position: how many transactions have changed its records or
+/// description, and a tag drawn at random by the last of them.
+///
+/// The count alone would let a store that was replaced (another database, a backup
+/// restored and written again) pass for the one a checkpoint was written from once it
+/// reached the same count; the tag of the last commit tells them apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CommitPosition {
+    /// Transactions so far (0: none).
+    pub seq: u64,
+    /// Drawn by the last of them (nil before the first).
+    pub tag: Uuid,
+}
+
+impl std::fmt::Display for CommitPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.seq, self.tag)
+    }
 }
 
 /// A store in memory, for the domain's own tests.
@@ -118,6 +150,7 @@ pub struct MemoryStore {
 #[derive(Default)]
 struct MemoryInner {
     marks: BTreeMap<Uuid, Uuid>,
+    positions: BTreeMap<Uuid, CommitPosition>,
     workspaces: BTreeMap<Uuid, Workspace>,
     records: BTreeMap<(Uuid, RecordKind, String), Record>,
     keys: BTreeMap<String, ApiKey>,
@@ -177,7 +210,23 @@ impl Store for MemoryStore {
         if let Some(b) = changes.batch {
             g.marks.insert(workspace, b);
         }
+        if changes.moves_position() {
+            let at = g.positions.entry(workspace).or_default();
+            at.seq += 1;
+            at.tag = Uuid::new_v4();
+        }
         Ok(())
+    }
+
+    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+        self.check()?;
+        Ok(self
+            .inner
+            .lock()
+            .positions
+            .get(&workspace)
+            .copied()
+            .unwrap_or_default())
     }
 
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {

@@ -16,7 +16,7 @@
 //! - newest first by `created_at` (as reported), ties by id, newest id first;
 //! - private notes are never indexed, so they are neither counted nor returned.
 
-use crate::model::{Entity, Note, ParentType};
+use crate::model::{Entity, ParentType};
 pub use crate::parents::ParentKey;
 use crate::state::{AttachmentRec, NoteRec, WorkspaceState};
 use crate::time::Stamp;
@@ -56,8 +56,8 @@ pub struct Children<'a, V: ?Sized> {
 impl WorkspaceState {
     /// Moves a note in the parent index: out of its old parent (when it replaces a note),
     /// into its new one (when it is visible). Called by `put` before the table changes.
-    pub(crate) fn index_note(&mut self, n: &Note) {
-        if let Some(old) = self.notes.get(&n.id).cloned() {
+    pub(crate) fn index_note(&mut self, n: &NoteRec) {
+        if let Some(old) = self.notes.get(&n.id()).cloned() {
             self.unindex_note(&old);
         }
         self.notes_by_parent.insert(n);

@@ -142,6 +142,12 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         self.ids.contains_key(id)
     }
 
+    /// Makes room in the id map for `additional` more records (a bulk fill whose size
+    /// is known).
+    pub fn reserve(&mut self, additional: usize) {
+        self.ids.reserve(additional);
+    }
+
     /// Stops keeping the order while a bulk load fills the table: the load puts every
     /// row once and [`Self::build_order`] sorts them all at the end.
     pub fn defer_order(&mut self) {

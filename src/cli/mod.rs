@@ -180,6 +180,12 @@ pub struct ServeArgs {
     /// commit off).
     #[arg(long, default_value_t = actors::env::MAX_BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub write_batch_max: u64,
+    /// Seconds between checkpoints of each workspace's in-memory state into
+    /// `<data-dir>/checkpoints/` (also written once every workspace has loaded and at
+    /// shutdown; only when the store has changed since the last one). A restart reads a
+    /// checkpoint that matches the store instead of loading every record. 0 keeps none.
+    #[arg(long, default_value_t = crate::server::DEFAULT_CHECKPOINT_INTERVAL.as_secs())]
+    pub checkpoint_interval: u64,
 }
 
 /// Prints one line of a command's output. A reader that has gone away (`| head -n1`,

@@ -22,6 +22,8 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         admin_token: args.admin_token,
         workers: args.workers,
         write_batch_max: args.write_batch_max as usize,
+        checkpoint_interval: (args.checkpoint_interval > 0)
+            .then(|| std::time::Duration::from_secs(args.checkpoint_interval)),
         clock: crate::http::signed_urls::Clock::System,
     };
     // The sockets first: an address in use is found before anything is made.

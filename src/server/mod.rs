@@ -15,6 +15,8 @@ use crate::store::blobs::FileBlobs;
 use crate::store::lock::StoreLock;
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
+use actors::checkpoint::files::CheckpointDir;
+use actors::checkpoint::keeper::Keeper;
 use actors::env::{ActorConfig, ActorEnv};
 use actors::keys::{KeyRing, KeyService};
 use actors::loader::Loader;
@@ -50,9 +52,21 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// Most API writes of one workspace committed in one transaction (1: no grouping).
     pub write_batch_max: usize,
+    /// How often each workspace's checkpoint is brought up to date (also once all
+    /// workspaces have loaded, and at shutdown); `None` keeps no checkpoints: none is
+    /// written, none is read.
+    pub checkpoint_interval: Option<std::time::Duration>,
     /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
     pub clock: Clock,
 }
+
+/// `--checkpoint-interval`'s default: a restart after a deploy finds a checkpoint at
+/// most this old (plus the one written at shutdown), while a busy workspace is not
+/// rewritten more often than this.
+pub const DEFAULT_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Longest a shutdown waits for the checkpoints to be written.
+const SHUTDOWN_CHECKPOINT_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Settings {
     /// Defaults of `docs/operations.md`, rooted at `data_dir`.
@@ -70,6 +84,7 @@ impl Settings {
             admin_token: None,
             workers: None,
             write_batch_max: actors::env::MAX_BATCH,
+            checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
             clock: Clock::System,
         }
     }
@@ -107,6 +122,8 @@ pub struct Application {
     pub registry: Arc<Registry>,
     /// Closed once both servers have stopped.
     store: Arc<dyn Store>,
+    /// Writes the checkpoints; once more when both servers have stopped.
+    keeper: Option<Arc<Keeper>>,
     pub admin_token: String,
     pub tls_cert_pem: Vec<u8>,
     /// Held while the application runs, so that no offline command writes the store
@@ -165,7 +182,18 @@ impl Application {
         });
         let actors = actix::Arbiter::new();
         let registry = Registry::new(env, actors.handle());
-        let loader = Loader::new(store.clone(), registry.clone());
+        let keeper = s.checkpoint_interval.map(|interval| {
+            Keeper::new(
+                store.clone(),
+                registry.clone(),
+                CheckpointDir::new(&s.data_dir),
+                interval,
+            )
+        });
+        let loader = Loader::with_checkpoints(store.clone(), registry.clone(), keeper.clone());
+        if let Some(keeper) = &keeper {
+            actix_web::rt::spawn(keeper.clone().run());
+        }
         let list = loader.discover().await.context("listing workspaces")?;
 
         // Workspaces load on a thread of their own; until each is loaded its requests
@@ -247,6 +275,7 @@ impl Application {
             tls_cert_pem,
             store_lock,
             store,
+            keeper,
             _actors: actors,
             _loading: loading,
         })
@@ -315,8 +344,12 @@ impl Application {
             r
         };
         let (ra, rb) = futures_util::future::join(a, b).await;
-        // Every request has finished: close the store cleanly, and only then let others
-        // write it.
+        // Every request has finished, so every workspace is as it will stay: the next
+        // start reads it from the checkpoints rather than the store.
+        if let Some(keeper) = &self.keeper {
+            keeper.flush(SHUTDOWN_CHECKPOINT_LIMIT).await;
+        }
+        // Close the store cleanly, and only then let others write it.
         self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)

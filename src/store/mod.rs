@@ -3,15 +3,19 @@
 //! # Layout
 //! - [`open`] picks the backend from the command line's `--database-url` and applies
 //!   that backend's migrations (`migrations/sqlite`, `migrations/postgres`).
-//! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same three tables:
+//! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same tables:
 //!   `workspaces`, `records` (one JSON body per raw record, keyed by workspace, kind and
-//!   id) and `api_keys` (secret hashes only).
+//!   id), `api_keys` (secret hashes only), `commit_marks` (the last batch committed per
+//!   workspace) and `commit_positions` (per workspace, how many transactions changed
+//!   it: what checkpoints are checked against).
 //! - [`lock`]: the store lock every `serve` holds and offline writers need exclusively,
 //!   so that nothing writes a store behind a running server's back.
 //! - [`testing`]: a fresh PostgreSQL schema per test, and the sweep of old ones.
 //!
 //! # Invariants
 //! - A `commit` is one database transaction: all of a change set or none of it.
+//! - Every transaction that writes a workspace's records or its row moves the
+//!   workspace's commit position on, in that transaction (`Store::position`).
 //! - A dead or unreachable database yields `StoreError::Unavailable` within a bounded
 //!   time (every pool has an `acquire_timeout`), never a hang.
 //! - Key secrets never reach the store; only `ApiKey::secret_hash` does.

@@ -25,7 +25,7 @@ use super::{
     ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
-use actors::store::{ChangeSet, RecordSink, Store, StoreError};
+use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -74,6 +74,14 @@ const MAX_CONNECTIONS: u32 = 8;
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
      to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
+
+/// Counts a transaction that changes a workspace's records or description (see
+/// `Store::position`). Last in the transaction: the row lock it takes orders concurrent
+/// committers of one workspace and is held only until the commit.
+const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag) \
+     VALUES ($1, 1, $2) \
+     ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
+     tag = EXCLUDED.tag";
 
 const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
      SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
@@ -341,6 +349,14 @@ impl PostgresStore {
             .map_err(&fail)?;
         }
 
+        if part.workspace.is_some() || !part.upserts.is_empty() || !part.deletes.is_empty() {
+            sqlx::query(BUMP_POSITION)
+                .bind(&ws)
+                .bind(Uuid::new_v4().to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+        }
         tx.commit().await.map_err(&fail)
     }
 
@@ -568,6 +584,23 @@ impl Store for PostgresStore {
                 .map_err(err("reading the commit mark"))?;
         self.in_flight.lock().remove(&batch);
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
+    }
+
+    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = $1")
+                .bind(workspace.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(err("reading the commit position"))?;
+        let Some((seq, tag)) = row else {
+            return Ok(CommitPosition::default());
+        };
+        Ok(CommitPosition {
+            seq: seq as u64,
+            tag: Uuid::parse_str(&tag)
+                .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
+        })
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

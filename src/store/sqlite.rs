@@ -33,7 +33,7 @@ use super::{
     ACQUIRE_TIMEOUT,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
-use actors::store::{ChangeSet, RecordSink, Store, StoreError};
+use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -69,6 +69,13 @@ struct Part<'a> {
     keys: &'a [ApiKey],
     batch: Option<Uuid>,
 }
+
+/// Counts a transaction that changes a workspace's records or description (see
+/// `Store::position`).
+const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag) \
+     VALUES (?1, 1, ?2) \
+     ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
+     tag = excluded.tag";
 
 /// Connections of the read pool: loads at start-up run one per workspace, concurrently.
 const READERS: u32 = 4;
@@ -286,6 +293,15 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(&fail)?;
+        }
+
+        if part.workspace.is_some() || !part.upserts.is_empty() || !part.deletes.is_empty() {
+            sqlx::query(BUMP_POSITION)
+                .bind(&ws)
+                .bind(Uuid::new_v4().to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
         }
 
         if let Some(batch) = part.batch {
@@ -518,6 +534,23 @@ impl Store for SqliteStore {
                 .await
                 .map_err(err("reading the commit mark"))?;
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
+    }
+
+    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = ?1")
+                .bind(workspace.to_string())
+                .fetch_optional(&self.readers)
+                .await
+                .map_err(err("reading the commit position"))?;
+        let Some((seq, tag)) = row else {
+            return Ok(CommitPosition::default());
+        };
+        Ok(CommitPosition {
+            seq: seq as u64,
+            tag: Uuid::parse_str(&tag)
+                .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
+        })
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

@@ -221,6 +221,8 @@ async fn contract(b: &Backend) {
     assert!(store.keys().await.unwrap().is_empty(), "{name}");
     assert!(loaded(&*store, WS).await.is_empty(), "{name}");
     store.commit(ws(WS), &ChangeSet::default()).await.unwrap();
+    // Nothing changed the workspace yet.
+    assert_eq!(store.position(ws(WS)).await.unwrap().seq, 0, "{name}");
 
     // Round trip of every kind, the workspace and keys.
     let records = one_of_each();
@@ -256,6 +258,10 @@ async fn contract(b: &Backend) {
     );
     let first_read = store.keys().await.unwrap();
     assert_eq!(stamped(first_read.clone()), keys, "{name}");
+    // One transaction that changed it: position 1, with the tag it drew.
+    let first = store.position(ws(WS)).await.unwrap();
+    assert_eq!(first.seq, 1, "{name}");
+    assert!(!first.tag.is_nil(), "{name}");
 
     // Re-open: migrations are already applied, the data is still there.
     drop(store);
@@ -287,6 +293,14 @@ async fn contract(b: &Backend) {
     store.commit(ws(WS2), &other).await.unwrap();
     assert_eq!(loaded(&*store, WS).await, expected, "{name}");
     assert_eq!(loaded(&*store, WS2).await, other.upserts, "{name}");
+    // Each workspace counts its own transactions, and the count survives a re-open.
+    let second = store.position(ws(WS)).await.unwrap();
+    assert_eq!(second.seq, 2, "{name}");
+    assert_ne!(
+        second.tag, first.tag,
+        "{name}: each commit draws its own tag"
+    );
+    assert_eq!(store.position(ws(WS2)).await.unwrap().seq, 1, "{name}");
     let mut names: Vec<_> = store.workspaces().await.unwrap();
     names.sort_by_key(|w| w.id);
     let mut want = vec![workspace(WS, "Northwind Renamed"), workspace(WS2, "Other")];
@@ -391,6 +405,7 @@ async fn contract(b: &Backend) {
         Scopes::read_only().with(Scope::RecordsWrite),
         Some(5),
     );
+    let position = store.position(ws(WS)).await.unwrap();
     store
         .commit(
             ws(WS),
@@ -401,6 +416,8 @@ async fn contract(b: &Backend) {
         )
         .await
         .unwrap();
+    // Keys alone do not change the workspace's records: its position stays.
+    assert_eq!(store.position(ws(WS)).await.unwrap(), position, "{name}");
     let mut revoked = keys[1].clone();
     revoked.revoked = true;
     assert_eq!(
@@ -582,10 +599,17 @@ async fn imports_let_other_commits_through(b: &Backend) {
     let mut partial = false;
     while !importing.is_finished() {
         let n = loaded(&*store, WS).await.len();
-        partial |= n > 0 && n < ids.len();
+        if n > 0 && n < ids.len() {
+            partial = true;
+            // Every transaction of it moves the position on, the first one included: a
+            // state (or checkpoint) from before the import never passes for one after
+            // a part of it.
+            assert!(store.position(ws(WS)).await.unwrap().seq > 0, "{}", b.name);
+        }
     }
     assert!(partial, "{}: the import was seen only whole", b.name);
     importing.await.unwrap().unwrap();
+    assert!(store.position(ws(WS)).await.unwrap().seq > 1, "{}", b.name);
     // Loads decode in batches on several threads: every record once, whole.
     let all = loaded(&*store, WS).await;
     assert_eq!(all.len(), ids.len(), "{}", b.name);
@@ -882,6 +906,7 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "_sqlx_migrations",
             "api_keys",
             "commit_marks",
+            "commit_positions",
             "records",
             "workspaces"
         ]

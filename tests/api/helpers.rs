@@ -138,6 +138,9 @@ async fn start_app(
     s.listen = "127.0.0.1:0".parse().unwrap();
     s.admin_listen = "127.0.0.1:0".parse().unwrap();
     s.workers = Some(1);
+    // Tests that tamper with the store behind a stopped server expect the next start to
+    // read the store; the checkpoint tests turn them on.
+    s.checkpoint_interval = None;
     s.database_url = match &backend {
         Backend::Sqlite => None,
         Backend::Postgres(url) => Some(url.clone()),

@@ -37,6 +37,7 @@ mod helpers;
 mod admin;
 mod auth;
 mod build;
+mod checkpoint;
 mod cli;
 mod demo;
 mod docs;

@@ -51,7 +51,11 @@ impl Server {
     /// its own, shown if the server does not come up). The ports are picked free just
     /// before the start; another test may take one meanwhile, so a server that stops at
     /// once for an address in use is started again on fresh ports.
-    async fn start_logging(data_dir: &Path, backend: &Backend, log: Option<&Path>) -> Server {
+    pub(crate) async fn start_logging(
+        data_dir: &Path,
+        backend: &Backend,
+        log: Option<&Path>,
+    ) -> Server {
         let own_log = tempfile::NamedTempFile::new().unwrap();
         let log_path = log.unwrap_or(own_log.path()).to_path_buf();
         for _ in 0..3 {

@@ -2,7 +2,8 @@
 
 use super::InDoubt;
 use super::{
-    Import, ImportError, ImportReport, IndexRebuilt, Job, WorkspaceActor, Write, WriteDone,
+    Import, ImportError, ImportReport, IndexRebuilt, Job, Positioned, ReadPosition, WorkspaceActor,
+    Write, WriteDone,
 };
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
@@ -36,6 +37,20 @@ impl Handler<Import> for WorkspaceActor {
         self.queue.push_back(Job::Import(msg.0, tx));
         self.pump(ctx);
         Box::pin(async move { rx.await.unwrap_or(Err(ImportError::Stopped)) })
+    }
+}
+
+impl Handler<ReadPosition> for WorkspaceActor {
+    type Result = ResponseFuture<Result<Positioned, StoreError>>;
+
+    fn handle(&mut self, _: ReadPosition, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.queue.push_back(Job::Position(tx));
+        self.pump(ctx);
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err(StoreError::Unavailable("the workspace stopped".into())))
+        })
     }
 }
 
@@ -93,6 +108,7 @@ impl WorkspaceActor {
             match self.queue.pop_front() {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
+                Some(Job::Position(reply)) => self.read_position(reply, ctx),
                 Some(Job::Write(op, reply, _)) => {
                     let max = self.env.write_batch_max();
                     let mut batch = vec![(op, reply)];
@@ -248,10 +264,45 @@ impl WorkspaceActor {
                             Job::Import(_, reply) => {
                                 let _ = reply.send(Err(ImportError::Store(e.clone())));
                             }
+                            Job::Position(reply) => {
+                                let _ = reply.send(Err(e.clone()));
+                            }
                         }
                     }
                 }
             }
+            act.pump(ctx);
+        }));
+    }
+
+    /// Reads the store's commit position with no batch in flight or in doubt (the queue
+    /// waits meanwhile, a store round trip), and answers it with the published state:
+    /// the state reflects exactly the commits up to that position.
+    fn read_position(
+        &mut self,
+        reply: oneshot::Sender<Result<Positioned, StoreError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.committing = true;
+        let (store, id) = (self.env.store.clone(), self.id);
+        let read = async move {
+            let reading = tokio::spawn(async move { store.position(id).await });
+            match tokio::time::timeout(SETTLE_TIMEOUT, reading).await {
+                Ok(Ok(res)) => res,
+                Ok(Err(e)) => Err(StoreError::Unavailable(format!(
+                    "reading the commit position failed: {e}"
+                ))),
+                Err(_) => Err(StoreError::Unavailable(
+                    "the store did not answer in time".into(),
+                )),
+            }
+        };
+        ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
+            act.committing = false;
+            let _ = reply.send(res.map(|position| Positioned {
+                state: act.view.load_full(),
+                position,
+            }));
             act.pump(ctx);
         }));
     }
@@ -273,7 +324,7 @@ impl WorkspaceActor {
         }
         let oldest = self.queue.iter().find_map(|job| match job {
             Job::Write(_, _, queued) => Some(*queued),
-            Job::Import(..) => None,
+            Job::Import(..) | Job::Position(..) => None,
         });
         let Some(oldest) = oldest else {
             return;
@@ -456,7 +507,7 @@ enum ImportFailed {
 /// which would otherwise wait in the run queue behind them, and take the cores that
 /// requests leave idle. The thread is one of its own: a thread's priority cannot be
 /// raised back without privilege, so it must not return to a pool.
-fn lower_cpu_priority() {
+pub(crate) fn lower_cpu_priority() {
     #[cfg(target_os = "linux")]
     if let Err(e) = rustix::process::setpriority_process(None, 10) {
         tracing::debug!(error = %e, "could not lower the import thread's priority");

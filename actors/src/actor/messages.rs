@@ -52,3 +52,17 @@ pub struct IndexRebuilt(pub SearchRebuilt);
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct SweepBlobs;
+
+/// The published state and the store's commit position it reflects exactly: what a
+/// checkpoint is written from. The actor reads the position between two batches, with
+/// none in flight or in doubt, so no commit of this workspace lies between the two.
+#[derive(Message)]
+#[rtype(result = "Result<Positioned, StoreError>")]
+pub struct ReadPosition;
+
+/// A state and the commit position it reflects.
+#[derive(Clone)]
+pub struct Positioned {
+    pub state: Arc<WorkspaceState>,
+    pub position: crate::store::CommitPosition,
+}

@@ -14,6 +14,7 @@ mod reclaim;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use handlers::lower_cpu_priority;
 pub use messages::*;
 
 use crate::env::ActorEnv;
@@ -39,6 +40,9 @@ enum Job {
         crate::snapshot::Snapshot,
         oneshot::Sender<Result<ImportReport, ImportError>>,
     ),
+    /// The published state with the store's commit position it reflects (for a
+    /// checkpoint): read between batches, so the two match.
+    Position(oneshot::Sender<Result<Positioned, crate::store::StoreError>>),
 }
 
 /// A running workspace: the actor that writes it and the state it last published.

@@ -8,7 +8,9 @@ use crate::model::ParentType;
 use crate::model::{ApiKey, Workspace};
 use crate::snapshot::parse_slice;
 use crate::state::WorkspaceState;
-use crate::store::{ChangeSet, MemoryBlobs, MemoryStore, RecordSink, Store, StoreError};
+use crate::store::{
+    ChangeSet, CommitPosition, MemoryBlobs, MemoryStore, RecordSink, Store, StoreError,
+};
 use crate::writes::{NewNote, WriteError, WriteOp, Written};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -71,6 +73,9 @@ impl Store for SlowStore {
     }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         self.inner.committed(workspace, batch).await
+    }
+    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+        self.inner.position(workspace).await
     }
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
         self.inner.keys().await

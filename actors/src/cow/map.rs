@@ -178,7 +178,24 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher + Clone> CowMap<K, V, S> {
     }
 
     fn grow(&mut self) {
-        let cap = (self.cap * 2).max(8);
+        self.rebuild((self.cap * 2).max(8));
+    }
+
+    /// Makes room for `additional` more entries at once, so that putting them never
+    /// grows the map step by step (each step moves every entry).
+    pub fn reserve(&mut self, additional: usize) {
+        let want = self.len + additional;
+        if want * 4 <= self.cap * 3 {
+            return;
+        }
+        let mut cap = self.cap.max(8);
+        while want * 4 > cap * 3 {
+            cap *= 2;
+        }
+        self.rebuild(cap);
+    }
+
+    fn rebuild(&mut self, cap: usize) {
         let old = std::mem::replace(self, CowMap::empty(cap, self.hasher.clone()));
         for (k, v) in old.iter() {
             self.insert_new(k.clone(), v.clone());

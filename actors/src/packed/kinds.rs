@@ -50,6 +50,13 @@ impl<T> Rec<T> {
         Rec::new(packed)
     }
 
+    /// The packed bytes, as the `Arc` they are held in.
+    pub fn into_packed(rec: Arc<Self>) -> Arc<Packed> {
+        // SAFETY: the inverse of `new`: `Rec<T>` is a `repr(transparent)` wrapper of
+        // `Packed`, so a pointer to the one is a valid pointer to the other.
+        unsafe { Arc::from_raw(Arc::into_raw(rec) as *const Packed) }
+    }
+
     fn uuid(&self, i: u8) -> Option<Uuid> {
         self.packed.id(i).map(Uuid::from_bytes)
     }

@@ -59,9 +59,11 @@ impl ImportPlan {
     /// thread may block.
     pub async fn apply(mut self, env: &ActorEnv, batch: Uuid) -> Result<Applied, ApplyError> {
         let id = self.workspace.id;
+        let (blobs_started, blob_count) = (std::time::Instant::now(), self.blobs.len());
         env.blobs
             .put_many(id, &self.blobs)
             .map_err(ApplyError::NotWritten)?;
+        let blobs_took = blobs_started.elapsed();
         // The bytes are in the blob store; no need to hold them any longer.
         self.blobs = Vec::new();
         self.changes.batch = Some(batch);
@@ -70,6 +72,13 @@ impl ImportPlan {
         env.observer
             .commit(CommitKind::Import, started.elapsed(), committed.is_ok());
         committed.map_err(ApplyError::Unsure)?;
+        tracing::debug!(
+            workspace = %id,
+            blobs = blob_count,
+            blobs_ms = blobs_took.as_millis() as u64,
+            commit_ms = started.elapsed().as_millis() as u64,
+            "import written"
+        );
         for k in &self.changes.keys {
             env.keys.put(k.clone());
         }

@@ -1,0 +1,103 @@
+//! Where checkpoints live (`<data-dir>/checkpoints/<workspace id>.ckpt`) and how one is
+//! replaced: written beside the old one under a temporary name, synced, then renamed over
+//! it and the directory synced. A crash at any point leaves the old checkpoint or the new
+//! one whole, never a mix; a leftover temporary file is never read, and the next write
+//! replaces it.
+
+use super::{restore, write, Refused};
+use crate::model::Workspace;
+use crate::state::WorkspaceState;
+use crate::store::CommitPosition;
+use std::io;
+use std::path::{Path, PathBuf};
+use uuid::Uuid;
+
+/// The checkpoint directory of one data dir.
+#[derive(Clone, Debug)]
+pub struct CheckpointDir {
+    dir: PathBuf,
+}
+
+/// What a successful [`CheckpointDir::save`] wrote.
+#[derive(Clone, Copy, Debug)]
+pub struct Saved {
+    pub bytes: u64,
+    pub records: usize,
+}
+
+impl CheckpointDir {
+    /// The checkpoints under `data_dir` (the directory is made on the first save).
+    pub fn new(data_dir: &Path) -> Self {
+        CheckpointDir {
+            dir: data_dir.join("checkpoints"),
+        }
+    }
+
+    pub fn path(&self, workspace: Uuid) -> PathBuf {
+        self.dir.join(format!("{workspace}.ckpt"))
+    }
+
+    /// Writes `state` as of `position`, replacing the workspace's checkpoint atomically.
+    /// Blocking, and seconds long for millions of records: call it on a thread of its own.
+    pub fn save(&self, state: &WorkspaceState, position: CommitPosition) -> io::Result<Saved> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.path(state.id());
+        let tmp = path.with_extension("ckpt.tmp");
+        let file = std::fs::File::create(&tmp)?;
+        let result = (|| {
+            let mut out = io::BufWriter::with_capacity(1 << 20, &file);
+            let bytes = write(state, position, &mut out)?;
+            drop(out);
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            // The rename is durable once the directory is.
+            std::fs::File::open(&self.dir)?.sync_all()?;
+            Ok(Saved {
+                bytes,
+                records: state.stored_records(),
+            })
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// The workspace's state from its checkpoint, if there is one and it holds at the
+    /// store's `position` (see [`restore`]); `Ok(None)` when there is none.
+    pub fn load(
+        &self,
+        workspace: &Workspace,
+        position: CommitPosition,
+    ) -> Result<Option<WorkspaceState>, Refused> {
+        let path = self.path(workspace.id);
+        let unreadable =
+            |e: io::Error| Refused::Damaged(format!("reading {}: {e}", path.display()));
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unreadable(e)),
+        };
+        // Mapped rather than read into memory: the file's pages are the kernel's clean
+        // page cache, which it can drop under pressure while the state is built beside
+        // them (a buffer of the whole file would add its size to the start's peak).
+        // The file is never changed in place (a new checkpoint is renamed over it), so
+        // the mapping stays whole while it is read.
+        // SAFETY: see above; this process maps it read-only and writes it only through
+        // a temporary file and a rename.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(unreadable)?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        restore(&map, workspace.clone(), position).map(Some)
+    }
+
+    /// Removes the workspace's checkpoint (one that can never be used again).
+    pub fn remove(&self, workspace: Uuid) {
+        let path = self.path(workspace);
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != io::ErrorKind::NotFound {
+                tracing::warn!(%workspace, error = %e, "could not remove a checkpoint");
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! A checkpoint gives back the state it was written from, exactly, and nothing else is
+//! ever taken for one: another position, region, workspace or format is stale; bytes cut
+//! short, changed, or well summed but malformed are damage.
+
+use super::*;
+use crate::search::results::{search_email, search_phone};
+use crate::snapshot::{parse_slice, plan_import, NoKeys};
+use crate::store::{MemoryStore, Store};
+
+const NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
+const CV_ROW: &str = "a214ca67-7691-5c62-8910-a410373e10c9";
+const CV: &str = "cv:91b2d50e-a6b0-5581-b491-530642265a44";
+
+fn example_bytes() -> &'static [u8] {
+    include_bytes!("../../../tests/fixtures/snapshot-small.json")
+}
+
+/// The example workspace as a server holds it after a load, then changed so that its
+/// tables have holes (deleted records) and hidden rows (a private note).
+fn example() -> WorkspaceState {
+    let mut state = plan_import(None, parse_slice(example_bytes()).unwrap(), &NoKeys, true)
+        .unwrap()
+        .next
+        .unwrap();
+    assert!(state.delete(RecordKind::Note, NOTE));
+    assert!(state.delete(RecordKind::Attachment, CV));
+    let mut private = state
+        .notes
+        .iter()
+        .next()
+        .map(|(_, n)| n.raw())
+        .expect("the example has notes");
+    private.is_private = true;
+    state.put(Record::Note(private));
+    state
+}
+
+/// A commit position of `seq` commits, with a tag of its own.
+fn at(seq: u64) -> CommitPosition {
+    CommitPosition {
+        seq,
+        tag: Uuid::from_u128(0x5eed_0000 + seq as u128),
+    }
+}
+
+fn written(state: &WorkspaceState, position: CommitPosition) -> Vec<u8> {
+    let mut out = Vec::new();
+    let n = write(state, position, &mut out).unwrap();
+    assert_eq!(n as usize, out.len());
+    out
+}
+
+fn restored(
+    bytes: &[u8],
+    state: &WorkspaceState,
+    position: CommitPosition,
+) -> Result<WorkspaceState, Refused> {
+    restore(bytes, (*state.workspace).clone(), position)
+}
+
+#[test]
+fn a_restored_state_is_the_state_it_was_written_from() {
+    let state = example();
+    let bytes = written(&state, at(7));
+    let back = restored(&bytes, &state, at(7)).expect("restores");
+    assert_eq!(back.describe(), state.describe());
+    assert_eq!(back.stored_records(), state.stored_records());
+    // The search indexes were built from the records: a number and an address find
+    // their owners as before.
+    let row = state
+        .candidates
+        .get(&Uuid::parse_str(CV_ROW).unwrap())
+        .unwrap();
+    let number = row.phone().or(row.mobile()).expect("the row has a number");
+    let found = |s: &WorkspaceState| search_phone(s, number, 100).hits.persons.len();
+    assert_eq!(found(&back), found(&state));
+    assert!(found(&back) > 0);
+    let email = row.email().expect("the row has an address");
+    let found = |s: &WorkspaceState| search_email(s, email, 100).hits.persons.len();
+    assert_eq!(found(&back), found(&state));
+    assert!(found(&back) > 0);
+}
+
+/// The same as a full load from the store: what a restart would otherwise have built.
+#[tokio::test]
+async fn a_restored_state_is_what_a_load_from_the_store_gives() {
+    let store = MemoryStore::new();
+    let plan = plan_import(None, parse_slice(example_bytes()).unwrap(), &NoKeys, false).unwrap();
+    store
+        .commit(plan.workspace.id, &plan.changes)
+        .await
+        .unwrap();
+    let position = store.position(plan.workspace.id).await.unwrap();
+    assert_eq!(position.seq, 1);
+    let loaded = WorkspaceState::load(&*store, plan.workspace.clone())
+        .await
+        .unwrap();
+    let back = restored(&written(&loaded, position), &loaded, position).unwrap();
+    assert_eq!(back.describe(), loaded.describe());
+}
+
+#[test]
+fn a_checkpoint_of_another_position_region_workspace_or_format_is_stale() {
+    let state = example();
+    let bytes = written(&state, at(7));
+    let stale = |r: Result<WorkspaceState, Refused>| match r {
+        Err(Refused::Stale(why)) => why,
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("a stale checkpoint was restored"),
+    };
+    assert!(stale(restored(&bytes, &state, at(8))).contains("position 7"));
+    // The same count with another tag: another store (a database replaced, a backup
+    // restored and written again).
+    let elsewhere = CommitPosition {
+        seq: 7,
+        tag: Uuid::new_v4(),
+    };
+    assert!(stale(restored(&bytes, &state, elsewhere)).contains("position 7"));
+    let mut other_region = (*state.workspace).clone();
+    other_region.default_region = Some("US".into());
+    assert!(stale(restore(&bytes, other_region, at(7))).contains("region"));
+    let mut other = (*state.workspace).clone();
+    other.id = Uuid::new_v4();
+    stale(restore(&bytes, other, at(7)));
+    let mut other_format = bytes.clone();
+    other_format[MAGIC.len()] ^= 0x40;
+    assert!(stale(restored(&other_format, &state, at(7))).contains("format"));
+}
+
+/// Recomputes the trailer's sum, as a file written with a malformed record would have.
+fn resum(bytes: &mut [u8]) {
+    let body = bytes.len() - 8;
+    let crc = crc32fast::hash(&bytes[..body]);
+    bytes[body..body + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+#[test]
+fn damaged_checkpoints_are_refused_never_restored() {
+    let state = example();
+    let bytes = written(&state, at(7));
+    let damaged = |b: &[u8]| match restored(b, &state, at(7)) {
+        Err(Refused::Damaged(why)) => why,
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("a damaged checkpoint was restored"),
+    };
+    // Cut short anywhere: no trailer.
+    for cut in [0, 5, 40, bytes.len() / 2, bytes.len() - 1] {
+        damaged(&bytes[..cut]);
+    }
+    // One bit flipped in a record.
+    let mut flipped = bytes.clone();
+    let flip = bytes.len() * 2 / 3;
+    flipped[flip] ^= 0x01;
+    assert!(damaged(&flipped).contains("checksum"));
+    // Summed well, but a record's text is not UTF-8 / its lengths do not add up: every
+    // byte of the last record (an attachment) in turn.
+    let last_len_at = {
+        let mut c = Cursor {
+            bytes: &bytes[..bytes.len() - 8],
+            at: 0,
+        };
+        check_header(&mut c, &state.workspace, at(7)).unwrap();
+        let mut last = 0;
+        for _ in TABLES {
+            for _ in 0..c.u64().unwrap() {
+                last = c.at;
+                let len = c.u32().unwrap() as usize;
+                c.take(len).unwrap();
+            }
+        }
+        last
+    };
+    let mut oversized = bytes.clone();
+    oversized[last_len_at..last_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    resum(&mut oversized);
+    damaged(&oversized);
+    let mut not_utf8 = bytes.clone();
+    let end = not_utf8.len() - 9;
+    not_utf8[end] = 0xff;
+    resum(&mut not_utf8);
+    damaged(&not_utf8);
+    // Summed well and well formed, but without the fields its kind requires (an empty
+    // record: a mask of no fields): damage, not a crash.
+    let len = u32::from_le_bytes(bytes[last_len_at..last_len_at + 4].try_into().unwrap());
+    let record_end = last_len_at + 4 + len as usize;
+    let mut empty = bytes[..last_len_at].to_vec();
+    empty.extend_from_slice(&8u32.to_le_bytes());
+    empty.extend_from_slice(&0u64.to_le_bytes());
+    empty.extend_from_slice(&bytes[record_end..]);
+    resum(&mut empty);
+    let why = damaged(&empty);
+    assert!(why.contains("malformed"), "{why}");
+}
+
+/// The packed layouts, fingerprinted: packing every record of the example gives these
+/// bytes. When this fails, a layout changed: bump [`FORMAT`] (so that checkpoints of the
+/// old layout are never read as the new one) and update the fingerprint.
+#[test]
+fn the_packed_layouts_are_those_of_this_format() {
+    let state = plan_import(None, parse_slice(example_bytes()).unwrap(), &NoKeys, true)
+        .unwrap()
+        .next
+        .unwrap();
+    let bytes = written(&state, at(0));
+    // Every record's bytes with its table, in sorted order (tables iterate in no fixed
+    // order).
+    let mut c = Cursor {
+        bytes: &bytes[..bytes.len() - 8],
+        at: 0,
+    };
+    check_header(&mut c, &state.workspace, at(0)).unwrap();
+    let mut records = Vec::new();
+    for kind in TABLES {
+        for _ in 0..c.u64().unwrap() {
+            let len = c.u32().unwrap() as usize;
+            records.push((kind.as_str(), c.take(len).unwrap()));
+        }
+    }
+    records.sort();
+    let mut crc = crc32fast::Hasher::new();
+    for (kind, record) in &records {
+        crc.update(kind.as_bytes());
+        crc.update(record);
+    }
+    assert_eq!(
+        (FORMAT, records.len(), crc.finalize()),
+        (1, state.stored_records(), 2434969753),
+        "the packed layout changed: bump checkpoint::FORMAT and update this fingerprint"
+    );
+}
