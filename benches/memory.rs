@@ -148,7 +148,18 @@ fn report(people: usize) {
         ws.jobs = Default::default();
         ws.users = Default::default();
     });
-    take("persons", &mut |ws| ws.persons = Default::default());
+    take("persons (rows by person)", &mut |ws| {
+        ws.persons = Default::default()
+    });
+    take("cvs by candidate row", &mut |ws| {
+        ws.cv_by_row = Default::default()
+    });
+    take("notes by parent", &mut |ws| {
+        ws.notes_by_parent = Default::default()
+    });
+    take("attachments by parent", &mut |ws| {
+        ws.attachments_by_parent = Default::default()
+    });
     let rest = live() - before;
     for (name, bytes) in parts {
         eprintln!(

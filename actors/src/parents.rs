@@ -1,103 +1,147 @@
-//! The parent indexes behind the notes and attachments sub-resources: a parent record
-//! (its kind and id) → its visible notes, sorted, or its attachments. Kept by
-//! `WorkspaceState::put` and `delete` (see [`crate::subresources`], which also answers
-//! the queries), as part of the persistent state.
+//! The one-to-many indexes of the state: a parent record (its kind and id) → its visible
+//! notes, sorted, or its attachments; a person → the person's candidate rows; a candidate
+//! row → its `cv` attachments. Kept by `WorkspaceState::put` and `delete` as part of the
+//! persistent state (see [`crate::subresources`], which answers the sub-resources), and
+//! built whole from the tables at the end of a bulk fill.
+//!
+//! Each is a [`SortedSet`] of tuples whose prefix is the owner: an owner's children are
+//! the range of its prefix, and an entry costs its own size (20 to 48 bytes), with no
+//! per-owner list. Children are named by row number where the query reads the records
+//! anyway (their tables resolve a row number in one step), by id where the query sorts
+//! by id without reading them.
 
+use crate::cow::SortedSet;
 use crate::model::ParentType;
 use crate::state::{AttachmentRec, NoteRec};
-use crate::table::HashMap;
 use crate::time::Stamp;
-use smallvec::SmallVec;
-use std::sync::Arc;
+use std::ops::Bound;
 use uuid::Uuid;
 
 /// A parent record: its kind and id (ids of different kinds never share an index entry).
 pub type ParentKey = (ParentType, Uuid);
 
-/// Visible notes by parent, each list sorted by (`created_at`, id), oldest first.
-///
-/// The sort key is stored beside the id so that the newest `limit` of one record are read
-/// off the end of its list without touching the notes themselves.
+/// The largest id, bounding an owner's range from above.
+const MAX_ID: Uuid = Uuid::max();
+
+/// Visible notes by parent: (parent kind, parent id, `created_at`, note id), so that one
+/// parent's notes are read oldest first, and its newest `limit` off the end of its range,
+/// without touching the notes themselves.
 #[derive(Clone, Debug, Default)]
-pub struct NotesByParent(HashMap<ParentKey, SmallVec<[(Stamp, Uuid); 2]>>);
+pub struct NotesByParent(SortedSet<(ParentType, Uuid, Stamp, Uuid)>);
 
 impl NotesByParent {
+    fn entry(n: &NoteRec) -> (ParentType, Uuid, Stamp, Uuid) {
+        (n.parent_type(), n.parent_id(), n.created_at(), n.id())
+    }
+
+    /// The index of these notes (private ones are left out), built at once.
+    pub(crate) fn build<'a>(notes: impl Iterator<Item = &'a NoteRec>) -> Self {
+        NotesByParent(SortedSet::build(
+            notes.filter(|n| !n.is_private()).map(Self::entry).collect(),
+        ))
+    }
+
     pub(crate) fn insert(&mut self, n: &NoteRec) {
-        if n.is_private() {
-            return;
-        }
-        let list = self.0.entry_or_default((n.parent_type(), n.parent_id()));
-        let key = (n.created_at(), n.id());
-        if let Err(at) = list.binary_search(&key) {
-            list.insert(at, key);
+        if !n.is_private() {
+            self.0.insert(Self::entry(n));
         }
     }
 
-    /// Takes the note with sort key `key` (`created_at`, id) out of `parent`'s list.
-    pub(crate) fn remove(&mut self, parent: ParentKey, key: (Stamp, Uuid)) {
-        let Some(list) = self.0.get_mut(&parent) else {
-            return;
-        };
-        if let Ok(at) = list.binary_search(&key) {
-            list.remove(at);
-        }
-        if list.is_empty() {
-            self.0.remove(&parent);
-        }
+    pub(crate) fn remove(&mut self, n: &NoteRec) {
+        self.0.remove(&Self::entry(n));
     }
 
-    pub(crate) fn of(&self, parent: &ParentKey) -> &[(Stamp, Uuid)] {
-        self.0.get(parent).map_or(&[], |l| l.as_slice())
+    /// One parent's notes as (`created_at`, id), oldest first.
+    pub(crate) fn of(&self, (kind, id): &ParentKey) -> impl Iterator<Item = (Stamp, Uuid)> + '_ {
+        let lower = (*kind, *id, Stamp::MIN, Uuid::nil());
+        let upper = (*kind, *id, Stamp::MAX, MAX_ID);
+        self.0
+            .range(Bound::Included(&lower), Bound::Included(&upper))
+            .map(|e| (e.2, e.3))
     }
 
-    /// Every parent's list (for tests that compare states).
+    /// Every entry (for tests that compare states).
     #[cfg(test)]
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&ParentKey, &[(Stamp, Uuid)])> {
-        self.0.iter().map(|(k, l)| (k, l.as_slice()))
-    }
-
-    /// Whether the index holds an entry (possibly empty) for `parent`.
-    #[cfg(test)]
-    pub(crate) fn has_entry(&self, parent: &ParentKey) -> bool {
-        self.0.contains_key(parent)
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &(ParentType, Uuid, Stamp, Uuid)> {
+        self.0.iter()
     }
 }
 
-/// Attachments by parent, unordered: a record has few files, and the `created_at` of a
-/// `cv` follows its candidate row, so the order is computed when asked.
+/// Attachments by parent: (parent kind, parent id, attachment row). Unordered within a
+/// parent: a record has few files, and the `created_at` of a `cv` follows its candidate
+/// row, so the order is computed when asked.
 #[derive(Clone, Debug, Default)]
-pub struct AttachmentsByParent(HashMap<ParentKey, SmallVec<[Arc<str>; 1]>>);
+pub struct AttachmentsByParent(SortedSet<(ParentType, Uuid, u32)>);
 
 impl AttachmentsByParent {
-    pub(crate) fn insert(&mut self, id: &Arc<str>, a: &AttachmentRec) {
-        let list = self.0.entry_or_default((a.parent_type(), a.parent_id()));
-        if !list.contains(id) {
-            list.push(id.clone());
-        }
+    /// The index of these (attachment row, attachment) pairs, built at once.
+    pub(crate) fn build<'a>(rows: impl Iterator<Item = (u32, &'a AttachmentRec)>) -> Self {
+        AttachmentsByParent(SortedSet::build(
+            rows.map(|(row, a)| (a.parent_type(), a.parent_id(), row))
+                .collect(),
+        ))
     }
 
-    pub(crate) fn remove(&mut self, id: &Arc<str>, a: &AttachmentRec) {
-        let parent = (a.parent_type(), a.parent_id());
-        let Some(list) = self.0.get_mut(&parent) else {
-            return;
-        };
-        list.retain(|x| x != id);
-        if list.is_empty() {
-            self.0.remove(&parent);
-        }
+    pub(crate) fn insert(&mut self, row: u32, a: &AttachmentRec) {
+        self.0.insert((a.parent_type(), a.parent_id(), row));
     }
 
-    pub(crate) fn of(&self, parent: &ParentKey) -> &[Arc<str>] {
-        self.0.get(parent).map_or(&[], |l| l.as_slice())
+    pub(crate) fn remove(&mut self, row: u32, a: &AttachmentRec) {
+        self.0.remove(&(a.parent_type(), a.parent_id(), row));
     }
 
-    /// Every parent's attachments, sorted (for tests that compare states).
+    /// Every entry (for tests that compare states).
     #[cfg(test)]
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&ParentKey, Vec<Arc<str>>)> {
-        self.0.iter().map(|(k, l)| {
-            let mut l = l.to_vec();
-            l.sort();
-            (k, l)
-        })
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &(ParentType, Uuid, u32)> {
+        self.0.iter()
+    }
+
+    /// The rows of one parent's attachments.
+    pub(crate) fn of(&self, (kind, id): &ParentKey) -> impl Iterator<Item = u32> + '_ {
+        self.0
+            .range(
+                Bound::Included(&(*kind, *id, 0)),
+                Bound::Included(&(*kind, *id, u32::MAX)),
+            )
+            .map(|e| e.2)
+    }
+}
+
+/// A one-to-many index from an id to row numbers of another table: a person's candidate
+/// rows, a candidate row's `cv` attachments.
+#[derive(Clone, Debug, Default)]
+pub struct RowsById(SortedSet<(Uuid, u32)>);
+
+impl RowsById {
+    pub(crate) fn build(pairs: Vec<(Uuid, u32)>) -> Self {
+        RowsById(SortedSet::build(pairs))
+    }
+
+    pub(crate) fn insert(&mut self, owner: Uuid, row: u32) {
+        self.0.insert((owner, row));
+    }
+
+    pub(crate) fn remove(&mut self, owner: Uuid, row: u32) {
+        self.0.remove(&(owner, row));
+    }
+
+    /// The rows of `owner`, by row number.
+    pub(crate) fn of(&self, owner: Uuid) -> impl Iterator<Item = u32> + '_ {
+        self.0
+            .range(
+                Bound::Included(&(owner, 0)),
+                Bound::Included(&(owner, u32::MAX)),
+            )
+            .map(|e| e.1)
+    }
+
+    pub(crate) fn has(&self, owner: Uuid) -> bool {
+        self.of(owner).next().is_some()
+    }
+
+    /// Every pair (for tests that compare states).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &(Uuid, u32)> {
+        self.0.iter()
     }
 }

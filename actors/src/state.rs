@@ -8,7 +8,7 @@
 
 use crate::model::*;
 use crate::packed::kinds::Rec;
-use crate::parents::{AttachmentsByParent, NotesByParent};
+use crate::parents::{AttachmentsByParent, NotesByParent, RowsById};
 use crate::phone::normalise_phone;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
@@ -83,6 +83,36 @@ impl<K: std::hash::Hash + Eq + Ord + Clone, V: ?Sized> DeferOrder for Table<K, V
     }
 }
 
+/// Whether a candidate row is an application (it has a job).
+fn is_application(row: &CandidateRec) -> bool {
+    row.job_id().is_some()
+}
+
+/// The one-to-many indexes, built from the tables at the end of a bulk fill.
+fn build_children(
+    candidates: &Table<Uuid, CandidateRec>,
+    notes: &Table<Uuid, NoteRec>,
+    attachments: &Table<Arc<str>, AttachmentRec>,
+) -> (RowsById, RowsById, NotesByParent, AttachmentsByParent) {
+    let persons = RowsById::build(
+        candidates
+            .rows()
+            .map(|(at, _, r)| (r.rec.person_id(), at))
+            .collect(),
+    );
+    let cv_by_row = RowsById::build(
+        attachments
+            .rows()
+            .filter(|(_, _, r)| r.rec.is_candidate_cv())
+            .map(|(at, _, r)| (r.rec.parent_id(), at))
+            .collect(),
+    );
+    let notes_by_parent = NotesByParent::build(notes.iter().map(|(_, n)| &**n));
+    let attachments_by_parent =
+        AttachmentsByParent::build(attachments.rows().map(|(at, _, r)| (at, &*r.rec)));
+    (persons, cv_by_row, notes_by_parent, attachments_by_parent)
+}
+
 /// Everything one workspace holds in memory.
 #[derive(Clone, Debug)]
 pub struct WorkspaceState {
@@ -97,19 +127,21 @@ pub struct WorkspaceState {
     pub contacts: Table<Uuid, ContactRec>,
     pub jobs: Table<Uuid, Job>,
     pub candidates: Table<Uuid, CandidateRec>,
-    /// The candidate rows with a `job_id`, seen from the job side (same records).
+    /// The candidate rows with a `job_id`, seen from the job side: a subset of
+    /// `candidates` ([`Table::subset`], the same rows), with an order of its own.
     pub applications: Table<Uuid, CandidateRec>,
     pub notes: Table<Uuid, NoteRec>,
     pub tasks: Table<Uuid, Task>,
     pub attachments: Table<Arc<str>, AttachmentRec>,
-    /// person_id → the ids of that person's candidate rows.
-    pub persons: HashMap<Uuid, SmallVec<[Uuid; 4]>>,
-    /// candidate row id → ids of `cv` attachments on it, which take the row's timestamps.
-    cv_by_row: HashMap<Uuid, SmallVec<[Arc<str>; 1]>>,
+    /// person_id → the row numbers of that person's candidate rows.
+    pub persons: RowsById,
+    /// candidate row id → row numbers of the `cv` attachments on it, which take the row's
+    /// timestamps.
+    pub cv_by_row: RowsById,
     /// Visible notes by parent record, for the notes sub-resource (`subresources`).
-    pub(crate) notes_by_parent: NotesByParent,
+    pub notes_by_parent: NotesByParent,
     /// Attachments by parent record, for the attachments sub-resource (`subresources`).
-    pub(crate) attachments_by_parent: AttachmentsByParent,
+    pub attachments_by_parent: AttachmentsByParent,
     /// The newest stamp of any record: the workspace clock never issues one behind it.
     pub last_stamp: Stamp,
     /// Phone and e-mail indexes of candidate persons, contacts and companies.
@@ -117,6 +149,18 @@ pub struct WorkspaceState {
     /// Idempotency keys of API-created notes and tasks: `reference` → id.
     note_refs: HashMap<Box<str>, Uuid>,
     task_refs: HashMap<Box<str>, Uuid>,
+    /// Set while a bulk fill runs ([`Self::begin_bulk`]).
+    bulk: Option<Box<BulkFill>>,
+}
+
+/// What a bulk fill keeps while it runs: the one-to-many indexes, the sync orders and
+/// the search indexes are not kept then, but built from the tables at its end.
+#[derive(Clone, Debug, Default)]
+struct BulkFill {
+    /// Numbers as entered → normalised, so that each distinct number is parsed once
+    /// (parsing is the costly part of putting a row; a person's rows, and people who
+    /// share a switchboard, repeat numbers).
+    numbers: std::collections::HashMap<Box<str>, Option<Box<str>>>,
 }
 
 impl WorkspaceState {
@@ -135,17 +179,18 @@ impl WorkspaceState {
             contacts: Table::default(),
             jobs: Table::default(),
             candidates: Table::default(),
-            applications: Table::default(),
+            applications: Table::subset(&Table::default(), is_application),
             notes: Table::default(),
             tasks: Table::default(),
             attachments: Table::default(),
-            persons: HashMap::default(),
-            cv_by_row: HashMap::default(),
+            persons: RowsById::default(),
+            cv_by_row: RowsById::default(),
             notes_by_parent: NotesByParent::default(),
             attachments_by_parent: AttachmentsByParent::default(),
             last_stamp: Stamp::MIN,
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
+            bulk: None,
             task_refs: HashMap::default(),
         }
     }
@@ -194,9 +239,9 @@ impl WorkspaceState {
                 self.normalise(r.phone_as_entered()).as_deref(),
                 self.normalise(r.mobile_as_entered()).as_deref(),
             );
-            self.applications.replace(&r.id(), rec.clone());
             self.candidates.replace(&r.id(), rec);
         }
+        self.applications.reshare(&self.candidates);
         let contacts: Vec<Arc<ContactRec>> = self.contacts.iter().map(|(_, r)| r.clone()).collect();
         for r in contacts {
             let rec = Arc::new(ContactRec {
@@ -211,13 +256,12 @@ impl WorkspaceState {
         }
     }
 
-    /// Takes the notes and tasks of `other` (and what indexes them: the notes by parent,
-    /// the idempotency keys, the clock) in place of this state's. Putting a note or a
+    /// Takes the notes and tasks of `other` (and their idempotency keys and the clock) in
+    /// place of this state's, both in a bulk fill. Putting a note or a
     /// task touches nothing else, so a bulk fill may put them into a state of its own on
     /// another thread and hand them over.
     pub(crate) fn absorb_notes_and_tasks(&mut self, other: WorkspaceState) {
         self.notes = other.notes;
-        self.notes_by_parent = other.notes_by_parent;
         self.note_refs = other.note_refs;
         self.tasks = other.tasks;
         self.task_refs = other.task_refs;
@@ -247,24 +291,48 @@ impl WorkspaceState {
     pub fn begin_bulk(&mut self) {
         self.defer_search();
         self.for_each_table(|t| t.defer_order());
+        self.bulk = Some(Box::default());
+    }
+
+    /// Whether a bulk fill runs: the derived indexes wait for [`Self::end_bulk`].
+    pub(crate) fn bulk_fill(&self) -> bool {
+        self.bulk.is_some()
     }
 
     /// Builds what [`Self::begin_bulk`] stopped keeping.
     pub fn end_bulk(&mut self) {
-        std::thread::scope(|s| {
-            // The two large tables on a thread of their own each, the rest on this one.
-            let candidates = &mut self.candidates;
-            let notes = &mut self.notes;
-            s.spawn(move || candidates.build_order());
-            s.spawn(move || notes.build_order());
-            self.users.build_order();
-            self.companies.build_order();
-            self.contacts.build_order();
-            self.jobs.build_order();
-            self.applications.build_order();
-            self.tasks.build_order();
-            self.attachments.build_order();
-        });
+        self.bulk = None;
+        // Rows put in any order: a cv put before its candidate row took its own
+        // timestamps, and the row's are its order.
+        self.restamp_cvs();
+        // Clones share the rows; building an order replaces only the order.
+        let tables = (
+            self.candidates.clone(),
+            self.notes.clone(),
+            self.attachments.clone(),
+        );
+        let (persons, cv_by_row, notes_by_parent, attachments_by_parent) =
+            std::thread::scope(|s| {
+                // The two large tables' orders on a thread of their own each; the
+                // one-to-many indexes on a third, from the rows; the rest on this one.
+                let candidates = &mut self.candidates;
+                let notes = &mut self.notes;
+                s.spawn(move || candidates.build_order());
+                s.spawn(move || notes.build_order());
+                let children = s.spawn(move || build_children(&tables.0, &tables.1, &tables.2));
+                self.users.build_order();
+                self.companies.build_order();
+                self.contacts.build_order();
+                self.jobs.build_order();
+                self.applications.build_order();
+                self.tasks.build_order();
+                self.attachments.build_order();
+                children.join().expect("index builds do not panic")
+            });
+        self.persons = persons;
+        self.cv_by_row = cv_by_row;
+        self.notes_by_parent = notes_by_parent;
+        self.attachments_by_parent = attachments_by_parent;
         let ordered = std::time::Instant::now();
         self.rebuild_search();
         tracing::debug!(
@@ -350,12 +418,10 @@ impl WorkspaceState {
     /// Every number and address of a person, across all of the person's rows.
     fn person_keys(&self, person: Uuid) -> KeySet {
         let mut keys = KeySet::default();
-        for row in self.persons.get(&person).into_iter().flatten() {
-            if let Some(r) = self.candidates.get(row) {
-                keys.add_phone(r.phone());
-                keys.add_phone(r.mobile());
-                keys.add_email(r.email());
-            }
+        for (_, r) in self.person_rows_all(person) {
+            keys.add_phone(r.phone());
+            keys.add_phone(r.mobile());
+            keys.add_email(r.email());
         }
         keys
     }
@@ -456,8 +522,8 @@ impl WorkspaceState {
             }
             Record::Contact(c) => {
                 let rec = ContactRec {
-                    phone: self.normalise(c.phone.as_deref()),
-                    mobile: self.normalise(c.mobile.as_deref()),
+                    phone: self.normalise_number(c.phone.as_deref()),
+                    mobile: self.normalise_number(c.mobile.as_deref()),
                     raw: c,
                 };
                 self.put_contact_rec(rec);
@@ -513,8 +579,8 @@ impl WorkspaceState {
     }
 
     fn put_candidate(&mut self, c: Candidate) {
-        let phone = self.normalise_for_person(c.person_id, c.phone.as_deref());
-        let mobile = self.normalise_for_person(c.person_id, c.mobile.as_deref());
+        let phone = self.normalise_number(c.phone.as_deref());
+        let mobile = self.normalise_number(c.mobile.as_deref());
         self.put_candidate_rec(CandidateRec::pack(&c, phone.as_deref(), mobile.as_deref()));
     }
 
@@ -525,62 +591,43 @@ impl WorkspaceState {
         let person = rec.person_id();
         let mut affected: SmallVec<[Uuid; 2]> = SmallVec::new();
         affected.push(person);
-        let old = self.candidates.get(&id).cloned();
-        if let Some(old) = &old {
-            if old.person_id() != person {
-                affected.push(old.person_id());
-            }
-        }
+        let moved_from = self
+            .candidates
+            .get(&id)
+            .map(|old| old.person_id())
+            .filter(|old| *old != person);
+        affected.extend(moved_from);
         let before = self.persons_keys(&affected);
-        if let Some(old) = old {
-            if old.person_id() != person {
-                self.unlink_person(old.person_id(), id);
-            }
-        }
         let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
-        let rows = self.persons.entry_or_default(person);
-        if !rows.contains(&id) {
-            rows.push(id);
-        }
-        if rec.job_id().is_some() {
-            self.applications.put(id, rec.clone(), order);
-        } else {
-            self.applications.remove(&id);
-        }
+        let was = self.candidates.state_of(&id, is_application);
         self.candidates.put(id, rec, order);
-        self.reorder_cvs(id);
+        self.applications.follow(&self.candidates, &id, was);
+        if !self.bulk_fill() {
+            let row = self.candidates.row_number(&id).expect("just put");
+            if let Some(old) = moved_from {
+                self.persons.remove(old, row);
+            }
+            self.persons.insert(person, row);
+            self.reorder_cvs(id);
+        }
         self.reindex_persons(&affected, before);
     }
 
-    /// Normalises a candidate's number, reusing the form already computed for another row
-    /// of the same person when the number as entered is the same (rows of a person carry
-    /// the same personal attributes, and parsing is the costly part of loading).
-    fn normalise_for_person(&self, person: Uuid, raw: Option<&str>) -> Option<Box<str>> {
+    /// Normalises a number; in a bulk fill each distinct number once.
+    fn normalise_number(&mut self, raw: Option<&str>) -> Option<Box<str>> {
         let raw = raw?;
-        let known = self
-            .persons
-            .get(&person)
-            .into_iter()
-            .flatten()
-            .filter_map(|row| self.candidates.get(row))
-            .find_map(|r| {
-                if r.phone_as_entered() == Some(raw) {
-                    Some(r.phone().map(Box::from))
-                } else if r.mobile_as_entered() == Some(raw) {
-                    Some(r.mobile().map(Box::from))
-                } else {
-                    None
+        let region = self.region;
+        let normalise = || normalise_phone(raw, region).map(String::into_boxed_str);
+        match &mut self.bulk {
+            Some(bulk) => match bulk.numbers.get(raw) {
+                Some(known) => known.clone(),
+                None => {
+                    let n = normalise();
+                    bulk.numbers.insert(Box::from(raw), n.clone());
+                    n
                 }
-            });
-        known.unwrap_or_else(|| self.normalise(Some(raw)))
-    }
-
-    fn unlink_person(&mut self, person: Uuid, row: Uuid) {
-        if let Some(rows) = self.persons.get_mut(&person) {
-            rows.retain(|r| *r != row);
-            if rows.is_empty() {
-                self.persons.remove(&person);
-            }
+            },
+            None => normalise(),
         }
     }
 
@@ -608,56 +655,78 @@ impl WorkspaceState {
     /// Puts an attachment already packed.
     pub(crate) fn put_attachment_rec(&mut self, rec: Arc<AttachmentRec>) {
         let id: Arc<str> = Arc::from(rec.id());
-        self.index_attachment(&id, &rec);
-        if let Some(old) = self.attachments.get(&id).cloned() {
-            self.unlink_cv(&old, &id);
-        }
-        if rec.is_candidate_cv() {
-            let list = self.cv_by_row.entry_or_default(rec.parent_id());
-            if !list.contains(&id) {
-                list.push(id.clone());
-            }
-        }
+        let old = self.attachments.get(&id).cloned();
         let (c, u) = self.attachment_times(&rec);
         self.bump_clock(u);
         self.attachments
-            .put(id, rec, Some(reported_updated_at(c, u)));
-    }
-
-    fn unlink_cv(&mut self, old: &AttachmentRec, id: &Arc<str>) {
-        if let Some(list) = self.cv_by_row.get_mut(&old.parent_id()) {
-            list.retain(|x| x != id);
-            if list.is_empty() {
-                self.cv_by_row.remove(&old.parent_id());
+            .put(id.clone(), rec.clone(), Some(reported_updated_at(c, u)));
+        if !self.bulk_fill() {
+            let row = self.attachments.row_number(&id).expect("just put");
+            if let Some(old) = old {
+                self.unindex_attachment(row, &old);
+            }
+            self.attachments_by_parent.insert(row, &rec);
+            if rec.is_candidate_cv() {
+                self.cv_by_row.insert(rec.parent_id(), row);
             }
         }
     }
 
+    /// Takes an attachment that is replaced or removed out of the indexes.
+    fn unindex_attachment(&mut self, row: u32, old: &AttachmentRec) {
+        self.attachments_by_parent.remove(row, old);
+        if old.is_candidate_cv() {
+            self.cv_by_row.remove(old.parent_id(), row);
+        }
+    }
+
+    /// Moves the cvs of candidate row `row` to the row's timestamps (or back to their
+    /// own, once the row is gone).
     fn reorder_cvs(&mut self, row: Uuid) {
-        let Some(list) = self.cv_by_row.get(&row).cloned() else {
-            return;
-        };
-        for id in list {
-            if let Some(a) = self.attachments.get(&id).cloned() {
-                let (c, u) = self.attachment_times(&a);
-                self.attachments
-                    .reorder(&id, Some(reported_updated_at(c, u)));
-            }
+        let cvs: SmallVec<[u32; 2]> = self.cv_by_row.of(row).collect();
+        for at in cvs {
+            let Some((id, a)) = self
+                .attachments
+                .at_row(at)
+                .map(|(id, a)| (id.clone(), a.clone()))
+            else {
+                continue;
+            };
+            let (c, u) = self.attachment_times(&a);
+            self.attachments
+                .reorder(&id, Some(reported_updated_at(c, u)));
+        }
+    }
+
+    /// Brings every cv's position in line with its candidate row (the end of a bulk fill,
+    /// where rows and attachments came in any order).
+    fn restamp_cvs(&mut self) {
+        let moved: Vec<(Arc<str>, Stamp)> = self
+            .attachments
+            .rows()
+            .filter(|(_, _, r)| r.rec.is_candidate_cv())
+            .filter_map(|(_, id, r)| {
+                let (c, u) = self.attachment_times(&r.rec);
+                let at = reported_updated_at(c, u);
+                (r.order != Some(at)).then(|| (id.clone(), at))
+            })
+            .collect();
+        for (id, at) in moved {
+            self.attachments.reorder(&id, Some(at));
         }
     }
 
     /// Removes one record; `false` when it was not there.
     pub fn delete(&mut self, kind: RecordKind, id: &str) -> bool {
         if kind == RecordKind::Attachment {
-            let key: Arc<str> = Arc::from(id);
-            return match self.attachments.remove(&key) {
-                Some(old) => {
-                    self.unlink_cv(&old, &key);
-                    self.unindex_attachment(&key, &old);
-                    true
-                }
-                None => false,
+            let Some(row) = self.attachments.row_number(id) else {
+                return false;
             };
+            let old = self.attachments.remove(&Arc::from(id)).expect("present");
+            if !self.bulk_fill() {
+                self.unindex_attachment(row, &old);
+            }
+            return true;
         }
         let Ok(uuid) = Uuid::parse_str(id) else {
             return false;
@@ -703,11 +772,15 @@ impl WorkspaceState {
                 let Some(person) = self.candidates.get(&uuid).map(|c| c.person_id()) else {
                     return false;
                 };
+                let row = self.candidates.row_number(&uuid).expect("present");
                 let before = self.persons_keys(&[person]);
+                let was = self.candidates.state_of(&uuid, is_application);
                 self.candidates.remove(&uuid);
-                self.applications.remove(&uuid);
-                self.unlink_person(person, uuid);
-                self.reorder_cvs(uuid);
+                self.applications.follow(&self.candidates, &uuid, was);
+                if !self.bulk_fill() {
+                    self.persons.remove(person, row);
+                    self.reorder_cvs(uuid);
+                }
                 self.reindex_persons(&[person], before);
                 true
             }
@@ -820,29 +893,27 @@ impl WorkspaceState {
             json(Record::Attachment(a.raw()))
         });
         sorted(&mut out, "users_by_email", self.users_by_email.iter());
+        // Row numbers differ between states built in another order: their records' ids
+        // stand for them.
+        let candidate = |row: u32| self.candidates.at_row(row).map(|(id, _)| *id);
+        let attachment = |row: u32| self.attachments.at_row(row).map(|(id, _)| id.clone());
         sorted(
             &mut out,
             "person",
-            self.persons.iter().map(|(p, rows)| {
-                let mut rows = rows.to_vec();
-                rows.sort();
-                (p, rows)
-            }),
+            self.persons.entries().map(|(p, row)| (p, candidate(*row))),
         );
         sorted(
             &mut out,
             "cv_by_row",
-            self.cv_by_row.iter().map(|(r, ids)| {
-                let mut ids = ids.to_vec();
-                ids.sort();
-                (r, ids)
-            }),
+            self.cv_by_row.entries().map(|(r, at)| (r, attachment(*at))),
         );
         sorted(&mut out, "notes_by_parent", self.notes_by_parent.entries());
         sorted(
             &mut out,
             "attachments_by_parent",
-            self.attachments_by_parent.entries(),
+            self.attachments_by_parent
+                .entries()
+                .map(|(kind, parent, at)| (kind, parent, attachment(*at))),
         );
         sorted(&mut out, "note_ref", self.note_refs.iter());
         sorted(&mut out, "task_ref", self.task_refs.iter());
@@ -901,6 +972,22 @@ impl WorkspaceState {
         self.users.get(&id).is_some_and(|u| u.is_active())
     }
 
+    /// Every candidate row of one person (hidden ones included), with its id, in no
+    /// particular order.
+    pub fn person_rows_all(
+        &self,
+        person: Uuid,
+    ) -> impl Iterator<Item = (&Uuid, &Arc<CandidateRec>)> + '_ {
+        self.persons
+            .of(person)
+            .filter_map(|row| self.candidates.at_row(row))
+    }
+
+    /// Whether `id` is a person with candidate rows.
+    pub fn is_person(&self, id: Uuid) -> bool {
+        self.persons.has(id)
+    }
+
     /// The candidate row ids of one person, the primary row first.
     pub fn person_rows(&self, person: Uuid) -> SmallVec<[Arc<CandidateRec>; 4]> {
         self.person_rows_ref(person).into_iter().cloned().collect()
@@ -908,14 +995,13 @@ impl WorkspaceState {
 
     /// [`Self::person_rows`], borrowed from this state.
     pub fn person_rows_ref(&self, person: Uuid) -> SmallVec<[&Arc<CandidateRec>; 4]> {
-        let mut rows: SmallVec<[&Arc<CandidateRec>; 4]> = self
-            .persons
-            .get(&person)
-            .into_iter()
-            .flatten()
-            .filter_map(|id| self.candidates.get(id))
-            .collect();
+        let mut rows: SmallVec<[&Arc<CandidateRec>; 4]> =
+            self.person_rows_all(person).map(|(_, r)| r).collect();
         rows.sort_by_key(|r| (r.job_id().is_some(), r.created_at(), r.id()));
         rows
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

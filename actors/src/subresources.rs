@@ -55,33 +55,23 @@ pub struct Children<'a, V: ?Sized> {
 
 impl WorkspaceState {
     /// Moves a note in the parent index: out of its old parent (when it replaces a note),
-    /// into its new one (when it is visible). Called by `put` before the table changes.
+    /// into its new one (when it is visible). Called by `put` before the table changes;
+    /// a bulk fill builds the index at its end instead.
     pub(crate) fn index_note(&mut self, n: &NoteRec) {
+        if self.bulk_fill() {
+            return;
+        }
         if let Some(old) = self.notes.get(&n.id()).cloned() {
-            self.unindex_note(&old);
+            self.notes_by_parent.remove(&old);
         }
         self.notes_by_parent.insert(n);
     }
 
     /// Takes a removed note out of the parent index.
     pub(crate) fn unindex_note(&mut self, old: &NoteRec) {
-        self.notes_by_parent.remove(
-            (old.parent_type(), old.parent_id()),
-            (old.created_at(), old.id()),
-        );
-    }
-
-    /// Moves an attachment in the parent index. Called by `put` before the table changes.
-    pub(crate) fn index_attachment(&mut self, id: &Arc<str>, a: &AttachmentRec) {
-        if let Some(old) = self.attachments.get(id).cloned() {
-            self.attachments_by_parent.remove(id, &old);
+        if !self.bulk_fill() {
+            self.notes_by_parent.remove(old);
         }
-        self.attachments_by_parent.insert(id, a);
-    }
-
-    /// Takes a removed attachment out of the parent index.
-    pub(crate) fn unindex_attachment(&mut self, id: &Arc<str>, old: &AttachmentRec) {
-        self.attachments_by_parent.remove(id, old);
     }
 
     /// The parents a sub-resource of record `id` of `entity` covers, given the kind of
@@ -96,11 +86,8 @@ impl WorkspaceState {
     ) -> SmallVec<[ParentKey; 4]> {
         let person = |row: Option<&Arc<crate::state::CandidateRec>>| {
             row.map(|r| {
-                self.persons
-                    .get(&r.person_id())
-                    .into_iter()
-                    .flatten()
-                    .map(|row| (ParentType::Candidate, *row))
+                self.person_rows_all(r.person_id())
+                    .map(|(id, _)| (ParentType::Candidate, *id))
                     .collect()
             })
             .unwrap_or_default()
@@ -124,24 +111,24 @@ impl WorkspaceState {
 
     /// The visible notes of the given parents: the newest `limit`, newest first.
     pub fn notes_of(&self, parents: &[ParentKey], limit: usize) -> Children<'_, NoteRec> {
-        let lists: SmallVec<[&[(Stamp, Uuid)]; 4]> = parents
+        // Each parent's notes come sorted; several parents' are merged by sorting.
+        let mut all: Vec<(Stamp, Uuid)> = parents
             .iter()
-            .map(|p| self.notes_by_parent.of(p))
-            .filter(|l| !l.is_empty())
+            .flat_map(|p| self.notes_by_parent.of(p))
             .collect();
-        let total = lists.iter().map(|l| l.len()).sum();
-        let resolve = |(_, id): &(Stamp, Uuid)| self.notes.get_visible(id);
-        let items = match lists.as_slice() {
-            [] => Vec::new(),
-            // One record (or a person with notes on one row): already ordered.
-            [one] => one.iter().rev().take(limit).filter_map(resolve).collect(),
-            many => {
-                let mut all: Vec<&(Stamp, Uuid)> = many.iter().flat_map(|l| l.iter()).collect();
-                all.sort_unstable_by(|a, b| b.cmp(a));
-                all.into_iter().take(limit).filter_map(resolve).collect()
-            }
-        };
-        Children { items, total }
+        if parents.len() > 1 {
+            all.sort_unstable();
+        }
+        let items = all
+            .iter()
+            .rev()
+            .take(limit)
+            .filter_map(|(_, id)| self.notes.get_visible(id))
+            .collect();
+        Children {
+            items,
+            total: all.len(),
+        }
     }
 
     /// The attachments of the given parents: the newest `limit` by reported
@@ -154,8 +141,8 @@ impl WorkspaceState {
         let mut all: Vec<(Stamp, &Arc<str>, &Arc<AttachmentRec>)> = parents
             .iter()
             .flat_map(|p| self.attachments_by_parent.of(p))
-            .filter_map(|id| {
-                let a = self.attachments.get_visible(id)?;
+            .filter_map(|row| {
+                let (id, a) = self.attachments.visible_at_row(row)?;
                 Some((self.attachment_timestamps(a).0, id, a))
             })
             .collect();
@@ -238,7 +225,7 @@ mod tests {
             "2026-09-02T00:00:00Z",
         )));
         assert_eq!(s.notes_of(&[company], 10).total, 0);
-        assert!(!s.notes_by_parent.has_entry(&company), "empty lists go");
+        assert_eq!(s.notes_by_parent.of(&company).count(), 0);
         let job = (ParentType::Job, Uuid::from_u128(11));
         assert_eq!(s.notes_of(&[job], 10).total, 1);
         assert!(s.delete(RecordKind::Note, &Uuid::from_u128(2).to_string()));

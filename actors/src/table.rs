@@ -70,6 +70,10 @@ pub struct Table<K, V: ?Sized> {
     visible: usize,
     /// The order is not kept while a bulk load fills the table; see [`Self::defer_order`].
     order_deferred: bool,
+    /// For a subset ([`Self::subset`]): which of the shared rows belong to it.
+    member: Option<fn(&V) -> bool>,
+    /// Rows that belong (all of them, for a table that is not a subset).
+    members: usize,
 }
 
 impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug + ?Sized> std::fmt::Debug
@@ -91,6 +95,8 @@ impl<K: Clone, V: ?Sized> Clone for Table<K, V> {
             order: self.order.clone(),
             visible: self.visible,
             order_deferred: self.order_deferred,
+            member: self.member,
+            members: self.members,
         }
     }
 }
@@ -103,6 +109,8 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Default for Table<K, V> {
             order: OrderIndex::default(),
             visible: 0,
             order_deferred: false,
+            member: None,
+            members: 0,
         }
     }
 }
@@ -120,7 +128,111 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.ids.get(id).map(|r| &self.slot(*r).row)
+        self.ids
+            .get(id)
+            .map(|r| &self.slot(*r).row)
+            .filter(|r| self.belongs(&r.rec))
+    }
+
+    fn belongs(&self, rec: &V) -> bool {
+        self.member.is_none_or(|m| m(rec))
+    }
+
+    /// A table of the rows of `all` that `member` accepts: it shares `all`'s rows and
+    /// ids (no copy of either) and keeps an order of its own. `all` is its only writer:
+    /// after each change to `all`, [`Self::follow`] brings the subset in step.
+    ///
+    /// What a subset saves is a second row and id entry per record it holds, on top of
+    /// the record itself, which was already shared.
+    pub fn subset(all: &Table<K, V>, member: fn(&V) -> bool) -> Self {
+        let mut t = Table {
+            slots: all.slots.clone(),
+            ids: all.ids.clone(),
+            order: OrderIndex::default(),
+            visible: 0,
+            order_deferred: true,
+            member: Some(member),
+            members: 0,
+        };
+        for (_, _, row) in all.rows() {
+            if member(&row.rec) {
+                t.members += 1;
+                t.visible += usize::from(row.order.is_some());
+            }
+        }
+        if !all.order_deferred {
+            t.build_order();
+        }
+        t
+    }
+
+    /// Brings a subset in step with `all` after the record `id` changed there; `before`
+    /// is what the record was in `all` before the change (its order, whether it
+    /// belonged), `None` if it was not there.
+    pub fn follow(&mut self, all: &Table<K, V>, id: &K, before: Option<(Option<Stamp>, bool)>) {
+        let member = self.member.expect("a subset");
+        self.slots = all.slots.clone();
+        self.ids = all.ids.clone();
+        if let Some((order, true)) = before {
+            self.members -= 1;
+            self.unorder(order, id);
+        }
+        if let Some(&row) = all.ids.get(id) {
+            let row_now = &all.slot(row).row;
+            if member(&row_now.rec) {
+                self.members += 1;
+                self.enorder(row_now.order, id, row);
+            }
+        }
+    }
+
+    /// Shares `all`'s rows and ids again after records changed there in place
+    /// ([`Self::replace`]: same orders, same members).
+    pub fn reshare(&mut self, all: &Table<K, V>) {
+        self.slots = all.slots.clone();
+        self.ids = all.ids.clone();
+    }
+
+    /// What [`Self::follow`] takes as `before`: the record's order in this table, and
+    /// whether `member` accepts it.
+    pub fn state_of(&self, id: &K, member: fn(&V) -> bool) -> Option<(Option<Stamp>, bool)> {
+        let row = &self.slot(*self.ids.get(id)?).row;
+        Some((row.order, member(&row.rec)))
+    }
+
+    /// The row number of a record (stable while the record is in the table: a
+    /// replacement keeps it, and a removed record's number is never given to another).
+    pub fn row_number<Q>(&self, id: &Q) -> Option<u32>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let row = *self.ids.get(id)?;
+        self.belongs(&self.slot(row).row.rec).then_some(row)
+    }
+
+    /// The record at a row number, with its key, if it is still there.
+    pub fn at_row(&self, row: u32) -> Option<(&K, &Arc<V>)> {
+        let slot = self.slots.get(row as usize)?.as_ref()?;
+        self.belongs(&slot.row.rec)
+            .then_some((&slot.key, &slot.row.rec))
+    }
+
+    /// [`Self::at_row`], if the record is visible through the API.
+    pub fn visible_at_row(&self, row: u32) -> Option<(&K, &Arc<V>)> {
+        let slot = self.slots.get(row as usize)?.as_ref()?;
+        slot.row.order?;
+        self.belongs(&slot.row.rec)
+            .then_some((&slot.key, &slot.row.rec))
+    }
+
+    /// Every row with its number and key, hidden ones included, by row number.
+    pub fn rows(&self) -> impl Iterator<Item = (u32, &K, &Row<V>)> {
+        self.slots.iter().enumerate().filter_map(|(at, s)| {
+            s.as_ref()
+                .filter(|s| self.belongs(&s.row.rec))
+                .map(|s| (at as u32, &s.key, &s.row))
+        })
     }
 
     pub fn get(&self, id: &K) -> Option<&Arc<V>> {
@@ -139,7 +251,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.ids.contains_key(id)
+        self.row_of(id).is_some()
     }
 
     /// Makes room in the id map for `additional` more records (a bulk fill whose size
@@ -161,7 +273,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
             .iter()
             .enumerate()
             .filter_map(|(at, s)| {
-                let s = s.as_ref()?;
+                let s = s.as_ref().filter(|s| self.belongs(&s.row.rec))?;
                 Some((s.row.order?, s.key.clone(), at as u32))
             })
             .collect();
@@ -189,6 +301,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// Inserts or replaces; `order` is `None` for a record hidden from the API.
     pub fn put(&mut self, id: K, rec: Arc<V>, order: Option<Stamp>) {
+        debug_assert!(self.member.is_none(), "a subset follows its table");
         let row = match self.ids.get(&id) {
             Some(&row) => {
                 let old = self.slot(row).row.order;
@@ -207,6 +320,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
                     row: Row::new(rec, order),
                 }));
                 self.ids.insert(id.clone(), row);
+                self.members += 1;
                 row
             }
         };
@@ -231,7 +345,9 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     }
 
     pub fn remove(&mut self, id: &K) -> Option<Arc<V>> {
+        debug_assert!(self.member.is_none(), "a subset follows its table");
         let row = self.ids.remove(id)?;
+        self.members -= 1;
         let slot = self
             .slots
             .get_mut(row as usize)
@@ -248,11 +364,11 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// Number of records, hidden ones included.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.members
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.members == 0
     }
 
     /// Visible records oldest first, from `since` (inclusive) and strictly after the
@@ -316,7 +432,11 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// Every record, hidden ones included, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
-        self.slots.iter().flatten().map(|s| (&s.key, &s.row.rec))
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|s| self.belongs(&s.row.rec))
+            .map(|s| (&s.key, &s.row.rec))
     }
 }
 

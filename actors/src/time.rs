@@ -17,6 +17,7 @@ pub const CHANGE_TRACKING_START: Stamp = Stamp(1_786_579_200_000); // 2026-08-13
 
 impl Stamp {
     pub const MIN: Stamp = Stamp(i64::MIN);
+    pub const MAX: Stamp = Stamp(i64::MAX);
 
     pub const fn from_millis(ms: i64) -> Self {
         Stamp(ms)

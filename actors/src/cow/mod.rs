@@ -9,13 +9,17 @@
 //!
 //! - [`CowVec`]: a vector of chunks, addressed by `u32` position (a table's rows);
 //! - [`CowMap`]: an open-addressing hash map over such chunks (ids, parents, persons);
-//! - [`OrderIndex`]: a sorted vector plus small persistent deltas (the sync order).
+//! - [`OrderIndex`]: a sorted vector plus small persistent deltas (the sync order);
+//! - [`SortedSet`]: the same shape for a set of tuples, whose prefixes are the state's
+//!   one-to-many indexes (a person's rows, a parent's notes and attachments).
 
 mod map;
 mod order;
+mod sorted;
 
 pub use map::CowMap;
 pub use order::OrderIndex;
+pub use sorted::SortedSet;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::time::Stamp;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
 #[derive(Clone, Debug)]
@@ -131,6 +131,57 @@ proptest! {
                     .collect();
                 prop_assert_eq!(o.count_from(lower), want.len());
                 prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sorted_set_behaves_like_a_btree_set_and_its_clones_keep_what_they_saw(
+        base in proptest::collection::vec((0u8..40, 0u16..60), 0..3000),
+        ops in proptest::collection::vec((any::<bool>(), 0u8..40, 0u16..60), 0..4000),
+        bounds in proptest::collection::vec(((0u8..3, 0u8..42, 0u16..62), (0u8..3, 0u8..42, 0u16..62)), 1..8),
+    ) {
+        let mut model: BTreeSet<(u8, u16)> = base.iter().copied().collect();
+        let mut set = SortedSet::build(base);
+        let mut snapshots = Vec::new();
+        for (i, (insert, a, b)) in ops.into_iter().enumerate() {
+            if insert {
+                prop_assert_eq!(set.insert((a, b)), model.insert((a, b)));
+            } else {
+                prop_assert_eq!(set.remove(&(a, b)), model.remove(&(a, b)));
+            }
+            if i % 211 == 0 {
+                snapshots.push((set.clone(), model.clone()));
+            }
+        }
+        snapshots.push((set, model));
+        let bound = |(kind, a, b): (u8, u8, u16)| match kind {
+            0 => Bound::Unbounded,
+            1 => Bound::Included((a, b)),
+            _ => Bound::Excluded((a, b)),
+        };
+        for (set, model) in &snapshots {
+            prop_assert_eq!(set.len(), model.len());
+            prop_assert_eq!(set.iter().copied().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+            for &(lo, hi) in &bounds {
+                let (lo, hi) = (bound(lo), bound(hi));
+                let got: Vec<_> = set.range(lo.as_ref(), hi.as_ref()).copied().collect();
+                // std's range panics on inverted bounds; such a range is empty.
+                let inverted = match (&lo, &hi) {
+                    (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                        a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
+                    }
+                    _ => false,
+                };
+                let want: Vec<_> = if inverted {
+                    Vec::new()
+                } else {
+                    model.range((lo, hi)).copied().collect()
+                };
+                prop_assert_eq!(got, want);
+            }
+            for probe in [(0u8, 0u16), (3, 7), (39, 59)] {
+                prop_assert_eq!(set.contains(&probe), model.contains(&probe));
             }
         }
     }

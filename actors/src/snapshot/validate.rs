@@ -414,13 +414,8 @@ impl<'a> Checker<'a> {
         for (person, rows) in &file_rows {
             let from_state = self
                 .state
-                .persons
-                .get(person)
-                .into_iter()
-                .flatten()
-                .filter(|id| !touched_ids.contains(id))
-                .filter_map(|id| self.state.candidates.get(id))
-                .filter(|r| r.is_primary())
+                .person_rows_all(*person)
+                .filter(|(id, r)| !touched_ids.contains(*id) && r.is_primary())
                 .count();
             let from_file = rows.iter().filter(|(_, c)| c.is_primary()).count();
             if from_state + from_file != 1 {

@@ -319,7 +319,7 @@ fn resolve_parent(
             // primary row; a job row keeps its job.
             let (person, job) = match state.candidates.get_visible(&parent_id) {
                 Some(row) => (row.person_id(), row.job_id()),
-                None if state.persons.contains_key(&parent_id) => (parent_id, None),
+                None if state.is_person(parent_id) => (parent_id, None),
                 None => return Err(missing()),
             };
             let rows = state.person_rows_ref(person);

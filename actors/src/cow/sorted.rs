@@ -1,0 +1,173 @@
+//! [`SortedSet`]: a persistent set kept as one sorted vector shared between states plus
+//! two small persistent deltas (entries added since, and entries of the vector removed
+//! since), as [`super::OrderIndex`] keeps the sync order.
+//!
+//! It holds the state's one-to-many indexes (a person's candidate rows, a parent's notes
+//! and attachments) as sorted tuples `(owner, …, child)`: the children of one owner are
+//! the range of its prefix. An entry costs its own size, with no per-owner map entry,
+//! list header or spare capacity, which a map of small vectors pays for every owner.
+//! Reads merge the vector and the deltas in one pass; when the deltas grow past a
+//! fraction of the vector, a write folds them into a new vector.
+
+use imbl::OrdSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Deltas are folded into the vector once they hold more than this many entries, or a
+/// 32nd of the vector when that is more (as for the sync order).
+const FOLD_AT_LEAST: usize = 1024;
+
+/// A sorted set; see the module docs.
+pub struct SortedSet<E> {
+    base: Arc<[E]>,
+    /// Entries of `base` that are gone.
+    removed: OrdSet<E>,
+    /// Entries not in `base`.
+    added: OrdSet<E>,
+}
+
+impl<E> Clone for SortedSet<E> {
+    fn clone(&self) -> Self {
+        SortedSet {
+            base: self.base.clone(),
+            removed: self.removed.clone(),
+            added: self.added.clone(),
+        }
+    }
+}
+
+impl<E: Ord + Clone> Default for SortedSet<E> {
+    fn default() -> Self {
+        SortedSet {
+            base: Arc::from(Vec::new()),
+            removed: OrdSet::new(),
+            added: OrdSet::new(),
+        }
+    }
+}
+
+impl<E: std::fmt::Debug + Ord + Clone> std::fmt::Debug for SortedSet<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl<E: Ord + Clone> SortedSet<E> {
+    /// A set of the given entries, in any order and possibly repeated, built at once.
+    pub fn build(mut entries: Vec<E>) -> Self {
+        entries.sort_unstable();
+        entries.dedup();
+        SortedSet {
+            base: Arc::from(entries),
+            removed: OrdSet::new(),
+            added: OrdSet::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.base.len() - self.removed.len() + self.added.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn in_base(&self, e: &E) -> bool {
+        self.base.binary_search(e).is_ok()
+    }
+
+    pub fn contains(&self, e: &E) -> bool {
+        self.added.contains(e) || (self.in_base(e) && !self.removed.contains(e))
+    }
+
+    /// Adds an entry; `false` when it was there already.
+    pub fn insert(&mut self, e: E) -> bool {
+        let new = if self.in_base(&e) {
+            self.removed.remove(&e).is_some()
+        } else {
+            self.added.insert(e).is_none()
+        };
+        self.fold_if_due();
+        new
+    }
+
+    /// Removes an entry; `false` when it was not there.
+    pub fn remove(&mut self, e: &E) -> bool {
+        let gone = self.added.remove(e).is_some()
+            || (self.in_base(e) && self.removed.insert(e.clone()).is_none());
+        self.fold_if_due();
+        gone
+    }
+
+    fn fold_if_due(&mut self) {
+        let delta = self.removed.len() + self.added.len();
+        if delta > FOLD_AT_LEAST.max(self.base.len() / 32) {
+            let entries: Vec<E> = self.iter().cloned().collect();
+            *self = SortedSet {
+                base: Arc::from(entries),
+                removed: OrdSet::new(),
+                added: OrdSet::new(),
+            };
+        }
+    }
+
+    /// Every entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &E> + '_ {
+        self.range(Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entries between `lower` and `upper`, in order.
+    pub fn range(&self, lower: Bound<&E>, upper: Bound<&E>) -> impl Iterator<Item = &E> + '_ {
+        let start = match lower {
+            Bound::Unbounded => 0,
+            Bound::Included(b) => self.base.partition_point(|e| e < b),
+            Bound::Excluded(b) => self.base.partition_point(|e| e <= b),
+        };
+        let end = match upper {
+            Bound::Unbounded => self.base.len(),
+            Bound::Included(b) => self.base.partition_point(|e| e <= b),
+            Bound::Excluded(b) => self.base.partition_point(|e| e < b),
+        };
+        let bounds = (lower.cloned(), upper.cloned());
+        let mut base = self.base[start..end.max(start)].iter().peekable();
+        // A delta's range panics on inverted bounds; an empty range has no deltas.
+        let empty = match (&bounds.0, &bounds.1) {
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a > b
+            }
+            _ => false,
+        };
+        fn delta<'a, E: Ord + Clone>(
+            set: &'a OrdSet<E>,
+            bounds: &(Bound<E>, Bound<E>),
+            empty: bool,
+        ) -> impl Iterator<Item = &'a E> + 'a {
+            (!empty && !set.is_empty())
+                .then(|| set.range(bounds.clone()))
+                .into_iter()
+                .flatten()
+        }
+        let mut removed = delta(&self.removed, &bounds, empty).peekable();
+        let mut added = delta(&self.added, &bounds, empty).peekable();
+        std::iter::from_fn(move || loop {
+            let take_base = match (base.peek(), added.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(b), Some(a)) => b < a,
+            };
+            if !take_base {
+                return added.next();
+            }
+            let e = base.next().expect("peeked");
+            while removed.peek().is_some_and(|r| *r < e) {
+                removed.next();
+            }
+            if removed.peek().is_some_and(|r| *r == e) {
+                removed.next();
+                continue;
+            }
+            return Some(e);
+        })
+    }
+}
