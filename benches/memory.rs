@@ -86,7 +86,7 @@ fn render_all(ws: &WorkspaceState) -> usize {
     struct All<'b>(&'b mut Vec<u8>);
     impl<'s> entities::EntityVisitor<'s> for All<'_> {
         type Out = usize;
-        fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F) -> usize
+        fn visit<K, V, T, F>(self, table: actors::table::TableRef<'s, K, V>, view: F) -> usize
         where
             K: actors::table::TableKey,
             V: ?Sized,
@@ -135,10 +135,9 @@ fn report(people: usize) {
         parts.push((name, at - live()));
     };
     take("search indexes", &mut |ws| ws.search = Default::default());
-    take("applications (shared rows)", &mut |ws| {
-        ws.applications = Default::default()
+    take("candidates, applications", &mut |ws| {
+        ws.candidates = Default::default()
     });
-    take("candidates", &mut |ws| ws.candidates = Default::default());
     take("notes", &mut |ws| ws.notes = Default::default());
     take("tasks", &mut |ws| ws.tasks = Default::default());
     take("attachments", &mut |ws| ws.attachments = Default::default());

@@ -6,7 +6,7 @@
 use crate::model::{Entity, RecordKind};
 use crate::rendered::Rendered;
 use crate::state::WorkspaceState;
-use crate::table::{Table, TableKey};
+use crate::table::{TableKey, TableRef};
 use crate::views::{ApplicationView, View};
 
 /// Something done with one entity's table, whatever its key and record types: the
@@ -14,7 +14,7 @@ use crate::views::{ApplicationView, View};
 pub trait EntityVisitor<'s> {
     type Out;
 
-    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
     where
         K: TableKey,
         V: ?Sized,
@@ -29,17 +29,17 @@ pub fn visit<'s, Vis: EntityVisitor<'s>>(
     visitor: Vis,
 ) -> Vis::Out {
     match entity {
-        Entity::Candidates => visitor.visit(&ws.candidates, move |r| View::new(ws, r)),
-        Entity::Applications => {
-            visitor.visit(&ws.applications, move |r| ApplicationView(View::new(ws, r)))
-        }
-        Entity::Contacts => visitor.visit(&ws.contacts, move |r| View::new(ws, r)),
-        Entity::Companies => visitor.visit(&ws.companies, move |r| View::new(ws, r)),
-        Entity::Jobs => visitor.visit(&ws.jobs, move |r| View::new(ws, r)),
-        Entity::Notes => visitor.visit(&ws.notes, move |r| View::new(ws, r)),
-        Entity::Tasks => visitor.visit(&ws.tasks, move |r| View::new(ws, r)),
-        Entity::Attachments => visitor.visit(&ws.attachments, move |r| View::new(ws, r)),
-        Entity::Users => visitor.visit(&ws.users, move |r| View::new(ws, r)),
+        Entity::Candidates => visitor.visit(ws.candidates.all(), move |r| View::new(ws, r)),
+        Entity::Applications => visitor.visit(ws.applications(), move |r| {
+            ApplicationView(View::new(ws, r))
+        }),
+        Entity::Contacts => visitor.visit(ws.contacts.all(), move |r| View::new(ws, r)),
+        Entity::Companies => visitor.visit(ws.companies.all(), move |r| View::new(ws, r)),
+        Entity::Jobs => visitor.visit(ws.jobs.all(), move |r| View::new(ws, r)),
+        Entity::Notes => visitor.visit(ws.notes.all(), move |r| View::new(ws, r)),
+        Entity::Tasks => visitor.visit(ws.tasks.all(), move |r| View::new(ws, r)),
+        Entity::Attachments => visitor.visit(ws.attachments.all(), move |r| View::new(ws, r)),
+        Entity::Users => visitor.visit(ws.users.all(), move |r| View::new(ws, r)),
     }
 }
 
@@ -64,7 +64,7 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
     struct Count;
     impl<'s> EntityVisitor<'s> for Count {
         type Out = usize;
-        fn visit<K, V, T, F>(self, table: &'s Table<K, V>, _: F) -> usize
+        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, _: F) -> usize
         where
             K: TableKey,
             V: ?Sized,

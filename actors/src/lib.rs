@@ -34,6 +34,7 @@
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: the directory of workspaces: id → actor and published read view.
 //! - [`loader`]: loading the workspaces at start, with retries and their failures.
+//! - [`memory`]: handing memory freed by a load back to the system.
 //! - [`checkpoint`]: a workspace's state in a local file, labelled with the store's
 //!   commit position, so that a restart reads one file rather than every record; and the
 //!   keeper that writes them in the background and at shutdown.
@@ -60,6 +61,7 @@ pub mod entities;
 pub mod env;
 pub mod keys;
 pub mod loader;
+pub mod memory;
 pub mod model;
 pub mod packed;
 pub mod parents;

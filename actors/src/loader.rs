@@ -108,6 +108,7 @@ impl Loader {
                         let id = state.id();
                         let records = state.stored_records();
                         let handle = self.registry.install(state);
+                        crate::memory::return_free_memory();
                         // Off the path to ready: the actor sweeps the blob store before
                         // it takes any import (the only writer of blobs).
                         handle.addr.do_send(SweepBlobs);

@@ -127,9 +127,6 @@ pub struct WorkspaceState {
     pub contacts: Table<Uuid, ContactRec>,
     pub jobs: Table<Uuid, Job>,
     pub candidates: Table<Uuid, CandidateRec>,
-    /// The candidate rows with a `job_id`, seen from the job side: a subset of
-    /// `candidates` ([`Table::subset`], the same rows), with an order of its own.
-    pub applications: Table<Uuid, CandidateRec>,
     pub notes: Table<Uuid, NoteRec>,
     pub tasks: Table<Uuid, Task>,
     pub attachments: Table<Arc<str>, AttachmentRec>,
@@ -178,8 +175,8 @@ impl WorkspaceState {
             companies: Table::default(),
             contacts: Table::default(),
             jobs: Table::default(),
-            candidates: Table::default(),
-            applications: Table::subset(&Table::default(), is_application),
+            // The applications are the rows with a job: the table's subset.
+            candidates: Table::with_subset(is_application),
             notes: Table::default(),
             tasks: Table::default(),
             attachments: Table::default(),
@@ -241,7 +238,6 @@ impl WorkspaceState {
             );
             self.candidates.replace(&r.id(), rec);
         }
-        self.applications.reshare(&self.candidates);
         let contacts: Vec<Arc<ContactRec>> = self.contacts.iter().map(|(_, r)| r.clone()).collect();
         for r in contacts {
             let rec = Arc::new(ContactRec {
@@ -324,7 +320,6 @@ impl WorkspaceState {
                 self.companies.build_order();
                 self.contacts.build_order();
                 self.jobs.build_order();
-                self.applications.build_order();
                 self.tasks.build_order();
                 self.attachments.build_order();
                 children.join().expect("index builds do not panic")
@@ -347,7 +342,6 @@ impl WorkspaceState {
         f(&mut self.contacts);
         f(&mut self.jobs);
         f(&mut self.candidates);
-        f(&mut self.applications);
         f(&mut self.notes);
         f(&mut self.tasks);
         f(&mut self.attachments);
@@ -599,9 +593,7 @@ impl WorkspaceState {
         affected.extend(moved_from);
         let before = self.persons_keys(&affected);
         let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
-        let was = self.candidates.state_of(&id, is_application);
         self.candidates.put(id, rec, order);
-        self.applications.follow(&self.candidates, &id, was);
         if !self.bulk_fill() {
             let row = self.candidates.row_number(&id).expect("just put");
             if let Some(old) = moved_from {
@@ -774,9 +766,7 @@ impl WorkspaceState {
                 };
                 let row = self.candidates.row_number(&uuid).expect("present");
                 let before = self.persons_keys(&[person]);
-                let was = self.candidates.state_of(&uuid, is_application);
                 self.candidates.remove(&uuid);
-                self.applications.follow(&self.candidates, &uuid, was);
                 if !self.bulk_fill() {
                     self.persons.remove(person, row);
                     self.reorder_cvs(uuid);
@@ -814,7 +804,7 @@ impl WorkspaceState {
         fn table<K: std::fmt::Debug + Ord + Clone + std::hash::Hash + Eq + MinKey, V: ?Sized>(
             out: &mut String,
             name: &str,
-            t: &Table<K, V>,
+            t: crate::table::TableRef<'_, K, V>,
             raw: impl Fn(&V) -> String,
         ) {
             let mut rows: Vec<String> = t
@@ -848,7 +838,7 @@ impl WorkspaceState {
             self.region, self.last_stamp
         )
         .unwrap();
-        table(&mut out, "user", &self.users, |u| {
+        table(&mut out, "user", self.users.all(), |u| {
             json(Record::User(u.clone()))
         });
         sorted(
@@ -858,10 +848,10 @@ impl WorkspaceState {
                 .iter()
                 .map(|(_, s)| json(Record::Stage((**s).clone()))),
         );
-        table(&mut out, "company", &self.companies, |c| {
+        table(&mut out, "company", self.companies.all(), |c| {
             json(Record::Company(c.clone()))
         });
-        table(&mut out, "contact", &self.contacts, |c| {
+        table(&mut out, "contact", self.contacts.all(), |c| {
             format!(
                 "{} {:?} {:?}",
                 json(Record::Contact(c.raw.clone())),
@@ -869,10 +859,10 @@ impl WorkspaceState {
                 c.mobile
             )
         });
-        table(&mut out, "job", &self.jobs, |j| {
+        table(&mut out, "job", self.jobs.all(), |j| {
             json(Record::Job(j.clone()))
         });
-        table(&mut out, "candidate", &self.candidates, |c| {
+        table(&mut out, "candidate", self.candidates.all(), |c| {
             format!(
                 "{} {:?} {:?}",
                 json(Record::Candidate(Box::new(c.raw()))),
@@ -880,16 +870,16 @@ impl WorkspaceState {
                 c.mobile()
             )
         });
-        table(&mut out, "application", &self.applications, |c| {
+        table(&mut out, "application", self.applications(), |c| {
             c.id().to_string()
         });
-        table(&mut out, "note", &self.notes, |n| {
+        table(&mut out, "note", self.notes.all(), |n| {
             json(Record::Note(n.raw()))
         });
-        table(&mut out, "task", &self.tasks, |t| {
+        table(&mut out, "task", self.tasks.all(), |t| {
             json(Record::Task(t.clone()))
         });
-        table(&mut out, "attachment", &self.attachments, |a| {
+        table(&mut out, "attachment", self.attachments.all(), |a| {
             json(Record::Attachment(a.raw()))
         });
         sorted(&mut out, "users_by_email", self.users_by_email.iter());
@@ -970,6 +960,12 @@ impl WorkspaceState {
     /// A user counts as an active member.
     pub fn user_is_active(&self, id: Uuid) -> bool {
         self.users.get(&id).is_some_and(|u| u.is_active())
+    }
+
+    /// The candidate rows with a `job_id`, seen from the job side: the candidates
+    /// table's subset ([`Table::with_subset`]).
+    pub fn applications(&self) -> crate::table::TableRef<'_, Uuid, CandidateRec> {
+        self.candidates.subset()
     }
 
     /// Every candidate row of one person (hidden ones included), with its id, in no

@@ -111,8 +111,11 @@ fn changes(records: &[Record]) -> Vec<Result<Record, (RecordKind, String)>> {
     };
     let mut moved = candidate(21);
     moved.person_id = id(1003);
+    // No longer an application; the talent-pool row 30 becomes one.
+    let job = moved.job_id.take().expect("row 21 is an application");
     let mut edited = candidate(30);
     edited.updated_at = Stamp::from_millis(CHANGE_TRACKING_START.millis() + 99_000_000);
+    edited.job_id = Some(job);
     let mut private = records
         .iter()
         .find_map(|r| match r {
@@ -201,7 +204,7 @@ fn the_indexes_answer_what_the_records_say() {
     );
     // Applications: the rows with a job, in the sync order, and only those.
     let applications: Vec<Uuid> = state
-        .applications
+        .applications()
         .iter_from(None, None)
         .map(|(_, id, _)| *id)
         .collect();
@@ -216,10 +219,12 @@ fn the_indexes_answer_what_the_records_say() {
         applications,
         want.iter().map(|(_, id)| *id).collect::<Vec<_>>()
     );
-    assert!(applications.contains(&id(21)) && !applications.contains(&id(20)));
-    assert!(state.applications.get_visible(&id(20)).is_none());
-    assert!(state.applications.get_visible(&id(21)).is_some());
-    assert_eq!(state.applications.visible_len(), applications.len());
+    assert!(applications.contains(&id(22)) && !applications.contains(&id(20)));
+    assert!(applications.contains(&id(30)) && !applications.contains(&id(21)));
+    assert!(state.applications().get_visible(&id(20)).is_none());
+    assert!(state.applications().get_visible(&id(21)).is_none());
+    assert!(state.applications().get_visible(&id(30)).is_some());
+    assert_eq!(state.applications().visible_len(), applications.len());
     // The note made private left its parent's list; the row's other notes stay.
     let notes = state.notes_of(&[(ParentType::Candidate, id(51))], 10);
     assert_eq!(notes.total, 0);

@@ -101,7 +101,7 @@ impl WorkspaceState {
         };
         match entity {
             Entity::Candidates => person(self.candidates.get_visible(&id)),
-            Entity::Applications => person(self.applications.get_visible(&id)),
+            Entity::Applications => person(self.applications().get_visible(&id)),
             Entity::Contacts => record(self.contacts.get_visible(&id).is_some()),
             Entity::Companies => record(self.companies.get_visible(&id).is_some()),
             Entity::Jobs => record(self.jobs.get_visible(&id).is_some()),

@@ -62,6 +62,10 @@ impl<K: Clone, V: ?Sized> Clone for Slot<K, V> {
 /// Rows live in a [`CowVec`] by row number; the map by id and the order hold row numbers,
 /// so a page is read in order with one step from order entry to row, and each record
 /// is held once.
+///
+/// A table may keep a second order over a subset of its rows ([`Self::with_subset`]:
+/// the applications among the candidate rows), read through [`Self::subset`]: the
+/// subset's records cost their order entry, not a row and id entry of their own.
 pub struct Table<K, V: ?Sized> {
     slots: CowVec<Option<Slot<K, V>>>,
     ids: CowMap<K, u32>,
@@ -70,10 +74,28 @@ pub struct Table<K, V: ?Sized> {
     visible: usize,
     /// The order is not kept while a bulk load fills the table; see [`Self::defer_order`].
     order_deferred: bool,
-    /// For a subset ([`Self::subset`]): which of the shared rows belong to it.
-    member: Option<fn(&V) -> bool>,
-    /// Rows that belong (all of them, for a table that is not a subset).
-    members: usize,
+    /// The second order, when the table keeps one.
+    subset: Option<Box<Subset<K, V>>>,
+}
+
+/// A second order over the rows that `member` accepts.
+struct Subset<K, V: ?Sized> {
+    member: fn(&V) -> bool,
+    order: OrderIndex<K>,
+    visible: usize,
+    /// Rows accepted, hidden ones included.
+    len: usize,
+}
+
+impl<K: Clone, V: ?Sized> Clone for Subset<K, V> {
+    fn clone(&self) -> Self {
+        Subset {
+            member: self.member,
+            order: self.order.clone(),
+            visible: self.visible,
+            len: self.len,
+        }
+    }
 }
 
 impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug + ?Sized> std::fmt::Debug
@@ -95,8 +117,7 @@ impl<K: Clone, V: ?Sized> Clone for Table<K, V> {
             order: self.order.clone(),
             visible: self.visible,
             order_deferred: self.order_deferred,
-            member: self.member,
-            members: self.members,
+            subset: self.subset.clone(),
         }
     }
 }
@@ -109,13 +130,43 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Default for Table<K, V> {
             order: OrderIndex::default(),
             visible: 0,
             order_deferred: false,
-            member: None,
-            members: 0,
+            subset: None,
         }
     }
 }
 
 impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
+    /// An empty table that also keeps the order of the rows `member` accepts.
+    pub fn with_subset(member: fn(&V) -> bool) -> Self {
+        Table {
+            subset: Some(Box::new(Subset {
+                member,
+                order: OrderIndex::default(),
+                visible: 0,
+                len: 0,
+            })),
+            ..Table::default()
+        }
+    }
+
+    /// The whole table, to read.
+    pub fn all(&self) -> TableRef<'_, K, V> {
+        TableRef {
+            table: self,
+            subset: false,
+        }
+    }
+
+    /// The subset the table keeps ([`Self::with_subset`]), to read. Panics for a table
+    /// that keeps none.
+    pub fn subset(&self) -> TableRef<'_, K, V> {
+        assert!(self.subset.is_some(), "a table with a subset");
+        TableRef {
+            table: self,
+            subset: true,
+        }
+    }
+
     fn slot(&self, row: u32) -> &Slot<K, V> {
         self.slots
             .get(row as usize)
@@ -128,76 +179,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.ids
-            .get(id)
-            .map(|r| &self.slot(*r).row)
-            .filter(|r| self.belongs(&r.rec))
-    }
-
-    fn belongs(&self, rec: &V) -> bool {
-        self.member.is_none_or(|m| m(rec))
-    }
-
-    /// A table of the rows of `all` that `member` accepts: it shares `all`'s rows and
-    /// ids (no copy of either) and keeps an order of its own. `all` is its only writer:
-    /// after each change to `all`, [`Self::follow`] brings the subset in step.
-    ///
-    /// What a subset saves is a second row and id entry per record it holds, on top of
-    /// the record itself, which was already shared.
-    pub fn subset(all: &Table<K, V>, member: fn(&V) -> bool) -> Self {
-        let mut t = Table {
-            slots: all.slots.clone(),
-            ids: all.ids.clone(),
-            order: OrderIndex::default(),
-            visible: 0,
-            order_deferred: true,
-            member: Some(member),
-            members: 0,
-        };
-        for (_, _, row) in all.rows() {
-            if member(&row.rec) {
-                t.members += 1;
-                t.visible += usize::from(row.order.is_some());
-            }
-        }
-        if !all.order_deferred {
-            t.build_order();
-        }
-        t
-    }
-
-    /// Brings a subset in step with `all` after the record `id` changed there; `before`
-    /// is what the record was in `all` before the change (its order, whether it
-    /// belonged), `None` if it was not there.
-    pub fn follow(&mut self, all: &Table<K, V>, id: &K, before: Option<(Option<Stamp>, bool)>) {
-        let member = self.member.expect("a subset");
-        self.slots = all.slots.clone();
-        self.ids = all.ids.clone();
-        if let Some((order, true)) = before {
-            self.members -= 1;
-            self.unorder(order, id);
-        }
-        if let Some(&row) = all.ids.get(id) {
-            let row_now = &all.slot(row).row;
-            if member(&row_now.rec) {
-                self.members += 1;
-                self.enorder(row_now.order, id, row);
-            }
-        }
-    }
-
-    /// Shares `all`'s rows and ids again after records changed there in place
-    /// ([`Self::replace`]: same orders, same members).
-    pub fn reshare(&mut self, all: &Table<K, V>) {
-        self.slots = all.slots.clone();
-        self.ids = all.ids.clone();
-    }
-
-    /// What [`Self::follow`] takes as `before`: the record's order in this table, and
-    /// whether `member` accepts it.
-    pub fn state_of(&self, id: &K, member: fn(&V) -> bool) -> Option<(Option<Stamp>, bool)> {
-        let row = &self.slot(*self.ids.get(id)?).row;
-        Some((row.order, member(&row.rec)))
+        self.ids.get(id).map(|r| &self.slot(*r).row)
     }
 
     /// The row number of a record (stable while the record is in the table: a
@@ -207,32 +189,28 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let row = *self.ids.get(id)?;
-        self.belongs(&self.slot(row).row.rec).then_some(row)
+        self.ids.get(id).copied()
     }
 
     /// The record at a row number, with its key, if it is still there.
     pub fn at_row(&self, row: u32) -> Option<(&K, &Arc<V>)> {
         let slot = self.slots.get(row as usize)?.as_ref()?;
-        self.belongs(&slot.row.rec)
-            .then_some((&slot.key, &slot.row.rec))
+        Some((&slot.key, &slot.row.rec))
     }
 
     /// [`Self::at_row`], if the record is visible through the API.
     pub fn visible_at_row(&self, row: u32) -> Option<(&K, &Arc<V>)> {
         let slot = self.slots.get(row as usize)?.as_ref()?;
         slot.row.order?;
-        self.belongs(&slot.row.rec)
-            .then_some((&slot.key, &slot.row.rec))
+        Some((&slot.key, &slot.row.rec))
     }
 
     /// Every row with its number and key, hidden ones included, by row number.
     pub fn rows(&self) -> impl Iterator<Item = (u32, &K, &Row<V>)> {
-        self.slots.iter().enumerate().filter_map(|(at, s)| {
-            s.as_ref()
-                .filter(|s| self.belongs(&s.row.rec))
-                .map(|s| (at as u32, &s.key, &s.row))
-        })
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(at, s)| s.as_ref().map(|s| (at as u32, &s.key, &s.row)))
     }
 
     pub fn get(&self, id: &K) -> Option<&Arc<V>> {
@@ -241,9 +219,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// The record if it is visible through the API.
     pub fn get_visible(&self, id: &K) -> Option<&Arc<V>> {
-        self.row_of(id)
-            .filter(|r| r.order.is_some())
-            .map(|r| &r.rec)
+        self.all().get_visible(id)
     }
 
     pub fn contains<Q>(&self, id: &Q) -> bool
@@ -251,7 +227,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.row_of(id).is_some()
+        self.ids.contains_key(id)
     }
 
     /// Makes room in the id map for `additional` more records (a bulk fill whose size
@@ -260,28 +236,60 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         self.ids.reserve(additional);
     }
 
-    /// Stops keeping the order while a bulk load fills the table: the load puts every
-    /// row once and [`Self::build_order`] sorts them all at the end.
+    /// Stops keeping the order (and the subset's) while a bulk load fills the table:
+    /// the load puts every row once and [`Self::build_order`] sorts them all at the end.
     pub fn defer_order(&mut self) {
         self.order_deferred = true;
     }
 
-    /// Builds the order from the rows, ending [`Self::defer_order`].
+    /// Builds the order (and the subset's) from the rows, ending [`Self::defer_order`].
     pub fn build_order(&mut self) {
-        let entries = self
+        let entries: Vec<(Stamp, K, u32)> = self
             .slots
             .iter()
             .enumerate()
             .filter_map(|(at, s)| {
-                let s = s.as_ref().filter(|s| self.belongs(&s.row.rec))?;
+                let s = s.as_ref()?;
                 Some((s.row.order?, s.key.clone(), at as u32))
             })
             .collect();
+        if let Some(sub) = &mut self.subset {
+            let member = sub.member;
+            let of_subset = entries
+                .iter()
+                .filter(|(_, _, at)| {
+                    member(
+                        &self
+                            .slots
+                            .get(*at as usize)
+                            .expect("a row")
+                            .as_ref()
+                            .expect("a row")
+                            .row
+                            .rec,
+                    )
+                })
+                .cloned()
+                .collect();
+            sub.order = OrderIndex::build(of_subset);
+        }
         self.order = OrderIndex::build(entries);
         self.order_deferred = false;
     }
 
-    fn unorder(&mut self, at: Option<Stamp>, id: &K) {
+    /// Takes a row out of the orders it is in (its record `rec`, its position `at`).
+    fn unorder(&mut self, at: Option<Stamp>, id: &K, rec: &V) {
+        if let Some(sub) = &mut self.subset {
+            if (sub.member)(rec) {
+                sub.len -= 1;
+                if let Some(o) = at {
+                    sub.visible -= 1;
+                    if !self.order_deferred {
+                        sub.order.remove(o, id);
+                    }
+                }
+            }
+        }
         if let Some(o) = at {
             self.visible -= 1;
             if !self.order_deferred {
@@ -290,7 +298,19 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         }
     }
 
-    fn enorder(&mut self, at: Option<Stamp>, id: &K, row: u32) {
+    /// Puts a row into the orders it belongs in.
+    fn enorder(&mut self, at: Option<Stamp>, id: &K, row: u32, rec: &V) {
+        if let Some(sub) = &mut self.subset {
+            if (sub.member)(rec) {
+                sub.len += 1;
+                if let Some(o) = at {
+                    sub.visible += 1;
+                    if !self.order_deferred {
+                        sub.order.insert(o, id.clone(), row);
+                    }
+                }
+            }
+        }
         if let Some(o) = at {
             self.visible += 1;
             if !self.order_deferred {
@@ -301,15 +321,14 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// Inserts or replaces; `order` is `None` for a record hidden from the API.
     pub fn put(&mut self, id: K, rec: Arc<V>, order: Option<Stamp>) {
-        debug_assert!(self.member.is_none(), "a subset follows its table");
         let row = match self.ids.get(&id) {
             Some(&row) => {
-                let old = self.slot(row).row.order;
-                self.unorder(old, &id);
+                let old = self.slot(row).row.clone();
+                self.unorder(old.order, &id, &old.rec);
                 let slot = self.slots.get_mut(row as usize).expect("indexed");
                 *slot = Some(Slot {
                     key: id.clone(),
-                    row: Row::new(rec, order),
+                    row: Row::new(rec.clone(), order),
                 });
                 row
             }
@@ -317,22 +336,20 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
                 let row = u32::try_from(self.slots.len()).expect("fewer than 2^32 rows");
                 self.slots.push(Some(Slot {
                     key: id.clone(),
-                    row: Row::new(rec, order),
+                    row: Row::new(rec.clone(), order),
                 }));
                 self.ids.insert(id.clone(), row);
-                self.members += 1;
                 row
             }
         };
-        self.enorder(order, &id, row);
+        self.enorder(order, &id, row, &rec);
     }
 
     /// Replaces a record in place, keeping its position.
     pub fn replace(&mut self, id: &K, rec: Arc<V>) {
-        if let Some(&row) = self.ids.get(id) {
-            if let Some(Some(slot)) = self.slots.get_mut(row as usize) {
-                slot.row = Row::new(rec, slot.row.order);
-            }
+        if let Some(row) = self.row_of(id) {
+            let order = row.order;
+            self.put(id.clone(), rec, order);
         }
     }
 
@@ -345,15 +362,13 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     }
 
     pub fn remove(&mut self, id: &K) -> Option<Arc<V>> {
-        debug_assert!(self.member.is_none(), "a subset follows its table");
         let row = self.ids.remove(id)?;
-        self.members -= 1;
         let slot = self
             .slots
             .get_mut(row as usize)
             .and_then(Option::take)
             .expect("indexed");
-        self.unorder(slot.row.order, id);
+        self.unorder(slot.row.order, id, &slot.row.rec);
         Some(slot.row.rec)
     }
 
@@ -364,11 +379,11 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
 
     /// Number of records, hidden ones included.
     pub fn len(&self) -> usize {
-        self.members
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.members == 0
+        self.ids.is_empty()
     }
 
     /// Visible records oldest first, from `since` (inclusive) and strictly after the
@@ -381,8 +396,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     where
         K: MinKey,
     {
-        self.rows_from(since, after)
-            .map(|(st, k, r)| (st, k, &r.rec))
+        self.all().iter_from(since, after)
     }
 
     /// [`Self::iter_from`], with each record's whole row.
@@ -394,18 +408,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     where
         K: MinKey,
     {
-        use std::ops::Bound;
-        debug_assert!(!self.order_deferred, "the order is built");
-        let since_bound = since.map(|s| (s, K::min_key()));
-        let lower = match (since_bound, after) {
-            (Some(s), Some(a)) if s > a => Bound::Included(s),
-            (_, Some(a)) => Bound::Excluded(a),
-            (Some(s), None) => Bound::Included(s),
-            (None, None) => Bound::Unbounded,
-        };
-        self.order
-            .range(lower)
-            .map(|(st, k, row)| (st, k, &self.slot(row).row))
+        self.all().rows_from(since, after)
     }
 
     /// The row of a visible record.
@@ -414,7 +417,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.row_of(id).filter(|r| r.order.is_some())
+        self.all().visible_row(id)
     }
 
     /// Number of visible records with stamp >= `since` (all visible records without it).
@@ -422,21 +425,131 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     where
         K: MinKey,
     {
-        match since {
-            None => self.visible,
-            Some(s) => self
-                .order
-                .count_from(std::ops::Bound::Included((s, K::min_key()))),
-        }
+        self.all().count_since(since)
     }
 
     /// Every record, hidden ones included, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
-        self.slots
-            .iter()
-            .flatten()
-            .filter(|s| self.belongs(&s.row.rec))
-            .map(|s| (&s.key, &s.row.rec))
+        self.slots.iter().flatten().map(|s| (&s.key, &s.row.rec))
+    }
+}
+
+/// A table to read, whole or its subset ([`Table::all`], [`Table::subset`]): what the
+/// API's lists, lookups and counts see of one entity.
+pub struct TableRef<'t, K, V: ?Sized> {
+    table: &'t Table<K, V>,
+    subset: bool,
+}
+
+impl<K, V: ?Sized> Clone for TableRef<'_, K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V: ?Sized> Copy for TableRef<'_, K, V> {}
+
+impl<'t, K: Hash + Eq + Ord + Clone, V: ?Sized> TableRef<'t, K, V> {
+    fn sub(&self) -> Option<&'t Subset<K, V>> {
+        self.subset
+            .then(|| self.table.subset.as_deref().expect("a table with a subset"))
+    }
+
+    /// Whether a record is in this view.
+    fn holds(&self, rec: &V) -> bool {
+        self.sub().is_none_or(|s| (s.member)(rec))
+    }
+
+    fn order(&self) -> &'t OrderIndex<K> {
+        debug_assert!(!self.table.order_deferred, "the order is built");
+        match self.sub() {
+            Some(s) => &s.order,
+            None => &self.table.order,
+        }
+    }
+
+    /// The row of a visible record.
+    pub fn visible_row<Q>(&self, id: &Q) -> Option<&'t Row<V>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.table
+            .row_of(id)
+            .filter(|r| r.order.is_some() && self.holds(&r.rec))
+    }
+
+    /// The record if it is visible through the API.
+    pub fn get_visible(&self, id: &K) -> Option<&'t Arc<V>> {
+        self.visible_row(id).map(|r| &r.rec)
+    }
+
+    /// Number of visible records.
+    pub fn visible_len(&self) -> usize {
+        self.sub().map_or(self.table.visible, |s| s.visible)
+    }
+
+    /// Number of records, hidden ones included.
+    pub fn len(&self) -> usize {
+        self.sub().map_or(self.table.ids.len(), |s| s.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// [`Table::rows_from`] of this view.
+    pub fn rows_from(
+        self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &'t K, &'t Row<V>)> + 't
+    where
+        K: MinKey,
+    {
+        use std::ops::Bound;
+        let since_bound = since.map(|s| (s, K::min_key()));
+        let lower = match (since_bound, after) {
+            (Some(s), Some(a)) if s > a => Bound::Included(s),
+            (_, Some(a)) => Bound::Excluded(a),
+            (Some(s), None) => Bound::Included(s),
+            (None, None) => Bound::Unbounded,
+        };
+        let table = self.table;
+        self.order()
+            .range(lower)
+            .map(move |(st, k, row)| (st, k, &table.slot(row).row))
+    }
+
+    /// [`Table::iter_from`] of this view.
+    pub fn iter_from(
+        self,
+        since: Option<Stamp>,
+        after: Option<(Stamp, K)>,
+    ) -> impl Iterator<Item = (Stamp, &'t K, &'t Arc<V>)> + 't
+    where
+        K: MinKey,
+    {
+        self.rows_from(since, after)
+            .map(|(st, k, r)| (st, k, &r.rec))
+    }
+
+    /// [`Table::count_since`] of this view.
+    pub fn count_since(&self, since: Option<Stamp>) -> usize
+    where
+        K: MinKey,
+    {
+        match since {
+            None => self.visible_len(),
+            Some(s) => self
+                .order()
+                .count_from(std::ops::Bound::Included((s, K::min_key()))),
+        }
+    }
+
+    /// Every record of this view, hidden ones included, in no particular order.
+    pub fn iter(self) -> impl Iterator<Item = (&'t K, &'t Arc<V>)> + 't {
+        self.table.iter().filter(move |(_, r)| self.holds(r))
     }
 }
 
@@ -447,7 +560,7 @@ pub trait TableKey: Hash + Eq + Ord + Clone + MinKey {
     /// The key a cursor carries, if it is one of this table's kind.
     fn from_cursor_id(id: CursorId) -> Option<Self>;
     /// The visible row an id of the API names (a path segment as written).
-    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>>;
+    fn find<'t, V: ?Sized>(table: TableRef<'t, Self, V>, raw: &str) -> Option<&'t Row<V>>;
 }
 
 impl TableKey for Uuid {
@@ -464,7 +577,7 @@ impl TableKey for Uuid {
 
     /// Only the canonical form (hyphenated, 36 characters): anything else is "an id in
     /// an unexpected format", which names no record.
-    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+    fn find<'t, V: ?Sized>(table: TableRef<'t, Self, V>, raw: &str) -> Option<&'t Row<V>> {
         if raw.len() != 36 {
             return None;
         }
@@ -486,7 +599,7 @@ impl TableKey for Arc<str> {
 
     /// Attachment ids, with their prefix or without it ("accepted with or without its
     /// prefix"): without one, each of the four prefixes is tried.
-    fn find<'t, V: ?Sized>(table: &'t Table<Self, V>, raw: &str) -> Option<&'t Row<V>> {
+    fn find<'t, V: ?Sized>(table: TableRef<'t, Self, V>, raw: &str) -> Option<&'t Row<V>> {
         if raw.contains(':') {
             crate::model::split_attachment_id(raw)?;
             return table.visible_row(raw);

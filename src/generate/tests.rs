@@ -682,7 +682,7 @@ fn every_generated_record_is_written_as_its_view_serialises() {
     struct Check(usize);
     impl<'s> EntityVisitor<'s> for &mut Check {
         type Out = ();
-        fn visit<K, V, T, F>(self, table: &'s actors::table::Table<K, V>, view: F)
+        fn visit<K, V, T, F>(self, table: actors::table::TableRef<'s, K, V>, view: F)
         where
             K: actors::table::TableKey,
             V: ?Sized,

@@ -13,7 +13,7 @@ use actors::model::Entity;
 use actors::query::{parse_updated_since, Cursor, CursorKey};
 use actors::rendered::Rendered;
 use actors::state::WorkspaceState;
-use actors::table::{write_rows, Table, TableKey};
+use actors::table::{write_rows, TableKey, TableRef};
 use actors::time::Stamp;
 
 pub const LIST_DEFAULT_LIMIT: usize = 100;
@@ -90,7 +90,7 @@ struct Page<'a> {
 impl<'s> EntityVisitor<'s> for Page<'_> {
     type Out = Result<Vec<u8>, ApiError>;
 
-    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
     where
         K: TableKey,
         V: ?Sized,
@@ -165,7 +165,7 @@ struct ById<'a> {
 impl<'s> EntityVisitor<'s> for ById<'_> {
     type Out = Option<Result<HttpResponse, ApiError>>;
 
-    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
     where
         K: TableKey,
         V: ?Sized,

@@ -29,7 +29,7 @@ use actors::entities::{self, EntityVisitor};
 use actors::model::{Entity, ParentType};
 use actors::query::CursorId;
 use actors::rendered::Rendered;
-use actors::table::{Table, TableKey};
+use actors::table::{TableKey, TableRef};
 use actors::writes::*;
 use serde_json::json;
 use uuid::Uuid;
@@ -137,7 +137,7 @@ struct Shown<'a> {
 impl<'s> EntityVisitor<'s> for Shown<'_> {
     type Out = Option<Result<Vec<u8>, ApiError>>;
 
-    fn visit<K, V, T, F>(self, table: &'s Table<K, V>, view: F) -> Self::Out
+    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
     where
         K: TableKey,
         V: ?Sized,

@@ -38,7 +38,7 @@ const CONTACT_NOTE: &str = "05ace384-620b-5866-bfb7-3cdd82c2fe5e";
 fn table<'s, K, V: ?Sized, T>(
     out: &mut BTreeMap<String, String>,
     entity: &str,
-    t: &'s crate::state::Table<K, V>,
+    t: crate::table::TableRef<'s, K, V>,
     view: impl Fn(&'s V) -> T,
 ) where
     K: std::hash::Hash + Eq + Ord + Clone + crate::state::MinKey + ToString,
@@ -64,19 +64,25 @@ fn table<'s, K, V: ?Sized, T>(
 /// Every visible record of every entity, written and checked.
 pub(crate) fn render_all(ws: &WorkspaceState) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    table(&mut out, "candidates", &ws.candidates, |r| View::new(ws, r));
-    table(&mut out, "applications", &ws.applications, |r| {
-        ApplicationView(View::new(ws, r))
-    });
-    table(&mut out, "contacts", &ws.contacts, |r| View::new(ws, r));
-    table(&mut out, "companies", &ws.companies, |r| View::new(ws, r));
-    table(&mut out, "jobs", &ws.jobs, |r| View::new(ws, r));
-    table(&mut out, "notes", &ws.notes, |r| View::new(ws, r));
-    table(&mut out, "tasks", &ws.tasks, |r| View::new(ws, r));
-    table(&mut out, "attachments", &ws.attachments, |r| {
+    table(&mut out, "candidates", ws.candidates.all(), |r| {
         View::new(ws, r)
     });
-    table(&mut out, "users", &ws.users, |r| View::new(ws, r));
+    table(&mut out, "applications", ws.applications(), |r| {
+        ApplicationView(View::new(ws, r))
+    });
+    table(&mut out, "contacts", ws.contacts.all(), |r| {
+        View::new(ws, r)
+    });
+    table(&mut out, "companies", ws.companies.all(), |r| {
+        View::new(ws, r)
+    });
+    table(&mut out, "jobs", ws.jobs.all(), |r| View::new(ws, r));
+    table(&mut out, "notes", ws.notes.all(), |r| View::new(ws, r));
+    table(&mut out, "tasks", ws.tasks.all(), |r| View::new(ws, r));
+    table(&mut out, "attachments", ws.attachments.all(), |r| {
+        View::new(ws, r)
+    });
+    table(&mut out, "users", ws.users.all(), |r| View::new(ws, r));
     out
 }
 

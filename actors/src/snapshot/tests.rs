@@ -27,7 +27,7 @@ fn example_imports_whole() {
     assert_eq!(p.upserted["api_keys"], 2);
     assert_eq!(p.changes.keys.len(), 2);
     assert_eq!(p.next.as_ref().unwrap().candidates.visible_len(), 2);
-    assert_eq!(p.next.as_ref().unwrap().applications.visible_len(), 1);
+    assert_eq!(p.next.as_ref().unwrap().applications().visible_len(), 1);
     // The private contact note is stored but not visible.
     assert_eq!(p.next.as_ref().unwrap().notes.len(), 2);
     assert_eq!(p.next.as_ref().unwrap().notes.visible_len(), 1);
