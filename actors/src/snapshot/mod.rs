@@ -15,6 +15,7 @@
 mod apply;
 mod parse;
 mod plan;
+mod scan;
 mod validate;
 
 pub use apply::{released_objects, Applied, ApplyError, ImportReport};

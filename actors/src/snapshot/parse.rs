@@ -1,104 +1,83 @@
 //! Parsing a snapshot element by element: a million-person file is never held as one
-//! JSON tree. Each array entry is decoded on its own, so an error names its array,
-//! index and field (the path inside the entry, as serde reports it).
+//! JSON tree, nor as one buffer. The scanner ([`super::scan`]) finds the top-level
+//! members and each array's elements in a window over the stream; elements are decoded
+//! in batches on every core, each on its own, so an error names its array, index and
+//! field (the path inside the entry, as serde reports it).
 
+use super::scan::{ScanError, Scanner};
 use super::{Entry, Snapshot, SnapshotError, FORMAT};
 use crate::model::Workspace;
-use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use rayon::prelude::*;
+use serde::de::DeserializeOwned;
 use std::collections::HashSet;
-use std::fmt;
+use std::io::Read;
+
+/// Elements decoded together, at most (a batch is handed to every core at once)...
+const BATCH_ELEMENTS: usize = 8192;
+/// ...and the bytes a batch may span (the window's size, but for one long element).
+const BATCH_BYTES: usize = 16 << 20;
 
 /// Parses a snapshot from a reader.
-pub fn parse_reader<R: std::io::Read>(r: R) -> Result<Snapshot, SnapshotError> {
-    let mut de = serde_json::Deserializer::from_reader(r);
-    parse_with(&mut de)
+pub fn parse_reader<R: Read>(r: R) -> Result<Snapshot, SnapshotError> {
+    parse_with(Scanner::new(r))
 }
 
 /// Parses a snapshot from bytes in memory.
 pub fn parse_slice(b: &[u8]) -> Result<Snapshot, SnapshotError> {
-    let mut de = serde_json::Deserializer::from_slice(b);
-    parse_with(&mut de)
+    parse_with(Scanner::new(b))
 }
 
-fn parse_with<'de, R: serde_json::de::Read<'de>>(
-    de: &mut serde_json::Deserializer<R>,
-) -> Result<Snapshot, SnapshotError> {
-    let mut first_error: Option<SnapshotError> = None;
-    let seed = TopSeed {
-        error: &mut first_error,
-    };
-    let result = seed.deserialize(&mut *de).and_then(|s| de.end().map(|_| s));
-    match (result, first_error) {
-        (_, Some(e)) => Err(e),
-        (Ok(s), None) => Ok(s),
-        (Err(e), None) => Err(SnapshotError {
-            array: None,
-            index: None,
-            field: None,
-            message: format!("not a valid snapshot document: {e}"),
-        }),
+fn malformed(e: ScanError) -> SnapshotError {
+    SnapshotError {
+        array: None,
+        index: None,
+        field: None,
+        message: format!("not a valid snapshot document: {}", e.0),
     }
 }
 
-struct TopSeed<'e> {
-    error: &'e mut Option<SnapshotError>,
-}
-
-impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
-    type Value = Snapshot;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Snapshot, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TopSeed<'_> {
-    type Value = Snapshot;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a snapshot object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Snapshot, A::Error> {
-        let mut snap = Snapshot::default();
-        let mut format: Option<String> = None;
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
+fn parse_with<R: Read>(mut sc: Scanner<R>) -> Result<Snapshot, SnapshotError> {
+    let mut snap = Snapshot::default();
+    let mut format: Option<String> = None;
+    let mut seen = HashSet::new();
+    sc.expect(b'{').map_err(malformed)?;
+    if sc.peek().map_err(malformed)? == Some(b'}') {
+        sc.expect(b'}').map_err(malformed)?;
+    } else {
+        loop {
+            let key = sc.value().map_err(malformed)?;
+            let key: String = serde_json::from_slice(&sc.window()[key])
+                .map_err(|e| malformed(ScanError(format!("a member name: {e}"))))?;
+            sc.expect(b':').map_err(malformed)?;
             if !seen.insert(key.clone()) {
-                *self.error = Some(SnapshotError::top(&key, "appears twice"));
-                return Err(de::Error::custom("duplicate key"));
+                return Err(SnapshotError::top(&key, "appears twice"));
             }
             macro_rules! array {
-                ($field:ident) => {{
-                    snap.$field = map.next_value_seed(ArraySeed {
-                        name: stringify!($field),
-                        error: &mut *self.error,
-                        _t: std::marker::PhantomData,
-                    })?;
-                }};
+                ($field:ident) => {
+                    snap.$field = parse_array(&mut sc, stringify!($field))?
+                };
             }
             match key.as_str() {
                 "format" => {
-                    let v: serde_json::Value = map.next_value()?;
-                    match v {
-                        serde_json::Value::String(s) => format = Some(s),
-                        _ => {
-                            *self.error = Some(SnapshotError::top("format", "must be a string"));
-                            return Err(de::Error::custom("bad format"));
-                        }
+                    let v = sc.value().map_err(malformed)?;
+                    match serde_json::from_slice::<serde_json::Value>(&sc.window()[v]) {
+                        Ok(serde_json::Value::String(s)) => format = Some(s),
+                        Ok(_) => return Err(SnapshotError::top("format", "must be a string")),
+                        Err(e) => return Err(malformed(ScanError(format!("format: {e}")))),
                     }
                 }
                 "workspace" => {
-                    let v: serde_json::Value = map.next_value()?;
-                    match serde_path_to_error::deserialize::<_, Workspace>(v) {
+                    let v = sc.value().map_err(malformed)?;
+                    let mut de = serde_json::Deserializer::from_slice(&sc.window()[v]);
+                    match serde_path_to_error::deserialize::<_, Workspace>(&mut de) {
                         Ok(w) => snap.workspace = Some(w),
                         Err(e) => {
-                            *self.error = Some(SnapshotError {
+                            return Err(SnapshotError {
                                 array: None,
                                 index: None,
                                 field: Some(join_path("workspace", &e.path().to_string())),
                                 message: e.inner().to_string(),
-                            });
-                            return Err(de::Error::custom("bad workspace"));
+                            })
                         }
                     }
                 }
@@ -112,38 +91,50 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                 "notes" => array!(notes),
                 "tasks" => array!(tasks),
                 "attachments" => array!(attachments),
-                other => {
-                    *self.error = Some(SnapshotError::top(other, "unknown top-level field"));
-                    return Err(de::Error::custom("unknown field"));
+                other => return Err(SnapshotError::top(other, "unknown top-level field")),
+            }
+            sc.compact();
+            match sc.peek().map_err(malformed)? {
+                Some(b',') => sc.expect(b',').map_err(malformed)?,
+                Some(b'}') => {
+                    sc.expect(b'}').map_err(malformed)?;
+                    break;
+                }
+                _ => {
+                    return Err(malformed(ScanError(
+                        "expected `,` or `}` after a member".into(),
+                    )))
                 }
             }
         }
-        match format.as_deref() {
-            Some(FORMAT) => {}
-            Some(other) => {
-                *self.error = Some(SnapshotError::top(
-                    "format",
-                    format!("unsupported format {other:?}: expected {FORMAT:?}"),
-                ));
-                return Err(de::Error::custom("bad format"));
-            }
-            None => {
-                *self.error = Some(SnapshotError::top(
-                    "format",
-                    format!("missing: expected {FORMAT:?}"),
-                ));
-                return Err(de::Error::custom("no format"));
-            }
-        }
-        if snap.workspace.is_none() {
-            *self.error = Some(SnapshotError::top(
-                "workspace",
-                "missing: the target workspace is required",
-            ));
-            return Err(de::Error::custom("no workspace"));
-        }
-        Ok(snap)
     }
+    if sc.peek().map_err(malformed)?.is_some() {
+        return Err(malformed(ScanError(
+            "trailing characters after the document".into(),
+        )));
+    }
+    match format.as_deref() {
+        Some(FORMAT) => {}
+        Some(other) => {
+            return Err(SnapshotError::top(
+                "format",
+                format!("unsupported format {other:?}: expected {FORMAT:?}"),
+            ))
+        }
+        None => {
+            return Err(SnapshotError::top(
+                "format",
+                format!("missing: expected {FORMAT:?}"),
+            ))
+        }
+    }
+    if snap.workspace.is_none() {
+        return Err(SnapshotError::top(
+            "workspace",
+            "missing: the target workspace is required",
+        ));
+    }
+    Ok(snap)
 }
 
 fn join_path(base: &str, sub: &str) -> String {
@@ -154,87 +145,79 @@ fn join_path(base: &str, sub: &str) -> String {
     }
 }
 
-struct ArraySeed<'e, T> {
+/// One array (`null` is an absent one): its elements found by the scanner and decoded
+/// in batches on every core, in order.
+fn parse_array<T: DeserializeOwned + Send, R: Read>(
+    sc: &mut Scanner<R>,
     name: &'static str,
-    error: &'e mut Option<SnapshotError>,
-    _t: std::marker::PhantomData<T>,
-}
-
-impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for ArraySeed<'_, T> {
-    type Value = Vec<Entry<T>>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+) -> Result<Vec<Entry<T>>, SnapshotError> {
+    match sc.peek().map_err(malformed)? {
+        Some(b'[') => sc.expect(b'[').map_err(malformed)?,
+        Some(_) => {
+            let v = sc.value().map_err(malformed)?;
+            if &sc.window()[v] == b"null" {
+                return Ok(Vec::new());
+            }
+            return Err(SnapshotError::top(name, "must be an array"));
+        }
+        None => return Err(malformed(ScanError("the document ends early".into()))),
     }
-}
-
-impl<'de, T: DeserializeOwned> Visitor<'de> for ArraySeed<'_, T> {
-    type Value = Vec<Entry<T>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of records")
+    let mut out = Vec::new();
+    if sc.peek().map_err(malformed)? == Some(b']') {
+        sc.expect(b']').map_err(malformed)?;
+        return Ok(out);
     }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        // `null` for an array: treated as absent.
-        Ok(Vec::new())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
-        let mut index = 0usize;
-        while let Some(raw) = seq.next_element::<Box<serde_json::value::RawValue>>()? {
-            match entry_from_raw::<T>(&raw) {
-                Ok(e) => out.push(e),
-                Err((field, message)) => {
-                    *self.error = Some(SnapshotError::at(self.name, index, &field, message));
-                    return Err(de::Error::custom("invalid record"));
+    let mut done = false;
+    while !done {
+        let mut batch = Vec::with_capacity(BATCH_ELEMENTS);
+        let mut bytes = 0;
+        while !done && batch.len() < BATCH_ELEMENTS && bytes < BATCH_BYTES {
+            let v = sc.value().map_err(malformed)?;
+            bytes += v.len();
+            batch.push(v);
+            match sc.peek().map_err(malformed)? {
+                Some(b',') => sc.expect(b',').map_err(malformed)?,
+                Some(b']') => {
+                    sc.expect(b']').map_err(malformed)?;
+                    done = true;
+                }
+                _ => {
+                    return Err(malformed(ScanError(format!(
+                        "{name}: expected `,` or `]` after an element"
+                    ))))
                 }
             }
-            index += 1;
         }
-        Ok(out)
+        let window = sc.window();
+        let decoded: Vec<Result<Entry<T>, (String, String)>> = batch
+            .par_iter()
+            .with_min_len(64)
+            .map(|r| entry_from_raw::<T>(&window[r.clone()]))
+            .collect();
+        let first = out.len();
+        for (i, e) in decoded.into_iter().enumerate() {
+            match e {
+                Ok(e) => out.push(e),
+                Err((field, message)) => {
+                    return Err(SnapshotError::at(name, first + i, &field, message))
+                }
+            }
+        }
+        sc.compact();
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        *self.error = Some(SnapshotError::top(self.name, "must be an array"));
-        Err(de::Error::custom("not an array"))
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        *self.error = Some(SnapshotError::top(self.name, "must be an array"));
-        Err(E::custom("not an array"))
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        *self.error = Some(SnapshotError::top(self.name, "must be an array"));
-        Err(E::custom("not an array"))
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        self.visit_bool(false)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        self.visit_bool(false)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        self.visit_bool(false)
-    }
+    Ok(out)
 }
 
 /// One array element, parsed straight into its record type; only an element that does
 /// not parse as a record (a removal, `"deleted": false`, or an error to report) is looked
 /// at as a JSON tree.
-fn entry_from_raw<T: DeserializeOwned>(
-    raw: &serde_json::value::RawValue,
-) -> Result<Entry<T>, (String, String)> {
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    match T::deserialize(&mut de) {
+fn entry_from_raw<T: DeserializeOwned>(raw: &[u8]) -> Result<Entry<T>, (String, String)> {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    match T::deserialize(&mut de).and_then(|r| de.end().map(|_| r)) {
         Ok(r) => Ok(Entry::Upsert(r)),
         Err(_) => {
             let v: serde_json::Value =
-                serde_json::from_str(raw.get()).map_err(|e| (String::new(), e.to_string()))?;
+                serde_json::from_slice(raw).map_err(|e| (String::new(), e.to_string()))?;
             entry_from_value(v)
         }
     }

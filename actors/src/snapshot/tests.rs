@@ -307,3 +307,103 @@ fn an_import_releases_the_objects_of_what_it_deletes() {
         "notes": [{"id": "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7", "deleted": true}]});
     assert!(released_objects(&plan_on(&base, &other, true)).is_empty());
 }
+
+/// A reader that hands out a few bytes at a time: every value crosses refills.
+struct Trickle<'a>(&'a [u8], usize);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.1.min(self.0.len()).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// The example with `n` more notes (several batches of elements), pretty-printed.
+fn with_many_notes(n: usize) -> Vec<u8> {
+    let mut v = example();
+    let note = v["notes"][0].clone();
+    let notes = v["notes"].as_array_mut().unwrap();
+    for i in 0..n {
+        let mut extra = note.clone();
+        extra["id"] = json!(uuid::Uuid::from_u128(0xdead_0000 + i as u128).to_string());
+        extra["body_html"] = json!(format!("<p>\"{i}\" {{[\\ é</p>"));
+        notes.push(extra);
+    }
+    serde_json::to_vec_pretty(&v).unwrap()
+}
+
+#[test]
+fn a_document_read_a_few_bytes_at_a_time_parses_as_a_whole() {
+    let bytes = with_many_notes(20_000);
+    let whole = parse_slice(&bytes).unwrap();
+    assert_eq!(whole.notes.len(), 20_002);
+    for step in [1, 3, 4096] {
+        // The slowest reader on a smaller document.
+        let bytes = if step == 1 {
+            with_many_notes(50)
+        } else {
+            bytes.clone()
+        };
+        let streamed = parse_reader(Trickle(&bytes, step)).unwrap();
+        let sliced = parse_slice(&bytes).unwrap();
+        assert_eq!(
+            format!("{streamed:?}"),
+            format!("{sliced:?}"),
+            "step {step}"
+        );
+    }
+}
+
+#[test]
+fn an_error_deep_in_a_large_array_names_its_index() {
+    let mut v: Value = serde_json::from_slice(&with_many_notes(20_000)).unwrap();
+    v["notes"][15_000]["created_at"] = json!("yesterday");
+    let e = err(&v);
+    assert_eq!(e.location(), "notes[15000].created_at", "{e}");
+    // Not JSON inside an element (its brackets whole): still named by array and index.
+    let mut bytes = serde_json::to_vec(&v).unwrap();
+    let at = bytes.windows(9).position(|w| w == b"yesterday").unwrap();
+    bytes[at - 1] = b' ';
+    bytes[at + 9] = b' ';
+    let e = parse_slice(&bytes).unwrap_err();
+    assert_eq!(e.location(), "notes[15000]", "{e}");
+}
+
+#[test]
+fn document_level_errors() {
+    let bad = |doc: &str| parse_slice(doc.as_bytes()).unwrap_err();
+    let ws = r#""workspace": {"id": "b2574901-bbf6-5245-9d3f-3dd074396143"}"#;
+    let ok = format!(r#"{{"format": "recruit-snapshot/1", {ws}, "notes": null}}"#);
+    assert!(parse_slice(ok.as_bytes()).unwrap().notes.is_empty());
+    let e = bad(&format!(
+        r#"{{"format": "recruit-snapshot/1", {ws}, "notes": {{}}}}"#
+    ));
+    assert_eq!(
+        (e.location(), e.message.as_str()),
+        ("notes".into(), "must be an array")
+    );
+    let e = bad(&format!(
+        r#"{{"format": "recruit-snapshot/1", {ws}, "users": [], "users": []}}"#
+    ));
+    assert_eq!(
+        (e.location(), e.message.as_str()),
+        ("users".into(), "appears twice")
+    );
+    for doc in [
+        format!("{ok} x"),
+        format!(r#"{{"format": "recruit-snapshot/1", {ws}"#),
+        format!(r#"{{"format": "recruit-snapshot/1", {ws}, "users": [{{"id": "#),
+        format!(r#"{{"format": "recruit-snapshot/1" {ws}}}"#),
+        "[]".to_string(),
+        String::new(),
+    ] {
+        let e = bad(&doc);
+        assert!(
+            e.message.starts_with("not a valid snapshot document"),
+            "{doc}: {e}"
+        );
+    }
+    assert_eq!(bad("{}").location(), "format");
+}
