@@ -700,7 +700,7 @@ impl WorkspaceState {
             .filter_map(|(_, id, r)| {
                 let (c, u) = self.attachment_times(&r.rec);
                 let at = reported_updated_at(c, u);
-                (r.order != Some(at)).then(|| (id.clone(), at))
+                (r.order() != Some(at)).then(|| (id.clone(), at))
             })
             .collect();
         for (id, at) in moved {

@@ -22,12 +22,26 @@ pub type HashMap<K, V> = CowMap<K, V>;
 #[derive(Debug)]
 pub struct Row<V: ?Sized> {
     pub rec: Arc<V>,
-    pub order: Option<Stamp>,
+    /// The position, or [`HIDDEN`] (an `Option` would take a second word per row).
+    at: Stamp,
 }
+
+/// The position of a row hidden from the API: no record is stamped this early.
+const HIDDEN: Stamp = Stamp::MIN;
 
 impl<V: ?Sized> Row<V> {
     fn new(rec: Arc<V>, order: Option<Stamp>) -> Self {
-        Row { rec, order }
+        debug_assert!(order != Some(HIDDEN));
+        Row {
+            rec,
+            at: order.unwrap_or(HIDDEN),
+        }
+    }
+
+    /// The `updated_at` the record reports, its position in the sync order; `None` for
+    /// a record hidden from the API.
+    pub fn order(&self) -> Option<Stamp> {
+        (self.at != HIDDEN).then_some(self.at)
     }
 }
 
@@ -36,7 +50,7 @@ impl<V: ?Sized> Clone for Row<V> {
     fn clone(&self) -> Self {
         Row {
             rec: self.rec.clone(),
-            order: self.order,
+            at: self.at,
         }
     }
 }
@@ -201,7 +215,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     /// [`Self::at_row`], if the record is visible through the API.
     pub fn visible_at_row(&self, row: u32) -> Option<(&K, &Arc<V>)> {
         let slot = self.slots.get(row as usize)?.as_ref()?;
-        slot.row.order?;
+        slot.row.order()?;
         Some((&slot.key, &slot.row.rec))
     }
 
@@ -250,7 +264,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
             .enumerate()
             .filter_map(|(at, s)| {
                 let s = s.as_ref()?;
-                Some((s.row.order?, s.key.clone(), at as u32))
+                Some((s.row.order()?, s.key.clone(), at as u32))
             })
             .collect();
         if let Some(sub) = &mut self.subset {
@@ -324,7 +338,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         let row = match self.ids.get(&id) {
             Some(&row) => {
                 let old = self.slot(row).row.clone();
-                self.unorder(old.order, &id, &old.rec);
+                self.unorder(old.order(), &id, &old.rec);
                 let slot = self.slots.get_mut(row as usize).expect("indexed");
                 *slot = Some(Slot {
                     key: id.clone(),
@@ -348,7 +362,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
     /// Replaces a record in place, keeping its position.
     pub fn replace(&mut self, id: &K, rec: Arc<V>) {
         if let Some(row) = self.row_of(id) {
-            let order = row.order;
+            let order = row.order();
             self.put(id.clone(), rec, order);
         }
     }
@@ -368,7 +382,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
             .get_mut(row as usize)
             .and_then(Option::take)
             .expect("indexed");
-        self.unorder(slot.row.order, id, &slot.row.rec);
+        self.unorder(slot.row.order(), id, &slot.row.rec);
         Some(slot.row.rec)
     }
 
@@ -428,6 +442,18 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
         self.all().count_since(since)
     }
 
+    /// Every record: the visible ones in the sync order, then the hidden ones.
+    pub fn in_sync_order(&self) -> impl Iterator<Item = (&K, &Arc<V>)>
+    where
+        K: MinKey,
+    {
+        self.iter_from(None, None).map(|(_, k, r)| (k, r)).chain(
+            self.rows()
+                .filter(|(_, _, r)| r.order().is_none())
+                .map(|(_, k, r)| (k, &r.rec)),
+        )
+    }
+
     /// Every record, hidden ones included, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Arc<V>)> {
         self.slots.iter().flatten().map(|s| (&s.key, &s.row.rec))
@@ -476,7 +502,7 @@ impl<'t, K: Hash + Eq + Ord + Clone, V: ?Sized> TableRef<'t, K, V> {
     {
         self.table
             .row_of(id)
-            .filter(|r| r.order.is_some() && self.holds(&r.rec))
+            .filter(|r| r.order().is_some() && self.holds(&r.rec))
     }
 
     /// The record if it is visible through the API.

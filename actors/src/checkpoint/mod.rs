@@ -21,7 +21,9 @@
 //! - the workspace id (16 bytes), the commit position (its count, u64, and its tag, 16
 //!   bytes), the default region (u16 length, then UTF-8; empty for none);
 //! - one section per table in [`TABLES`] order: its record count (u64), then each record
-//!   as its packed bytes' length (u32) and the bytes ([`crate::packed`]). Every kind is
+//!   as its packed bytes' length (u32) and the bytes ([`crate::packed`]), in the sync
+//!   order (hidden records last): a restore allocates the records in that order, so a
+//!   full sync after it reads memory front to back rather than at random. Every kind is
 //!   written packed, whether or not the state holds it so; contacts carry their
 //!   normalised numbers, as candidate rows do.
 //! - the CRC-32 of everything before it (u32), then `TRAILER` (4 bytes).
@@ -149,7 +151,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.users.len(),
                 state
                     .users
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, u)| packed(rec_bytes(Rec::<User>::pack(u)))),
             )?,
             RecordKind::Stage => section(
@@ -165,13 +167,13 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.companies.len(),
                 state
                     .companies
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, c)| packed(rec_bytes(Rec::<Company>::pack(c)))),
             )?,
             RecordKind::Contact => section(
                 &mut out,
                 state.contacts.len(),
-                state.contacts.iter().map(|(_, c)| {
+                state.contacts.in_sync_order().map(|(_, c)| {
                     packed(rec_bytes(Rec::<Contact>::pack(
                         &c.raw,
                         c.phone.as_deref(),
@@ -184,7 +186,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.jobs.len(),
                 state
                     .jobs
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, j)| packed(rec_bytes(Rec::<Job>::pack(j)))),
             )?,
             RecordKind::Candidate => section(
@@ -192,7 +194,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.candidates.len(),
                 state
                     .candidates
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, c)| Packing::Borrowed(c.packed())),
             )?,
             RecordKind::Note => section(
@@ -200,7 +202,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.notes.len(),
                 state
                     .notes
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, n)| Packing::Borrowed(n.packed())),
             )?,
             RecordKind::Task => section(
@@ -208,7 +210,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.tasks.len(),
                 state
                     .tasks
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, t)| packed(rec_bytes(Rec::<Task>::pack(t)))),
             )?,
             RecordKind::Attachment => section(
@@ -216,7 +218,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
                 state.attachments.len(),
                 state
                     .attachments
-                    .iter()
+                    .in_sync_order()
                     .map(|(_, a)| Packing::Borrowed(a.packed())),
             )?,
         }
