@@ -67,7 +67,7 @@ fn loaded(people: usize) -> (WorkspaceState, usize) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(store.commit(plan.workspace.id, &plan.changes))
+        rt.block_on(store.commit(plan.workspace.id, &plan.change_set()))
             .unwrap();
         plan.workspace
     };

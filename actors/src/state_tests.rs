@@ -8,7 +8,7 @@ use crate::snapshot::{parse_slice, plan_import, NoKeys};
 fn example_records() -> (Workspace, Vec<Record>) {
     let bytes = include_bytes!("../../tests/fixtures/snapshot-small.json");
     let plan = plan_import(None, parse_slice(bytes).unwrap(), &NoKeys, false).unwrap();
-    (plan.workspace, plan.changes.upserts)
+    (plan.workspace.clone(), plan.change_set().upserts)
 }
 
 /// The example's records, plus generated ones around its first candidate row and

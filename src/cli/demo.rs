@@ -184,8 +184,9 @@ pub(super) async fn load_demo(store_args: &StoreArgs) -> anyhow::Result<Demo> {
         .workspace_id()
         .context("demo snapshot has a workspace")?;
     let env = crate::cli::offline::import_env(store.clone(), &store_args.data_dir).await?;
-    crate::cli::offline::import_snapshot(&env, snap).await?;
-    let state = crate::cli::offline::load_workspace(&*store, ws)
+    let checkpoints = actors::checkpoint::files::CheckpointDir::new(&store_args.data_dir);
+    crate::cli::offline::import_snapshot(&env, &checkpoints, snap).await?;
+    let state = crate::cli::offline::load_workspace(&*store, &checkpoints, ws)
         .await?
         .context("the demo workspace is in the store")?;
     let owner = state.users.iter().map(|(_, u)| &**u);

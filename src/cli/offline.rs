@@ -6,6 +6,7 @@
 //! (`actors::keys::KeyService`) as the admin interface's do.
 
 use crate::store::blobs::FileBlobs;
+use actors::checkpoint::files::CheckpointDir;
 use actors::env::ActorEnv;
 use actors::keys::{KeyRing, KeyService, NewKey};
 use actors::model::ApiKey;
@@ -30,33 +31,59 @@ pub async fn import_env(store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Resul
     Ok(ActorEnv::new(store, blobs, ring))
 }
 
-/// Loads one workspace's state, or `None` when the store does not hold it.
+/// Loads one workspace's state (from its checkpoint when one matches the store), or
+/// `None` when the store does not hold it.
 pub async fn load_workspace(
     store: &dyn Store,
+    checkpoints: &CheckpointDir,
     id: uuid::Uuid,
 ) -> anyhow::Result<Option<WorkspaceState>> {
     let Some(w) = store.workspaces().await?.into_iter().find(|w| w.id == id) else {
         return Ok(None);
     };
+    let position = store.position(id).await?;
+    match checkpoints.load(&w, position) {
+        Ok(Some(state)) => return Ok(Some(state)),
+        Ok(None) => {}
+        Err(why) => {
+            tracing::info!(workspace = %id, %why, "checkpoint not used; loading from the store")
+        }
+    }
     Ok(Some(WorkspaceState::load(store, w).await?))
 }
 
-/// Applies one parsed snapshot to the store.
-pub async fn import_snapshot(env: &ActorEnv, snap: Snapshot) -> anyhow::Result<ImportReport> {
+/// Applies one parsed snapshot to the store, then writes the workspace's checkpoint as
+/// the import left it, so that the next start reads that rather than every record.
+pub async fn import_snapshot(
+    env: &ActorEnv,
+    checkpoints: &CheckpointDir,
+    snap: Snapshot,
+) -> anyhow::Result<ImportReport> {
     let ws_id = snap.workspace_id().context("snapshot has no workspace")?;
     let t = std::time::Instant::now();
-    let current = load_workspace(&*env.store, ws_id).await?;
+    let current = load_workspace(&*env.store, checkpoints, ws_id).await?;
     let t_load = t.elapsed();
-    let plan = plan_import(current.as_ref(), snap, &*env.keys, false)
+    let plan = plan_import(current.as_ref(), snap, &*env.keys, true)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    drop(current);
     let t_plan = t.elapsed();
     let (blobs, upserted, deleted) = (
         plan.blobs.len(),
-        plan.changes.upserts.len(),
+        plan.changes.upserts.len() + plan.packed.len(),
         plan.changes.deletes.len(),
     );
-    let applied = plan.apply(env, uuid::Uuid::new_v4()).await?;
+    let mut applied = plan.apply(env, uuid::Uuid::new_v4()).await?;
     let t_apply = t.elapsed();
+    // Nothing else writes the store meanwhile (an offline writer holds it alone): the
+    // position now is the one the next state reflects.
+    let next = applied.next.take().expect("planned with the next state");
+    let position = env.store.position(ws_id).await?;
+    let dir = checkpoints.clone();
+    let saved = tokio::task::spawn_blocking(move || dir.save(&next, position)).await?;
+    if let Err(e) = &saved {
+        tracing::warn!(workspace = %ws_id, error = %e, "writing the checkpoint failed; the next start loads from the store");
+    }
+    let t_checkpoint = t.elapsed();
     // Only now that the deletions are committed. A crash before this, or a failure here
     // (the import itself has taken effect), leaves objects no attachment names, which the
     // server sweeps when it next loads the workspace.
@@ -68,6 +95,7 @@ pub async fn import_snapshot(env: &ActorEnv, snap: Snapshot) -> anyhow::Result<I
         load_ms = t_load.as_millis() as u64,
         plan_ms = (t_plan - t_load).as_millis() as u64,
         apply_ms = (t_apply - t_plan).as_millis() as u64,
+        checkpoint_ms = (t_checkpoint - t_apply).as_millis() as u64,
         blobs,
         upserted,
         deleted,
@@ -87,6 +115,7 @@ pub async fn import_files(
     files: &[std::path::PathBuf],
 ) -> anyhow::Result<()> {
     let env = import_env(store.clone(), data_dir).await?;
+    let checkpoints = CheckpointDir::new(data_dir);
     for f in files {
         let started = std::time::Instant::now();
         let file = std::fs::File::open(f).with_context(|| format!("opening {}", f.display()))?;
@@ -95,7 +124,7 @@ pub async fn import_files(
         })
         .await?
         .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        let report = import_snapshot(&env, snap)
+        let report = import_snapshot(&env, &checkpoints, snap)
             .await
             .with_context(|| format!("importing {}", f.display()))?;
         let total: usize = report.upserted.values().sum();

@@ -413,7 +413,7 @@ pub async fn memory_app_state(
     let snap = actors::snapshot::parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
     let plan = actors::snapshot::plan_import(None, snap, &actors::snapshot::NoKeys, false).unwrap();
     store
-        .commit(plan.workspace.id, &plan.changes)
+        .commit(plan.workspace.id, &plan.change_set())
         .await
         .unwrap();
     let keys = Arc::new(actors::keys::KeyRing::default());

@@ -235,7 +235,7 @@ mod tests {
         let store = MemoryStore::new();
         let plan = plan_import(None, snapshot(&example()), &NoKeys, false).unwrap();
         let ws = plan.workspace.id;
-        store.commit(ws, &plan.changes).await.unwrap();
+        store.commit(ws, &plan.change_set()).await.unwrap();
         let blobs = Arc::new(MemoryBlobs::default());
         blobs.put_many(ws, &plan.blobs).unwrap();
         blobs

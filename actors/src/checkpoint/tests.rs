@@ -87,7 +87,7 @@ async fn a_restored_state_is_what_a_load_from_the_store_gives() {
     let store = MemoryStore::new();
     let plan = plan_import(None, parse_slice(example_bytes()).unwrap(), &NoKeys, false).unwrap();
     store
-        .commit(plan.workspace.id, &plan.changes)
+        .commit(plan.workspace.id, &plan.change_set())
         .await
         .unwrap();
     let position = store.position(plan.workspace.id).await.unwrap();

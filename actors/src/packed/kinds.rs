@@ -958,6 +958,7 @@ mod tests {
             .iter()
             .filter_map(crate::snapshot::Entry::upsert)
         {
+            let c = &c.raw();
             let r = Rec::<Candidate>::pack(c, None, Some("+44"));
             assert_eq!(&r.raw(), c);
             assert_eq!(r.key(), c.id.as_bytes());
@@ -965,6 +966,7 @@ mod tests {
             seen += 1;
         }
         for n in snap.notes.iter().filter_map(crate::snapshot::Entry::upsert) {
+            let n = &n.raw();
             assert_eq!(&Rec::<Note>::pack(n).raw(), n);
             seen += 1;
         }
@@ -977,19 +979,7 @@ mod tests {
             .iter()
             .filter_map(crate::snapshot::Entry::upsert)
         {
-            let a = Attachment {
-                id: a.id.clone(),
-                parent_type: a.parent_type,
-                parent_id: a.parent_id,
-                filename: a.filename.clone(),
-                content_type: a.content_type.clone(),
-                size: a.size,
-                kind: a.kind,
-                storage_ref: a.storage_ref.clone(),
-                has_content: a.content_base64.is_some(),
-                created_at: a.created_at,
-                updated_at: a.updated_at,
-            };
+            let a = a.rec.raw();
             let r = Rec::<Attachment>::pack(&a);
             assert_eq!(r.raw(), a);
             assert_eq!(r.key(), a.id.as_bytes());

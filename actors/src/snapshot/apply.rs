@@ -2,8 +2,11 @@
 //! actor) and the offline one (`recruitd import`), so both write in the same order:
 //!
 //! 1. the attachments' bytes, into the blob store (before any record names them);
-//! 2. the change set, into the store (`Store::commit_import`: in import-sized
-//!    transactions);
+//! 2. the change set, into the store (`Store::commit_import`, which may split each part
+//!    into several transactions): the workspace row and the small kinds' records first,
+//!    then the packed records, unpacked a part at a time (never all at once: unpacked,
+//!    a million people's records would take several times the memory of the state),
+//!    then the deletions, the keys and the batch's mark;
 //! 3. the keys the snapshot carried, into the key ring (only once they are committed).
 //!
 //! What is left to the caller: publishing the next state (the actor), and removing the
@@ -12,7 +15,7 @@
 
 use super::{Counts, ImportPlan};
 use crate::env::{ActorEnv, CommitKind};
-use crate::model::{Record, RecordKind};
+use crate::model::RecordKind;
 use crate::state::WorkspaceState;
 use crate::store::{object_key, ChangeSet, StoreError};
 use std::collections::HashSet;
@@ -66,12 +69,11 @@ impl ImportPlan {
         let blobs_took = blobs_started.elapsed();
         // The bytes are in the blob store; no need to hold them any longer.
         self.blobs = Vec::new();
-        self.changes.batch = Some(batch);
         let started = std::time::Instant::now();
-        let committed = env.store.commit_import(id, &self.changes).await;
+        let committed = self.commit(env, batch).await;
         env.observer
             .commit(CommitKind::Import, started.elapsed(), committed.is_ok());
-        committed.map_err(ApplyError::Unsure)?;
+        committed?;
         tracing::debug!(
             workspace = %id,
             blobs = blob_count,
@@ -97,20 +99,54 @@ impl ImportPlan {
     }
 }
 
+/// Packed records unpacked for the store at a time (a handful in tests, so that every
+/// import there is committed in several parts).
+pub(super) const COMMIT_PART: usize = if cfg!(test) { 2 } else { 50_000 };
+
+impl ImportPlan {
+    /// Commits the change set in parts (see the module doc). A part may itself be
+    /// several transactions, so any failure leaves the store unsure.
+    async fn commit(&mut self, env: &ActorEnv, batch: Uuid) -> Result<(), ApplyError> {
+        let id = self.workspace.id;
+        let part = |changes: ChangeSet| async move {
+            env.store
+                .commit_import(id, &changes)
+                .await
+                .map_err(ApplyError::Unsure)
+        };
+        part(ChangeSet {
+            workspace: self.changes.workspace.clone(),
+            upserts: std::mem::take(&mut self.changes.upserts),
+            ..ChangeSet::default()
+        })
+        .await?;
+        let mut from = 0;
+        while from < self.packed.len() {
+            let records = self.packed.records(from, COMMIT_PART);
+            from += records.len();
+            part(ChangeSet {
+                upserts: records,
+                ..ChangeSet::default()
+            })
+            .await?;
+        }
+        part(ChangeSet {
+            // Kept in the plan: the objects they release are named after the commit.
+            deletes: self.changes.deletes.clone(),
+            keys: self.changes.keys.clone(),
+            batch: Some(batch),
+            ..ChangeSet::default()
+        })
+        .await
+    }
+}
+
 /// The object keys an import's commit releases: those of the attachments it deletes that
 /// are not in the state after it (its next state, when planned with one) nor re-added by
 /// it. Remove them only after the commit has succeeded.
 pub fn released_objects(plan: &ImportPlan) -> Vec<String> {
     let workspace = plan.workspace.id;
-    let upserted: HashSet<&str> = plan
-        .changes
-        .upserts
-        .iter()
-        .filter_map(|r| match r {
-            Record::Attachment(a) => Some(a.id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let upserted: HashSet<&str> = plan.packed.attachments.iter().map(|a| a.id()).collect();
     let mut keys: Vec<String> = plan
         .changes
         .deletes

@@ -23,12 +23,13 @@ pub use parse::{parse_reader, parse_slice};
 pub use plan::plan_import;
 
 use crate::model::*;
-use crate::state::WorkspaceState;
+use crate::state::{AttachmentRec, CandidateRec, NoteRec, WorkspaceState};
 use crate::store::ChangeSet;
 use crate::time::Stamp;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use uuid::Uuid;
 
 pub const FORMAT: &str = "recruit-snapshot/1";
@@ -65,10 +66,11 @@ pub struct ApiKeyIn {
     pub rate_limit_per_minute: Option<u32>,
 }
 
-/// An attachment as a snapshot carries it: with its bytes, base64-encoded, when they exist.
+/// An attachment as a snapshot's document writes it: with its bytes, base64-encoded,
+/// when they exist. Parsed into an [`AttachmentIn`].
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AttachmentIn {
+pub(crate) struct AttachmentDoc {
     pub id: String,
     pub parent_type: ParentType,
     pub parent_id: Uuid,
@@ -87,7 +89,19 @@ pub struct AttachmentIn {
     pub updated_at: Stamp,
 }
 
+/// An attachment of a snapshot: its record, packed (its size the bytes' when none was
+/// given, `has_content` set when bytes came), and its bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttachmentIn {
+    pub rec: Arc<AttachmentRec>,
+    pub content: Option<Vec<u8>>,
+}
+
 /// A parsed snapshot, not yet validated against a workspace.
+///
+/// The large arrays hold their records packed as they were parsed (candidate rows with
+/// their numbers normalised), the form the workspace state keeps them in: an import
+/// holds each record once, from the parse to the state it publishes.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub workspace: Option<Workspace>,
@@ -97,10 +111,14 @@ pub struct Snapshot {
     pub companies: Vec<Entry<Company>>,
     pub contacts: Vec<Entry<Contact>>,
     pub jobs: Vec<Entry<Job>>,
-    pub candidates: Vec<Entry<Candidate>>,
-    pub notes: Vec<Entry<Note>>,
+    pub candidates: Vec<Entry<Arc<CandidateRec>>>,
+    pub notes: Vec<Entry<Arc<NoteRec>>>,
     pub tasks: Vec<Entry<Task>>,
     pub attachments: Vec<Entry<AttachmentIn>>,
+    /// The region the candidate rows' numbers were normalised with: the workspace's
+    /// default region when the workspace came before them in the document; `None` when
+    /// they were not normalised (the plan normalises them then).
+    pub numbers_region: Option<Option<crate::phone::Region>>,
 }
 
 impl Snapshot {
@@ -176,7 +194,11 @@ pub type Counts = BTreeMap<&'static str, usize>;
 /// A validated import, ready to commit.
 pub struct ImportPlan {
     pub workspace: Workspace,
+    /// The workspace row, the small kinds' records, the deletions and the keys.
     pub changes: ChangeSet,
+    /// The large kinds' records, packed as the snapshot parsed them (shared with the next
+    /// state); the store gets them unpacked, a part at a time.
+    pub packed: PackedUpserts,
     /// Attachment bytes to put in the blob store before the commit.
     pub blobs: Vec<(String, Vec<u8>)>,
     /// The workspace state as it will be once the change set is committed (when asked for).
@@ -186,6 +208,52 @@ pub struct ImportPlan {
     /// How many raw records the workspace will hold once the change set is committed
     /// (`WorkspaceState::stored_records` of the next state).
     pub records_after: usize,
+}
+
+/// The candidate rows, notes and attachments an import writes, each list in id order
+/// (the store's key order).
+#[derive(Clone, Debug, Default)]
+pub struct PackedUpserts {
+    pub candidates: Vec<Arc<CandidateRec>>,
+    pub notes: Vec<Arc<NoteRec>>,
+    pub attachments: Vec<Arc<AttachmentRec>>,
+}
+
+impl PackedUpserts {
+    pub fn len(&self) -> usize {
+        self.candidates.len() + self.notes.len() + self.attachments.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The records unpacked, `from` the `from`th on, at most `n` of them.
+    pub fn records(&self, from: usize, n: usize) -> Vec<Record> {
+        let candidates = self
+            .candidates
+            .iter()
+            .map(|c| Record::Candidate(Box::new(c.raw())));
+        let notes = self.notes.iter().map(|n| Record::Note(n.raw()));
+        let attachments = self.attachments.iter().map(|a| Record::Attachment(a.raw()));
+        candidates
+            .chain(notes)
+            .chain(attachments)
+            .skip(from)
+            .take(n)
+            .collect()
+    }
+}
+
+impl ImportPlan {
+    /// The whole change set, the packed records unpacked into it: for small imports
+    /// committed at once (tests, benches, examples).
+    pub fn change_set(&self) -> ChangeSet {
+        let mut all = self.changes.clone();
+        all.upserts
+            .extend(self.packed.records(0, self.packed.len()));
+        all
+    }
 }
 
 /// What the planner needs to know about the keys that already exist (of any workspace).

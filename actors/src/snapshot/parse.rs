@@ -5,12 +5,17 @@
 //! field (the path inside the entry, as serde reports it).
 
 use super::scan::{ScanError, Scanner};
-use super::{Entry, Snapshot, SnapshotError, FORMAT};
-use crate::model::Workspace;
+use super::{AttachmentDoc, AttachmentIn, Entry, Snapshot, SnapshotError, FORMAT};
+use crate::model::*;
+use crate::phone::Region;
+use crate::state::{AttachmentRec, CandidateRec, NoteRec};
+use base64::Engine as _;
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
+use std::collections::HashMap;
 use std::collections::HashSet;
 use std::io::Read;
+use std::sync::Arc;
 
 /// Elements decoded together, at most (a batch is handed to every core at once)...
 const BATCH_ELEMENTS: usize = 8192;
@@ -54,7 +59,10 @@ fn parse_with<R: Read>(mut sc: Scanner<R>) -> Result<Snapshot, SnapshotError> {
             }
             macro_rules! array {
                 ($field:ident) => {
-                    snap.$field = parse_array(&mut sc, stringify!($field))?
+                    snap.$field = parse_array(&mut sc, stringify!($field), |r, _| Ok(r))?
+                };
+                ($field:ident, $convert:expr) => {
+                    snap.$field = parse_array(&mut sc, stringify!($field), $convert)?
                 };
             }
             match key.as_str() {
@@ -87,10 +95,20 @@ fn parse_with<R: Read>(mut sc: Scanner<R>) -> Result<Snapshot, SnapshotError> {
                 "companies" => array!(companies),
                 "contacts" => array!(contacts),
                 "jobs" => array!(jobs),
-                "candidates" => array!(candidates),
-                "notes" => array!(notes),
+                "candidates" => {
+                    // Normalised with the workspace's region when it came first; the
+                    // plan normalises them otherwise.
+                    let region = snap.workspace.as_ref().map(|w| {
+                        w.default_region
+                            .as_deref()
+                            .and_then(crate::phone::parse_region)
+                    });
+                    snap.numbers_region = region;
+                    array!(candidates, |c, memo| Ok(pack_candidate(&c, region, memo)))
+                }
+                "notes" => array!(notes, |n, _| Ok(NoteRec::pack(&n))),
                 "tasks" => array!(tasks),
-                "attachments" => array!(attachments),
+                "attachments" => array!(attachments, |a, _| attachment(a)),
                 other => return Err(SnapshotError::top(other, "unknown top-level field")),
             }
             sc.compact();
@@ -145,12 +163,88 @@ fn join_path(base: &str, sub: &str) -> String {
     }
 }
 
+/// Numbers as entered → normalised, within a run of elements decoded together: a
+/// person's rows come one after another and repeat the person's numbers, and parsing a
+/// number is the costly part of packing a row.
+#[derive(Default)]
+pub(super) struct NumberMemo(HashMap<Box<str>, Option<Box<str>>>);
+
+impl NumberMemo {
+    fn normalise(&mut self, raw: Option<&str>, region: Option<Region>) -> Option<Box<str>> {
+        let raw = raw?;
+        if let Some(known) = self.0.get(raw) {
+            return known.clone();
+        }
+        let n = crate::phone::normalise_phone(raw, region).map(String::into_boxed_str);
+        self.0.insert(Box::from(raw), n.clone());
+        n
+    }
+}
+
+/// A candidate row packed, its numbers normalised with `region` (`None`: not
+/// normalised).
+pub(super) fn pack_candidate(
+    c: &Candidate,
+    region: Option<Option<Region>>,
+    memo: &mut NumberMemo,
+) -> Arc<CandidateRec> {
+    let (phone, mobile) = match region {
+        Some(region) => (
+            memo.normalise(c.phone.as_deref(), region),
+            memo.normalise(c.mobile.as_deref(), region),
+        ),
+        None => (None, None),
+    };
+    CandidateRec::pack(c, phone.as_deref(), mobile.as_deref())
+}
+
+/// An attachment's record as it will be stored, and its bytes decoded.
+fn attachment(a: AttachmentDoc) -> Result<AttachmentIn, (String, String)> {
+    let content = match &a.content_base64 {
+        Some(b64) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64.as_bytes())
+                .map_err(|e| {
+                    (
+                        "content_base64".to_string(),
+                        format!("is not valid base64: {e}"),
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let rec = AttachmentRec::pack(&Attachment {
+        size: a.size.or(content.as_ref().map(|b| b.len() as u64)),
+        has_content: content.is_some(),
+        id: a.id,
+        parent_type: a.parent_type,
+        parent_id: a.parent_id,
+        filename: a.filename,
+        content_type: a.content_type,
+        kind: a.kind,
+        storage_ref: a.storage_ref,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    });
+    Ok(AttachmentIn { rec, content })
+}
+
+/// Elements of a batch decoded by one task, sharing one [`NumberMemo`].
+const TASK_ELEMENTS: usize = 256;
+
 /// One array (`null` is an absent one): its elements found by the scanner and decoded
-/// in batches on every core, in order.
-fn parse_array<T: DeserializeOwned + Send, R: Read>(
+/// in batches on every core, in order, each upsert turned into what the snapshot keeps
+/// by `convert` (an error there names the element and the field it gives).
+fn parse_array<T, U, R>(
     sc: &mut Scanner<R>,
     name: &'static str,
-) -> Result<Vec<Entry<T>>, SnapshotError> {
+    convert: impl Fn(T, &mut NumberMemo) -> Result<U, (String, String)> + Sync,
+) -> Result<Vec<Entry<U>>, SnapshotError>
+where
+    T: DeserializeOwned,
+    U: Send,
+    R: Read,
+{
     match sc.peek().map_err(malformed)? {
         Some(b'[') => sc.expect(b'[').map_err(malformed)?,
         Some(_) => {
@@ -189,10 +283,17 @@ fn parse_array<T: DeserializeOwned + Send, R: Read>(
             }
         }
         let window = sc.window();
-        let decoded: Vec<Result<Entry<T>, (String, String)>> = batch
-            .par_iter()
-            .with_min_len(64)
-            .map(|r| entry_from_raw::<T>(&window[r.clone()]))
+        let decoded: Vec<Result<Entry<U>, (String, String)>> = batch
+            .par_chunks(TASK_ELEMENTS)
+            .flat_map_iter(|task| {
+                let mut memo = NumberMemo::default();
+                task.iter()
+                    .map(|r| match entry_from_raw::<T>(&window[r.clone()])? {
+                        Entry::Upsert(t) => convert(t, &mut memo).map(Entry::Upsert),
+                        Entry::Delete(id) => Ok(Entry::Delete(id)),
+                    })
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let first = out.len();
         for (i, e) in decoded.into_iter().enumerate() {

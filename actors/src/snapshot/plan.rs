@@ -3,13 +3,16 @@
 //! consequences (tasks reminding of a placement the import undoes are cancelled), the
 //! record count after it and, when asked, the next state.
 
+use super::parse::{pack_candidate, NumberMemo};
 use super::validate::Checker;
-use super::{Counts, Entry, ImportPlan, KeyDirectory, Snapshot, SnapshotError};
+use super::{Counts, Entry, ImportPlan, KeyDirectory, PackedUpserts, Snapshot, SnapshotError};
 use crate::model::*;
 use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::Stamp;
+use rayon::prelude::*;
 use std::collections::HashSet;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// From this many changed records, when they are also a quarter or more of what the
@@ -21,7 +24,7 @@ const BULK_IMPORT_RECORDS: usize = 10_000;
 /// `build_next`, the workspace state after the commit.
 pub fn plan_import(
     current: Option<&WorkspaceState>,
-    snap: Snapshot,
+    mut snap: Snapshot,
     keys: &dyn KeyDirectory,
     build_next: bool,
 ) -> Result<ImportPlan, SnapshotError> {
@@ -54,6 +57,21 @@ pub fn plan_import(
         }
     };
     let completed = Checker::new(state, keys, &snap)?.check(&snap)?;
+    // Candidate rows parsed before the workspace (or none) are normalised now, with the
+    // region the workspace will have.
+    let region = workspace
+        .default_region
+        .as_deref()
+        .and_then(crate::phone::parse_region);
+    if snap.numbers_region != Some(region) {
+        snap.candidates
+            .par_iter_mut()
+            .for_each_init(NumberMemo::default, |memo, e| {
+                if let Entry::Upsert(c) = e {
+                    *c = pack_candidate(&c.raw(), Some(region), memo);
+                }
+            });
+    }
 
     // The change set, upserts in dependency order; notes and attachments as completed
     // by validation (one completed record per upsert entry, in file order).
@@ -93,11 +111,12 @@ pub fn plan_import(
         &mut out,
     );
     take("jobs", RecordKind::Job, snap.jobs, Record::Job, &mut out);
-    take(
+    let mut packed = PackedUpserts::default();
+    take_packed(
         "candidates",
         RecordKind::Candidate,
         snap.candidates,
-        |c| Record::Candidate(Box::new(c)),
+        &mut packed.candidates,
         &mut out,
     );
     take(
@@ -108,21 +127,42 @@ pub fn plan_import(
         &mut out,
     );
     let mut notes = completed.notes.into_iter();
-    take(
+    take_packed(
         "notes",
         RecordKind::Note,
-        snap.notes,
-        |_| Record::Note(notes.next().expect("one per upsert")),
+        snap.notes.into_iter().map(|e| match e {
+            Entry::Upsert(_) => Entry::Upsert(notes.next().expect("one per upsert")),
+            Entry::Delete(id) => Entry::Delete(id),
+        }),
+        &mut packed.notes,
         &mut out,
     );
-    let mut attachments = completed.attachments.into_iter();
-    take(
+    let mut blobs = Vec::new();
+    take_packed(
         "attachments",
         RecordKind::Attachment,
-        snap.attachments,
-        |_| Record::Attachment(attachments.next().expect("one per upsert")),
+        snap.attachments.into_iter().map(|e| match e {
+            Entry::Upsert(a) => {
+                if let Some(bytes) = a.content {
+                    blobs.push((a.rec.id().to_string(), bytes));
+                }
+                Entry::Upsert(a.rec)
+            }
+            Entry::Delete(id) => Entry::Delete(id),
+        }),
+        &mut packed.attachments,
         &mut out,
     );
+    // The store's key order, so that its writes go through its index in order.
+    packed
+        .candidates
+        .par_sort_unstable_by(|a, b| a.key().cmp(b.key()));
+    packed
+        .notes
+        .par_sort_unstable_by(|a, b| a.key().cmp(b.key()));
+    packed
+        .attachments
+        .par_sort_unstable_by(|a, b| a.key().cmp(b.key()));
     let k_del = snap
         .api_keys
         .iter()
@@ -131,7 +171,7 @@ pub fn plan_import(
     upserted.insert("api_keys", snap.api_keys.len() - k_del);
     deleted.insert("api_keys", k_del);
     changes.keys = completed.keys;
-    cancel_undone_placements_reminders(state, &mut changes);
+    cancel_undone_placements_reminders(state, &packed, &mut changes);
 
     // Ids appear once per array, so what is new and what is removed add up exactly.
     let records_after = state.stored_records()
@@ -139,6 +179,21 @@ pub fn plan_import(
             .upserts
             .iter()
             .filter(|r| !state.holds_record(r))
+            .count()
+        + packed
+            .candidates
+            .iter()
+            .filter(|c| !state.candidates.contains(&c.id()))
+            .count()
+        + packed
+            .notes
+            .iter()
+            .filter(|n| !state.notes.contains(&n.id()))
+            .count()
+        + packed
+            .attachments
+            .iter()
+            .filter(|a| !state.attachments.contains(a.id()))
             .count()
         - changes
             .deletes
@@ -150,7 +205,7 @@ pub fn plan_import(
     let next = build_next.then(|| {
         let mut next = state.clone();
         // A bulk import builds the sync orders and search indexes once, not row by row.
-        let changed = changes.upserts.len() + changes.deletes.len();
+        let changed = changes.upserts.len() + packed.len() + changes.deletes.len();
         let held = state.candidates.len() + state.contacts.len() + state.companies.len();
         let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
         if bulk {
@@ -159,6 +214,15 @@ pub fn plan_import(
         next.set_workspace(workspace.clone());
         for r in changes.upserts.iter().cloned() {
             next.put(r);
+        }
+        for c in &packed.candidates {
+            next.put_candidate_rec(c.clone());
+        }
+        for n in &packed.notes {
+            next.put_note(n.clone());
+        }
+        for a in &packed.attachments {
+            next.put_attachment_rec(a.clone());
         }
         for (k, id) in &changes.deletes {
             next.delete(*k, id);
@@ -172,12 +236,39 @@ pub fn plan_import(
     Ok(ImportPlan {
         workspace,
         changes,
-        blobs: completed.blobs,
+        packed,
+        blobs,
         next,
         upserted,
         deleted,
         records_after,
     })
+}
+
+/// Moves one array's packed entries into `into` (upserts) and the change set
+/// (deletions), counting them.
+fn take_packed<T: ?Sized>(
+    array: &'static str,
+    kind: RecordKind,
+    entries: impl IntoIterator<Item = Entry<Arc<T>>>,
+    into: &mut Vec<Arc<T>>,
+    (changes, upserted, deleted): &mut (&mut ChangeSet, &mut Counts, &mut Counts),
+) {
+    let (mut up, mut del) = (0, 0);
+    for e in entries {
+        match e {
+            Entry::Upsert(r) => {
+                into.push(r);
+                up += 1;
+            }
+            Entry::Delete(id) => {
+                changes.deletes.push((kind, id));
+                del += 1;
+            }
+        }
+    }
+    upserted.insert(array, up);
+    deleted.insert(array, del);
 }
 
 /// Moves one array's entries into the change set, counting them.
@@ -207,17 +298,19 @@ fn take<T>(
 
 /// The service's own consequence of an import: open tasks reminding of a placement
 /// that the import undoes are cancelled, stamped after everything else in the workspace.
-fn cancel_undone_placements_reminders(state: &WorkspaceState, changes: &mut ChangeSet) {
+fn cancel_undone_placements_reminders(
+    state: &WorkspaceState,
+    packed: &PackedUpserts,
+    changes: &mut ChangeSet,
+) {
     let mut unplaced: HashSet<Uuid> = HashSet::new();
-    for r in &changes.upserts {
-        if let Record::Candidate(c) = r {
-            let was_placed = state
-                .candidates
-                .get(&c.id)
-                .is_some_and(|old| old.outcome() == Some(Outcome::Placed));
-            if was_placed && c.outcome != Some(Outcome::Placed) {
-                unplaced.insert(c.id);
-            }
+    for c in &packed.candidates {
+        let was_placed = state
+            .candidates
+            .get(&c.id())
+            .is_some_and(|old| old.outcome() == Some(Outcome::Placed));
+        if was_placed && c.outcome() != Some(Outcome::Placed) {
+            unplaced.insert(c.id());
         }
     }
     if unplaced.is_empty() {
@@ -267,6 +360,9 @@ fn cancel_undone_placements_reminders(state: &WorkspaceState, changes: &mut Chan
         .upserts
         .iter()
         .filter_map(Record::updated_at)
+        .chain(packed.candidates.iter().map(|c| c.updated_at()))
+        .chain(packed.notes.iter().map(|n| n.updated_at()))
+        .chain(packed.attachments.iter().map(|a| a.updated_at()))
         .fold(state.last_stamp, Stamp::max);
     for mut t in cancel {
         clock = Stamp::now().max(clock.next());

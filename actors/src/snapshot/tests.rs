@@ -407,3 +407,73 @@ fn document_level_errors() {
     }
     assert_eq!(bad("{}").location(), "format");
 }
+
+/// Candidate rows are normalised as they are parsed when the workspace came first in
+/// the document, and by the plan otherwise: with the same region either way.
+#[test]
+fn numbers_are_normalised_with_the_workspace_region_wherever_it_comes() {
+    let v = example();
+    let leo = Uuid::parse_str("a214ca67-7691-5c62-8910-a410373e10c9").unwrap();
+    let phone = |doc: String| {
+        let snap = parse_slice(doc.as_bytes()).unwrap();
+        let p = plan_import(None, snap, &NoKeys, true).unwrap();
+        let next = p.next.unwrap();
+        let row = next.candidates.get(&leo).unwrap().clone();
+        (row.phone().map(str::to_string), p.packed.candidates.len())
+    };
+    let member = |k: &str| format!("{:?}: {}", k, v[k]);
+    let keys = [
+        "users",
+        "pipeline_stages",
+        "companies",
+        "contacts",
+        "jobs",
+        "candidates",
+    ];
+    let rest: Vec<String> = keys.iter().map(|k| member(k)).collect();
+    let first = format!(
+        "{{\"format\": {:?}, {}, {}}}",
+        FORMAT,
+        member("workspace"),
+        rest.join(", ")
+    );
+    let last = format!(
+        "{{\"format\": {:?}, {}, {}}}",
+        FORMAT,
+        rest.join(", "),
+        member("workspace")
+    );
+    assert_eq!(phone(first), (Some("+447700900123".into()), 2));
+    assert_eq!(phone(last), (Some("+447700900123".into()), 2));
+}
+
+/// An import larger than one part of the commit is in the store whole: every record
+/// once, the deletions and the keys with the last part.
+#[tokio::test]
+async fn an_import_in_several_parts_is_in_the_store_whole() {
+    use crate::env::ActorEnv;
+    use crate::keys::KeyRing;
+    use crate::store::{MemoryBlobs, MemoryStore, Store};
+    let store = MemoryStore::new();
+    let env = ActorEnv::new(
+        store.clone(),
+        Arc::new(MemoryBlobs::default()),
+        Arc::new(KeyRing::default()),
+    );
+    let p = plan(&example()).unwrap();
+    let want = p.change_set();
+    assert!(p.packed.len() > super::apply::COMMIT_PART, "several parts");
+    let id = p.workspace.id;
+    p.apply(&env, uuid::Uuid::new_v4()).await.unwrap();
+    let mut loaded = Vec::new();
+    store
+        .load_records(id, &mut |r| loaded.push(r.to_json()))
+        .await
+        .unwrap();
+    let mut expected: Vec<String> = want.upserts.iter().map(|r| r.to_json()).collect();
+    loaded.sort();
+    expected.sort();
+    assert_eq!(loaded, expected);
+    assert_eq!(store.keys().await.unwrap().len(), want.keys.len());
+    assert!(store.position(id).await.unwrap().seq >= 3);
+}

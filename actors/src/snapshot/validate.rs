@@ -6,10 +6,10 @@
 
 use super::{AttachmentIn, Entry, KeyDirectory, Snapshot, SnapshotError};
 use crate::model::*;
-use crate::state::WorkspaceState;
-use base64::Engine as _;
+use crate::state::{CandidateRec, NoteRec, WorkspaceState};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// An id as written in a snapshot array: a UUID, or any string (keys, attachments).
@@ -53,16 +53,10 @@ pub(super) struct Checker<'a> {
     removed: HashMap<RecordKind, HashSet<Uuid>>,
 }
 
-/// Attachment bytes by attachment id, as an import writes them to the blob store.
-pub(super) type Blobs = Vec<(String, Vec<u8>)>;
-
 /// Records the validation completed from the file: notes with the company of their
-/// contact filled in, attachments with their size and whether their bytes came, the
-/// bytes themselves, and the keys with their secrets hashed.
+/// contact filled in, and the keys with their secrets hashed.
 pub(super) struct Completed {
-    pub(super) notes: Vec<Note>,
-    pub(super) attachments: Vec<Attachment>,
-    pub(super) blobs: Blobs,
+    pub(super) notes: Vec<Arc<NoteRec>>,
     pub(super) keys: Vec<ApiKey>,
 }
 
@@ -104,15 +98,17 @@ impl<'a> Checker<'a> {
             "candidates",
             Some(RecordKind::Candidate),
             &snap.candidates,
-            |r| uuid(r.id),
+            |r| uuid(r.id()),
         )?;
-        c.collect("notes", Some(RecordKind::Note), &snap.notes, |r| uuid(r.id))?;
+        c.collect("notes", Some(RecordKind::Note), &snap.notes, |r| {
+            uuid(r.id())
+        })?;
         c.collect("tasks", Some(RecordKind::Task), &snap.tasks, |r| uuid(r.id))?;
         c.collect(
             "attachments",
             Some(RecordKind::Attachment),
             &snap.attachments,
-            |r| Id::Text(r.id.clone()),
+            |r| Id::Text(r.rec.id().to_string()),
         )?;
         Ok(c)
     }
@@ -213,13 +209,8 @@ impl<'a> Checker<'a> {
         self.candidates(&snap.candidates)?;
         let notes = self.notes(&snap.notes, &snap.contacts)?;
         self.tasks(&snap.tasks)?;
-        let (attachments, blobs) = self.attachments(&snap.attachments)?;
-        Ok(Completed {
-            notes,
-            attachments,
-            blobs,
-            keys,
-        })
+        self.attachments(&snap.attachments)?;
+        Ok(Completed { notes, keys })
     }
 
     /// Users: an e-mail is unique in the workspace, case-insensitively.
@@ -373,13 +364,13 @@ impl<'a> Checker<'a> {
     /// Candidate rows: their references, a stage only on job rows, `rejected_at` with a
     /// rejection, and exactly one primary row per person, judged on the workspace as it
     /// will be.
-    fn candidates(&self, candidates: &[Entry<Candidate>]) -> Result<(), SnapshotError> {
+    fn candidates(&self, candidates: &[Entry<Arc<CandidateRec>>]) -> Result<(), SnapshotError> {
         for (i, e) in candidates.iter().enumerate() {
             let Entry::Upsert(c) = e else { continue };
-            self.record_ref("candidates", i, "job_id", RecordKind::Job, c.job_id)?;
-            self.record_ref("candidates", i, "stage_id", RecordKind::Stage, c.stage_id)?;
-            self.user_ref("candidates", i, "owner_id", c.owner_id)?;
-            if c.job_id.is_none() && c.stage_id.is_some() {
+            self.record_ref("candidates", i, "job_id", RecordKind::Job, c.job_id())?;
+            self.record_ref("candidates", i, "stage_id", RecordKind::Stage, c.stage_id())?;
+            self.user_ref("candidates", i, "owner_id", c.owner_id())?;
+            if c.job_id().is_none() && c.stage_id().is_some() {
                 return Err(SnapshotError::at(
                     "candidates",
                     i,
@@ -387,7 +378,7 @@ impl<'a> Checker<'a> {
                     "must be null on the primary row (job_id null)",
                 ));
             }
-            if c.outcome == Some(Outcome::Rejected) && c.rejected_at.is_none() {
+            if c.outcome() == Some(Outcome::Rejected) && c.rejected_at().is_none() {
                 return Err(SnapshotError::at(
                     "candidates",
                     i,
@@ -396,13 +387,13 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
-        let mut file_rows: HashMap<Uuid, Vec<(usize, &Candidate)>> = HashMap::new();
+        let mut file_rows: HashMap<Uuid, Vec<(usize, &CandidateRec)>> = HashMap::new();
         let mut touched_ids: HashSet<Uuid> = HashSet::new();
         for (i, e) in candidates.iter().enumerate() {
             match e {
                 Entry::Upsert(c) => {
-                    file_rows.entry(c.person_id).or_default().push((i, c));
-                    touched_ids.insert(c.id);
+                    file_rows.entry(c.person_id()).or_default().push((i, &**c));
+                    touched_ids.insert(c.id());
                 }
                 Entry::Delete(id) => {
                     if let Ok(u) = Uuid::parse_str(id) {
@@ -441,22 +432,26 @@ impl<'a> Checker<'a> {
     /// stored, one per upsert entry, in file order.
     fn notes(
         &self,
-        notes: &[Entry<Note>],
+        notes: &[Entry<Arc<NoteRec>>],
         contacts: &[Entry<Contact>],
-    ) -> Result<Vec<Note>, SnapshotError> {
-        let mut out = Vec::new();
+    ) -> Result<Vec<Arc<NoteRec>>, SnapshotError> {
+        let file_contacts: HashMap<Uuid, Uuid> = contacts
+            .iter()
+            .filter_map(Entry::upsert)
+            .map(|c| (c.id, c.company_id))
+            .collect();
+        let mut out = Vec::with_capacity(notes.len());
         for (i, e) in notes.iter().enumerate() {
             let Entry::Upsert(n) = e else { continue };
-            let mut n = n.clone();
             self.record_ref(
                 "notes",
                 i,
                 "parent_id",
-                parent_kind(n.parent_type),
-                Some(n.parent_id),
+                parent_kind(n.parent_type()),
+                Some(n.parent_id()),
             )?;
-            self.user_ref("notes", i, "author_id", n.author_id)?;
-            if n.parent_type != ParentType::Candidate && n.job_id.is_some() {
+            self.user_ref("notes", i, "author_id", n.author_id())?;
+            if n.parent_type() != ParentType::Candidate && n.job_id().is_some() {
                 return Err(SnapshotError::at(
                     "notes",
                     i,
@@ -464,7 +459,7 @@ impl<'a> Checker<'a> {
                     "only candidate notes carry a job_id",
                 ));
             }
-            if n.parent_type != ParentType::Contact && n.company_id.is_some() {
+            if n.parent_type() != ParentType::Contact && n.company_id().is_some() {
                 return Err(SnapshotError::at(
                     "notes",
                     i,
@@ -472,23 +467,29 @@ impl<'a> Checker<'a> {
                     "only contact notes carry a company_id",
                 ));
             }
-            self.record_ref("notes", i, "job_id", RecordKind::Job, n.job_id)?;
-            self.record_ref("notes", i, "company_id", RecordKind::Company, n.company_id)?;
-            if n.parent_type == ParentType::Contact && n.company_id.is_none() {
-                n.company_id = contacts
-                    .iter()
-                    .find_map(|c| match c {
-                        Entry::Upsert(c) if c.id == n.parent_id => Some(c.company_id),
-                        _ => None,
-                    })
-                    .or_else(|| {
-                        self.state
-                            .contacts
-                            .get(&n.parent_id)
-                            .map(|c| c.raw.company_id)
-                    });
+            self.record_ref("notes", i, "job_id", RecordKind::Job, n.job_id())?;
+            self.record_ref(
+                "notes",
+                i,
+                "company_id",
+                RecordKind::Company,
+                n.company_id(),
+            )?;
+            if n.parent_type() == ParentType::Contact && n.company_id().is_none() {
+                let company = file_contacts.get(&n.parent_id()).copied().or_else(|| {
+                    self.state
+                        .contacts
+                        .get(&n.parent_id())
+                        .map(|c| c.raw.company_id)
+                });
+                if company.is_some() {
+                    let mut raw = n.raw();
+                    raw.company_id = company;
+                    out.push(NoteRec::pack(&raw));
+                    continue;
+                }
             }
-            out.push(n);
+            out.push(n.clone());
         }
         Ok(out)
     }
@@ -524,18 +525,13 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    /// Attachments: a prefixed id, a candidate or company parent, bytes that decode. The
-    /// attachments as they will be stored (one per upsert entry, in file order; the size
-    /// of their bytes when none is given) and the bytes to write.
-    fn attachments(
-        &self,
-        attachments: &[Entry<AttachmentIn>],
-    ) -> Result<(Vec<Attachment>, Blobs), SnapshotError> {
-        let mut out = Vec::new();
-        let mut blobs = Vec::new();
+    /// Attachments: a prefixed id, a candidate or company parent (their bytes were
+    /// decoded when the file was parsed).
+    fn attachments(&self, attachments: &[Entry<AttachmentIn>]) -> Result<(), SnapshotError> {
         for (i, e) in attachments.iter().enumerate() {
             let Entry::Upsert(a) = e else { continue };
-            if split_attachment_id(&a.id).is_none() {
+            let a = &a.rec;
+            if split_attachment_id(a.id()).is_none() {
                 return Err(SnapshotError::at(
                     "attachments",
                     i,
@@ -543,7 +539,7 @@ impl<'a> Checker<'a> {
                     "must be cv:, file:, cvdoc: or clientfile: followed by an identifier",
                 ));
             }
-            if !matches!(a.parent_type, ParentType::Candidate | ParentType::Company) {
+            if !matches!(a.parent_type(), ParentType::Candidate | ParentType::Company) {
                 return Err(SnapshotError::at(
                     "attachments",
                     i,
@@ -555,43 +551,10 @@ impl<'a> Checker<'a> {
                 "attachments",
                 i,
                 "parent_id",
-                parent_kind(a.parent_type),
-                Some(a.parent_id),
+                parent_kind(a.parent_type()),
+                Some(a.parent_id()),
             )?;
-            let bytes = match &a.content_base64 {
-                Some(b64) => Some(
-                    base64::engine::general_purpose::STANDARD
-                        .decode(b64.as_bytes())
-                        .map_err(|e| {
-                            SnapshotError::at(
-                                "attachments",
-                                i,
-                                "content_base64",
-                                format!("is not valid base64: {e}"),
-                            )
-                        })?,
-                ),
-                None => None,
-            };
-            let size = a.size.or(bytes.as_ref().map(|b| b.len() as u64));
-            let has_content = bytes.is_some();
-            if let Some(b) = bytes {
-                blobs.push((a.id.clone(), b));
-            }
-            out.push(Attachment {
-                id: a.id.clone(),
-                parent_type: a.parent_type,
-                parent_id: a.parent_id,
-                filename: a.filename.clone(),
-                content_type: a.content_type.clone(),
-                size,
-                kind: a.kind,
-                storage_ref: a.storage_ref.clone(),
-                has_content,
-                created_at: a.created_at,
-                updated_at: a.updated_at,
-            });
         }
-        Ok((out, blobs))
+        Ok(())
     }
 }
