@@ -44,6 +44,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The client allocates and frees a page's body and frames for every answer (hundreds
+/// of kilobytes at a time during a sync); glibc's allocator spends more of the client's
+/// CPU on that than on reading the pages, and the client shares the machine's cores
+/// with the server it measures.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Set-up, syncs and reports run here; lookups and writes run on client shards of

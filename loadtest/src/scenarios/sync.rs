@@ -23,19 +23,120 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
+/// A page: parsed as JSON whole (every record checked well formed), each record kept
+/// as its text.
 #[derive(Deserialize)]
 struct Page<'a> {
     #[serde(borrow)]
-    data: Vec<Rec<'a>>,
+    data: Vec<&'a serde_json::value::RawValue>,
     next_cursor: Option<String>,
     total_count: Option<u64>,
 }
 
-/// Only what the checks need; serde skips the rest of each record.
+/// Only what the checks need; serde skips the rest of the record.
 #[derive(Deserialize)]
 struct Rec<'a> {
     #[serde(borrow)]
     updated_at: Cow<'a, str>,
+}
+
+/// A record's `updated_at`. recruitd writes it as a record's last member, and a record
+/// that ends `"updated_at":"<text without quotes>"}` has it there: the key opens with an
+/// unescaped quote, so it is no string's content, and the one `}` after its value closes
+/// the record, so it is a member of the record itself. It is read off the end then
+/// (serde would match every key of the record against it); any other record is
+/// decoded.
+fn updated_at(record: &str) -> Result<Cow<'_, str>, serde_json::Error> {
+    const KEY: &str = "\"updated_at\":\"";
+    static FINDER: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(KEY));
+    if let Some(body) = record.strip_suffix("\"}") {
+        if let Some(at) = FINDER.rfind(body.as_bytes()) {
+            let value = &body[at + KEY.len()..];
+            if !value.contains(['"', '\\']) {
+                return Ok(Cow::Borrowed(value));
+            }
+        }
+    }
+    serde_json::from_str::<Rec>(record).map(|r| r.updated_at)
+}
+
+/// What a page says besides its records.
+#[derive(Deserialize)]
+struct Tail {
+    next_cursor: Option<String>,
+    total_count: Option<u64>,
+}
+
+/// Every how many pages one is parsed as JSON whole, and its records and `updated_at`s
+/// compared with what the scan found.
+const PARSE_EVERY: u64 = 32;
+
+/// A page's records' `updated_at` and what follows the records, found without parsing
+/// the records: recruitd writes a page as `{"data":[…],"next_cursor":…}` and each record
+/// with one `"updated_at":"…"` member of its own (its last). The key opens with an
+/// unescaped quote, so it is no string's content, and no record holds an object with
+/// such a member, so each occurrence is one record's. The client's share of a sync, on
+/// the machine it measures, is then reading the bytes once, not parsing every member of
+/// every record. One page in [`PARSE_EVERY`] is parsed whole and must agree.
+fn scan_page(body: &[u8]) -> Option<(Vec<&str>, Tail)> {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"updated_at\":\""));
+    static END: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(b"],\"next_cursor\":"));
+    let rest = body.strip_prefix(b"{\"data\":[")?;
+    let end = END.rfind(rest)?;
+    let (records, tail) = (&rest[..end], &rest[end + 2..]);
+    let mut stamps = Vec::with_capacity(512);
+    for at in KEY.find_iter(records) {
+        let value = &records[at + KEY.needle().len()..];
+        let len = memchr::memchr2(b'"', b'\\', value)?;
+        if value[len] != b'"' {
+            return None;
+        }
+        stamps.push(std::str::from_utf8(&value[..len]).ok()?);
+    }
+    let mut object = Vec::with_capacity(tail.len() + 1);
+    object.push(b'{');
+    object.extend_from_slice(tail);
+    let tail: Tail = serde_json::from_slice(&object).ok()?;
+    Some((stamps, tail))
+}
+
+/// What the sync checks of a page: its records' `updated_at`, `next_cursor` and
+/// `total_count`.
+type PageRead<'a> = (Vec<Cow<'a, str>>, Option<String>, Option<u64>);
+
+/// A page read as [`scan_page`] does, or parsed whole (`check`, and whenever the scan
+/// does not recognise it).
+fn read_page(body: &[u8], check: bool) -> Result<PageRead<'_>, String> {
+    let scanned = scan_page(body);
+    if check || scanned.is_none() {
+        let page = serde_json::from_slice::<Page>(body).map_err(|e| e.to_string())?;
+        let stamps = stamps(page.data.iter().map(|r| r.get())).map_err(|e| e.to_string())?;
+        if let Some((found, tail)) = &scanned {
+            let agrees = *found == stamps
+                && (tail.next_cursor.as_deref(), tail.total_count)
+                    == (page.next_cursor.as_deref(), page.total_count);
+            if !agrees {
+                return Err("the page's scan and its parse disagree".into());
+            }
+        }
+        return Ok((stamps, page.next_cursor, page.total_count));
+    }
+    let (found, tail) = scanned.expect("scanned");
+    Ok((
+        found.into_iter().map(Cow::Borrowed).collect(),
+        tail.next_cursor,
+        tail.total_count,
+    ))
+}
+
+/// The `updated_at` of each record of a page.
+fn stamps<'a>(
+    records: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Cow<'a, str>>, serde_json::Error> {
+    records.into_iter().map(updated_at).collect()
 }
 
 /// What a sync of one entity must receive.
@@ -65,30 +166,24 @@ pub struct Syncer {
 
 /// Checks one page's records against the watermark and the previous record.
 fn check_order(
-    records: &[Rec<'_>],
+    records: &[Cow<'_, str>],
     since: Option<&str>,
     prev: &mut Option<String>,
 ) -> Option<String> {
-    for r in records {
+    for updated_at in records {
         if let Some(s) = since {
-            if *r.updated_at < *s {
-                return Some(format!(
-                    "updated_at {} before updated_since {s}",
-                    r.updated_at
-                ));
+            if **updated_at < *s {
+                return Some(format!("updated_at {updated_at} before updated_since {s}"));
             }
         }
         if let Some(p) = prev.as_deref() {
-            if *r.updated_at < *p {
-                return Some(format!(
-                    "updated_at {} after {p}: out of order",
-                    r.updated_at
-                ));
+            if **updated_at < *p {
+                return Some(format!("updated_at {updated_at} after {p}: out of order"));
             }
         }
     }
     if let Some(last) = records.last() {
-        *prev = Some(last.updated_at.to_string());
+        *prev = Some(last.to_string());
     }
     None
 }
@@ -151,7 +246,9 @@ impl Syncer {
                 let mut prev: Option<String> = None;
                 let mut total: Option<u64> = None;
                 let mut intended = first_intended;
+                let mut pages = 0u64;
                 loop {
+                    pages += 1;
                     let mut path = format!("/v1/{entity}?limit={}", self.limit);
                     if let Some(s) = since {
                         path += &format!("&updated_since={}", crate::http::encode(s));
@@ -164,37 +261,41 @@ impl Syncer {
                     let mut n = 0;
                     let mut next = None;
                     let verdict = match result {
-                        Ok(a) if a.status == 200 => match serde_json::from_slice::<Page>(&a.body) {
-                            Ok(page) => {
-                                n = page.data.len() as u64;
-                                out.records += n;
-                                next = page.next_cursor.clone();
-                                let first = cursor.is_none();
-                                let total_wrong = if first {
-                                    total = page.total_count;
-                                    total
-                                        .is_none()
-                                        .then(|| "no total_count on the first page".to_string())
-                                } else {
-                                    page.total_count
-                                        .map(|_| "total_count on a later page".to_string())
-                                };
-                                let problem = total_wrong
-                                    .or_else(|| check_order(&page.data, since, &mut prev))
-                                    .or_else(|| {
-                                        if next.is_none() {
-                                            check_count(expect, out.records, total)
-                                        } else {
-                                            None
-                                        }
-                                    });
-                                match problem {
-                                    None => Verdict::Ok,
-                                    Some(p) => Verdict::Mismatch(format!("{entity}: {p}")),
+                        Ok(a) if a.status == 200 => {
+                            match read_page(&a.body, pages % PARSE_EVERY == 1) {
+                                Ok((stamps, next_cursor, total_count)) => {
+                                    n = stamps.len() as u64;
+                                    out.records += n;
+                                    next = next_cursor;
+                                    let first = cursor.is_none();
+                                    let total_wrong = if first {
+                                        total = total_count;
+                                        total
+                                            .is_none()
+                                            .then(|| "no total_count on the first page".to_string())
+                                    } else {
+                                        total_count
+                                            .map(|_| "total_count on a later page".to_string())
+                                    };
+                                    let problem = total_wrong
+                                        .or_else(|| check_order(&stamps, since, &mut prev))
+                                        .or_else(|| {
+                                            if next.is_none() {
+                                                check_count(expect, out.records, total)
+                                            } else {
+                                                None
+                                            }
+                                        });
+                                    match problem {
+                                        None => Verdict::Ok,
+                                        Some(p) => Verdict::Mismatch(format!("{entity}: {p}")),
+                                    }
+                                }
+                                Err(e) => {
+                                    Verdict::Mismatch(format!("{entity}: undecodable page: {e}"))
                                 }
                             }
-                            Err(e) => Verdict::Mismatch(format!("{entity}: undecodable page: {e}")),
-                        },
+                        }
                         Ok(a) => Verdict::Status(a.status, a.error_code()),
                         Err(f) => Verdict::Failed(f.label(), f.to_string()),
                     };
@@ -228,10 +329,14 @@ impl Syncer {
                     let verdict = match result {
                         Ok((docs, cursor)) => {
                             // Decoded as recruitd's pages are: the client's cost is the same.
-                            let recs: Result<Vec<Rec>, _> = docs
+                            let recs = docs
                                 .iter()
-                                .map(|d| serde_json::from_str::<Rec>(d))
-                                .collect();
+                                .map(|d| {
+                                    // Checked well formed as recruitd's pages are.
+                                    serde_json::from_str::<serde::de::IgnoredAny>(d)?;
+                                    updated_at(d)
+                                })
+                                .collect::<Result<Vec<_>, _>>();
                             match recs {
                                 Ok(recs) => {
                                     n = recs.len() as u64;
@@ -439,4 +544,80 @@ pub async fn rounds(
         }
     }
     Ok(rounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updated_at_is_read_off_the_end_only_where_it_is_the_records_last_member() {
+        let plain = r#"{"id":"a","created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-02-01T00:00:00.000Z"}"#;
+        assert!(matches!(
+            updated_at(plain).unwrap(),
+            Cow::Borrowed("2026-02-01T00:00:00.000Z")
+        ));
+        // Elsewhere in the record: decoded, and the record's own member wins.
+        for (record, want) in [
+            (
+                r#"{"updated_at":"2026-03-01T00:00:00.000Z","x":{"updated_at":"1999"}}"#,
+                "2026-03-01T00:00:00.000Z",
+            ),
+            (
+                r#"{"updated_at":"2026-04-01T00:00:00.000Z","body":"\"updated_at\":\"1999\""}"#,
+                "2026-04-01T00:00:00.000Z",
+            ),
+            (
+                r#"{"updated_at":"2026-05-01T00:00:00.000Z", "n": 1}"#,
+                "2026-05-01T00:00:00.000Z",
+            ),
+        ] {
+            assert_eq!(updated_at(record).unwrap(), want, "{record}");
+        }
+        assert!(updated_at(r#"{"id":"a"}"#).is_err());
+        let stamps = stamps([plain, plain]).unwrap();
+        let mut prev = Some("2026-03-01T00:00:00.000Z".to_string());
+        assert!(check_order(&stamps, None, &mut prev)
+            .unwrap()
+            .contains("out of order"));
+    }
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    #[test]
+    fn a_scanned_page_is_what_its_parse_says() {
+        let first = r#"{"id":"a","n":{"x":[1,{"y":"}]\""}]},"s":"a\\\"updated_at\\\":\\\"x","updated_at":"2026-01-01T00:00:00.000Z"}"#;
+        let second = r#"{"id":"b","updated_at":"2026-01-02T00:00:00.000Z"}"#;
+        let body = format!(
+            r#"{{"data":[{first},{second}],"next_cursor":"c1","total_count":2,"request_id":"r"}}"#
+        );
+        let (stamps, tail) = scan_page(body.as_bytes()).unwrap();
+        assert_eq!(
+            stamps,
+            ["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"]
+        );
+        assert_eq!(
+            (tail.next_cursor.as_deref(), tail.total_count),
+            (Some("c1"), Some(2))
+        );
+        for check in [false, true] {
+            let (stamps, next, total) = read_page(body.as_bytes(), check).unwrap();
+            assert_eq!(
+                stamps,
+                ["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"]
+            );
+            assert_eq!((next.as_deref(), total), (Some("c1"), Some(2)));
+        }
+        let empty = r#"{"data":[],"next_cursor":null,"request_id":"r"}"#;
+        let (stamps, next, total) = read_page(empty.as_bytes(), false).unwrap();
+        assert!(stamps.is_empty() && next.is_none() && total.is_none());
+        // Not the shape recruitd writes: parsed, and judged by the parse.
+        let spaced = format!(r#"{{ "data": [{second}], "next_cursor": null, "request_id": "r" }}"#);
+        assert_eq!(read_page(spaced.as_bytes(), false).unwrap().0.len(), 1);
+        assert!(read_page(br#"{"data":[{"id":"a"}"#, false).is_err());
+        assert!(read_page(br#"{"data":[{"id":"a"},],"request_id":"r"}"#, true).is_err());
+    }
 }
