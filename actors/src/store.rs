@@ -32,6 +32,10 @@ pub struct ChangeSet {
     /// The workspace's own description, when it is created or changed.
     pub workspace: Option<Workspace>,
     pub upserts: Vec<Record>,
+    /// Empty, or for each upsert its store body (`Record::to_json`) rendered ahead, by
+    /// whoever could do it off the store's thread (an import renders a part on every
+    /// core while the store writes the previous one).
+    pub rendered: Vec<String>,
     pub deletes: Vec<(RecordKind, String)>,
     /// Keys created or replaced (secret hashes only).
     pub keys: Vec<ApiKey>,

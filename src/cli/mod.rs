@@ -259,7 +259,9 @@ async fn import(store_args: &StoreArgs, files: &[PathBuf]) -> anyhow::Result<()>
             }
         ),
     };
-    let store = crate::store::open(url, &store_args.data_dir).await?;
+    // The lock above keeps servers and other offline commands off the store.
+    let pacing = crate::store::ImportPacing::Alone;
+    let store = crate::store::open_paced(url, &store_args.data_dir, pacing).await?;
     let result =
         crate::cli::offline::import_files(store.clone(), &store_args.data_dir, files).await;
     store.close().await;

@@ -5,6 +5,8 @@
 //! may hold any character, file names must not, and the same names serve a bucket. Writes
 //! go to a temporary file, are synced, then renamed into place, so a reader never sees
 //! half a file; a reader that has opened a file keeps its version across a replacement.
+//! A large batch (an import's) is made durable by one `syncfs` rather than a sync per
+//! file (`put_many`).
 //!
 //! Removal (`delete`, `sweep`) unlinks files without syncing the directory: a removal a
 //! crash undoes leaves a file no attachment names, which the sweep at the next start
@@ -95,13 +97,36 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Threads writing the files of a batch. Each file is synced on its own (`fsync`), and
-/// concurrent syncs share the file system's journal commits, so many threads make a batch
-/// durable far faster than one — without flushing unrelated data as `syncfs` would.
-const STAGING_THREADS: usize = 32;
+/// Threads writing the files of a batch: two overlap one's waits on the disk with the
+/// other's copying. More gain nothing: creating names in one directory is serialised
+/// by its lock, which waiting threads spin on.
+const WRITING_THREADS: usize = 2;
 
-/// Below this many files a batch is written file by file (fsync each).
-const BATCH_SYNC_THRESHOLD: usize = 16;
+/// Below this many files a batch is written file by file (fsync each): a `syncfs`
+/// flushes whatever else the file system has pending too, which pays off only when it
+/// replaces many syncs.
+const BATCH_SYNC_THRESHOLD: usize = 64;
+
+/// Makes every write to the file system that holds `file` durable (`syncfs`), where
+/// there is such a call; elsewhere every file's data reaches the disk through `sync`.
+fn sync_file_system(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on a descriptor this function borrows.
+        if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
+            return Ok(());
+        }
+        Err(std::io::Error::last_os_error())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        // SAFETY: `sync` takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        Ok(())
+    }
+}
 
 impl BlobStore for FileBlobs {
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
@@ -140,6 +165,14 @@ impl BlobStore for FileBlobs {
         }))
     }
 
+    /// A batch is written without a sync per file: every file is written (a name no
+    /// file has yet is created as itself, `O_EXCL`; a replaced one goes beside its name
+    /// first), then one `syncfs` makes all of them durable, then the replacements are
+    /// renamed into place and the directory synced. A reader never sees half a file: a
+    /// name created here is named by no record until the commit that follows this call,
+    /// and a replaced name keeps its old bytes until the rename. After a crash a name
+    /// has either its whole new bytes, its old ones, or (a name no record has yet) any
+    /// prefix, which the next write of it replaces and the sweep takes meanwhile.
     fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         if items.len() < BATCH_SYNC_THRESHOLD {
             for (id, bytes) in items {
@@ -152,46 +185,55 @@ impl BlobStore for FileBlobs {
         }
         let dir = self.root.join(workspace.to_string());
         std::fs::create_dir_all(&dir).map_err(|e| fail("creating the directory", e))?;
-        // Write every file beside its final name and make it durable, then rename them
-        // into place and make the renames durable: a reader never sees half a file, and
-        // after a crash a name has either its whole new bytes or its old ones.
-        let staged: Vec<(PathBuf, PathBuf)> = items
-            .iter()
-            .map(|(id, _)| {
-                let path = self.path_of(workspace, id);
-                (
-                    path.with_extension(format!("tmp{}", std::process::id())),
-                    path,
-                )
-            })
-            .collect();
+        let tmp_extension = format!("tmp{}", std::process::id());
         // Creating many small files is latency-bound: a few threads overlap it.
-        let chunk = items.len().div_ceil(STAGING_THREADS);
-        std::thread::scope(|scope| {
+        let chunk = items.len().div_ceil(WRITING_THREADS);
+        let staged: Vec<(PathBuf, PathBuf)> = std::thread::scope(|scope| {
             let workers: Vec<_> = items
                 .chunks(chunk)
-                .zip(staged.chunks(chunk))
-                .map(|(items, staged)| {
-                    scope.spawn(move || -> Result<(), StoreError> {
-                        for ((id, bytes), (tmp, _)) in items.iter().zip(staged) {
-                            let mut f = std::fs::File::create(tmp).map_err(|e| fail(id, e))?;
-                            f.write_all(bytes).map_err(|e| fail(id, e))?;
-                            f.sync_all().map_err(|e| fail(id, e))?;
+                .map(|items| {
+                    let tmp_extension = &tmp_extension;
+                    scope.spawn(move || -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+                        let mut staged = Vec::new();
+                        for (id, bytes) in items {
+                            let path = self.path_of(workspace, id);
+                            let mut file = match std::fs::OpenOptions::new()
+                                .write(true)
+                                .create_new(true)
+                                .open(&path)
+                            {
+                                Ok(f) => f,
+                                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                                    let tmp = path.with_extension(tmp_extension);
+                                    let f = std::fs::File::create(&tmp).map_err(|e| fail(id, e))?;
+                                    staged.push((tmp, path));
+                                    f
+                                }
+                                Err(e) => return Err(fail(id, e)),
+                            };
+                            file.write_all(bytes).map_err(|e| fail(id, e))?;
                         }
-                        Ok(())
+                        Ok(staged)
                     })
                 })
                 .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().expect("blob writer panicked"))
+            let mut staged = Vec::new();
+            for w in workers {
+                staged.extend(w.join().expect("blob writer panicked")?);
+            }
+            Ok::<_, StoreError>(staged)
         })?;
+        let directory = std::fs::File::open(&dir).map_err(|e| fail("opening the directory", e))?;
+        sync_file_system(&directory).map_err(|e| fail("syncing the files", e))?;
+        if staged.is_empty() {
+            return Ok(());
+        }
         for (tmp, path) in &staged {
             std::fs::rename(tmp, path).map_err(|e| fail("renaming", e))?;
         }
         // The renames are durable once the directory is.
-        std::fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
+        directory
+            .sync_all()
             .map_err(|e| fail("syncing the directory", e))
     }
 
@@ -285,22 +327,31 @@ mod tests {
         assert_eq!(blobs.stat(ws, "file:x").unwrap(), None);
     }
 
+    /// Batches below and above the size written with one `syncfs`; the large one both
+    /// creates names and replaces some (changed bytes, and shorter ones, so that a
+    /// replacement written over the old file would show its tail).
     #[test]
     fn batches_land_whole() {
         let dir = tempfile::tempdir().unwrap();
         let blobs = FileBlobs::new(dir.path());
         let ws = Uuid::from_u128(2);
-        let items: Vec<(String, Vec<u8>)> = (0..40)
-            .map(|i| (format!("file:{i}"), vec![i as u8; i]))
+        let small: Vec<(String, Vec<u8>)> = (0..40)
+            .map(|i| (format!("file:{i}"), vec![i as u8; i + 10]))
             .collect();
-        blobs.put_many(ws, &items).unwrap();
-        for (id, bytes) in &items {
-            assert_eq!(blobs.get(ws, id).unwrap().as_ref(), Some(bytes));
+        blobs.put_many(ws, &small).unwrap();
+        let large: Vec<(String, Vec<u8>)> = (0..3 * BATCH_SYNC_THRESHOLD)
+            .map(|i| (format!("file:{i}"), vec![(i + 1) as u8; i / 2]))
+            .collect();
+        blobs.put_many(ws, &large).unwrap();
+        for (id, bytes) in &large {
+            assert_eq!(blobs.get(ws, id).unwrap().as_ref(), Some(bytes), "{id}");
         }
-        let leftovers = std::fs::read_dir(dir.path().join(ws.to_string()))
+        let entries: Vec<_> = std::fs::read_dir(dir.path().join(ws.to_string()))
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().is_some())
-            .count();
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(entries.len(), large.len());
+        let leftovers = entries.iter().filter(|p| p.extension().is_some()).count();
         assert_eq!(leftovers, 0, "no temporary files remain");
     }
 

@@ -52,6 +52,31 @@ pub(crate) fn quiet_slow_statements<O: sqlx::ConnectOptions>(options: O) -> O {
 }
 
 pub async fn open(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+    open_paced(database_url, data_dir, ImportPacing::Shared).await
+}
+
+/// How a store splits an import into transactions (`Store::commit_import`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportPacing {
+    /// Beside a server's other commits: transactions of a few hundred records, so that
+    /// no commit of another workspace waits behind the import for long.
+    Shared,
+    /// The process has the store to itself (`recruitd import`, which holds the data
+    /// dir's lock and refuses to run beside a server): transactions of tens of thousands
+    /// of records, each a log flush and (SQLite) a fold of the log into the database.
+    Alone,
+}
+
+/// Records per import transaction when the store is `ImportPacing::Alone`: a commit
+/// part (`actors::snapshot`) in one transaction.
+pub(crate) const ALONE_IMPORT_TX_RECORDS: usize = 50_000;
+
+/// As [`open`], with the import pacing given.
+pub async fn open_paced(
+    database_url: Option<&str>,
+    data_dir: &Path,
+    pacing: ImportPacing,
+) -> anyhow::Result<Arc<dyn Store>> {
     match database_url {
         Some(url) => {
             if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
@@ -60,14 +85,18 @@ pub async fn open(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result
                      leave it unset for the embedded SQLite store"
                 );
             }
-            Ok(Arc::new(postgres::PostgresStore::open(url).await?))
+            Ok(Arc::new(
+                postgres::PostgresStore::open(url).await?.paced(pacing),
+            ))
         }
         None => {
             std::fs::create_dir_all(data_dir).map_err(|e| {
                 anyhow::anyhow!("cannot create data directory {}: {e}", data_dir.display())
             })?;
             let path = data_dir.join("recruit.db");
-            Ok(Arc::new(sqlite::SqliteStore::open(&path).await?))
+            Ok(Arc::new(
+                sqlite::SqliteStore::open(&path).await?.paced(pacing),
+            ))
         }
     }
 }
@@ -167,10 +196,41 @@ fn id_key(r: &Record) -> IdKey<'_> {
 /// its lower-case text does (hex digits keep byte order, hyphens sit at fixed places),
 /// so no id is formatted to sort. The sort is stable: a record repeated in one change
 /// set still ends with its last version.
-pub(crate) fn in_key_order(upserts: &[Record]) -> Vec<&Record> {
-    let mut sorted: Vec<&Record> = upserts.iter().collect();
-    sorted.sort_by(|a, b| (a.kind().as_str(), id_key(a)).cmp(&(b.kind().as_str(), id_key(b))));
+pub(crate) fn in_key_order(changes: &actors::store::ChangeSet) -> Vec<Upsert<'_>> {
+    // Bodies rendered ahead are used only when there is one per upsert.
+    let rendered = (changes.rendered.len() == changes.upserts.len()).then_some(&changes.rendered);
+    let mut sorted: Vec<Upsert<'_>> = changes
+        .upserts
+        .iter()
+        .enumerate()
+        .map(|(i, record)| Upsert {
+            record,
+            rendered: rendered.map(|r| r[i].as_str()),
+        })
+        .collect();
+    sorted.sort_by(|a, b| {
+        let (a, b) = (a.record, b.record);
+        (a.kind().as_str(), id_key(a)).cmp(&(b.kind().as_str(), id_key(b)))
+    });
     sorted
+}
+
+/// An upsert as a store writes it: the record, and its body when the change set
+/// carries it rendered ahead (`ChangeSet::rendered`).
+#[derive(Clone, Copy)]
+pub(crate) struct Upsert<'a> {
+    pub record: &'a Record,
+    rendered: Option<&'a str>,
+}
+
+impl<'a> Upsert<'a> {
+    /// The row's body: `Record::to_json`, rendered now unless it was ahead.
+    pub fn body(&self) -> std::borrow::Cow<'a, str> {
+        match self.rendered {
+            Some(body) => std::borrow::Cow::Borrowed(body),
+            None => std::borrow::Cow::Owned(self.record.to_json()),
+        }
+    }
 }
 
 /// One transaction of a large import, as both stores split it (`commit_import`): a run

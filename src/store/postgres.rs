@@ -10,7 +10,8 @@
 //! does not write a new row version, so re-importing a snapshot costs little more than
 //! reading it. An import commits in transactions of a few hundred records, so that its
 //! WAL is flushed as it goes rather than by the commits of other workspaces
-//! (`commit_import`).
+//! (`commit_import`); only the last of each call waits for its flush. Alone
+//! (`ImportPacing::Alone`: `recruitd import`), it commits a part per transaction.
 //!
 //! # Body type
 //! `records.body` is TEXT rather than JSONB; see the note in
@@ -22,9 +23,9 @@
 
 use super::{
     decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
-    ACQUIRE_TIMEOUT,
+    ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
-use actors::model::{ApiKey, Record, RecordKind, Workspace};
+use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -53,7 +54,7 @@ const IMPORT_TX_RECORDS: usize = 250;
 struct Part<'a> {
     workspace: Option<&'a Workspace>,
     /// In key order.
-    upserts: &'a [&'a Record],
+    upserts: &'a [Upsert<'a>],
     /// (kind, id), sorted.
     deletes: &'a [(&'a str, &'a str)],
     keys: &'a [ApiKey],
@@ -99,6 +100,8 @@ pub struct PostgresStore {
     /// statement answers, then the transaction that carries it; cleared once the outcome
     /// is known.
     in_flight: Mutex<HashMap<Uuid, InFlight>>,
+    /// Records per import transaction (`paced`).
+    import_tx_records: usize,
 }
 
 /// Where a batch's commit is: enough to wait for it, end it and ask how it ended.
@@ -142,6 +145,16 @@ const STARTING_WAIT: Duration = Duration::from_secs(2);
 const SETTLE_POLL: Duration = Duration::from_millis(20);
 
 impl PostgresStore {
+    /// The store with imports split as `pacing` says: alone, a transaction per commit
+    /// part.
+    pub fn paced(mut self, pacing: ImportPacing) -> Self {
+        self.import_tx_records = match pacing {
+            ImportPacing::Shared => IMPORT_TX_RECORDS,
+            ImportPacing::Alone => ALONE_IMPORT_TX_RECORDS,
+        };
+        self
+    }
+
     /// Connects (failing within `ACQUIRE_TIMEOUT` when the server cannot be reached) and
     /// applies the migrations.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
@@ -183,12 +196,13 @@ impl PostgresStore {
         Ok(PostgresStore {
             pool,
             in_flight: Mutex::new(HashMap::new()),
+            import_tx_records: IMPORT_TX_RECORDS,
         })
     }
 
     /// One commit's transaction: the whole change set.
     async fn write_changes(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        let upserts = in_key_order(&changes.upserts);
+        let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
         self.write_tracked(
             workspace,
@@ -270,6 +284,16 @@ impl PostgresStore {
                 .await
                 .map_err(&fail)?;
         }
+        if part.bulk && !part.marks {
+            // An import's transactions but its last commit without waiting for their WAL
+            // flush: the last one's flush covers them (the WAL is flushed in order), so
+            // the call is durable when it returns. A crash before it loses some of the
+            // import's transactions, which a failed import may leave anyway.
+            sqlx::query("SET LOCAL synchronous_commit = off")
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+        }
 
         if let Some(w) = part.workspace {
             sqlx::query(
@@ -295,7 +319,8 @@ impl PostgresStore {
             let mut kinds: Vec<&str> = Vec::with_capacity(chunk.len());
             let mut ids: Vec<String> = Vec::with_capacity(chunk.len());
             let mut bodies = Vec::with_capacity(chunk.len());
-            for r in chunk {
+            for u in chunk {
+                let r = u.record;
                 let (kind, id) = (r.kind().as_str(), r.id_string());
                 if kinds.last() == Some(&kind) && ids.last() == Some(&id) {
                     kinds.pop();
@@ -304,8 +329,9 @@ impl PostgresStore {
                 }
                 kinds.push(kind);
                 ids.push(id);
-                bodies.push(r.to_json());
+                bodies.push(u.body());
             }
+            let bodies: Vec<&str> = bodies.iter().map(|b| b.as_ref()).collect();
             sqlx::query(UPSERT_RECORDS)
                 .bind(&ws)
                 .bind(kinds)
@@ -514,12 +540,12 @@ impl Store for PostgresStore {
     /// part way is still found and loaded), the mark and keys last. Every transaction is
     /// tracked under the batch, so `committed` settles whichever is in doubt.
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        if changes.upserts.len() + changes.deletes.len() <= IMPORT_TX_RECORDS {
+        if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.commit(workspace, changes).await;
         }
-        let upserts = in_key_order(&changes.upserts);
+        let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
-        for tx in import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS) {
+        for tx in import_transactions(upserts.len(), deletes.len(), self.import_tx_records) {
             self.write_tracked(
                 workspace,
                 Part {

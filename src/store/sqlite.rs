@@ -30,9 +30,9 @@
 
 use super::{
     decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
-    ACQUIRE_TIMEOUT,
+    ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
-use actors::model::{ApiKey, Record, RecordKind, Workspace};
+use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -51,9 +51,10 @@ const UPSERT_CHUNK: usize = 500;
 /// Ids per `DELETE … IN (…)` statement (same reasoning as `UPSERT_CHUNK`).
 const DELETE_CHUNK: usize = 500;
 
-/// Most records an import writes in one transaction (see `commit_import`). One such
-/// transaction takes some milliseconds, which is what a write of another workspace may
-/// wait behind it; the extra cost to the import is one WAL sync per transaction.
+/// Most records an import writes in one transaction beside a server's other commits
+/// (see `commit_import`). One such transaction takes some milliseconds, which is what a
+/// write of another workspace may wait behind it. (Alone, `ImportPacing::Alone`, an
+/// import writes a part per transaction.)
 const IMPORT_TX_RECORDS: usize = 500;
 
 /// Transactions of an import between two checkpoints it waits for (see `fold_wal`):
@@ -64,10 +65,28 @@ const IMPORT_FOLD_EVERY: usize = 2;
 struct Part<'a> {
     workspace: Option<&'a Workspace>,
     /// In key order.
-    upserts: &'a [&'a Record],
+    upserts: &'a [Upsert<'a>],
     deletes: &'a [(RecordKind, &'a str)],
     keys: &'a [ApiKey],
     batch: Option<Uuid>,
+    /// Whether the commit syncs the log (`synchronous=FULL`). An import's transactions
+    /// but its last do not: in WAL mode a commit is durable once any later commit's
+    /// sync is done, since the log is synced in order, so the last one makes the whole
+    /// call durable. A crash before it loses some of the import's transactions, which
+    /// is what a failed import may leave anyway (`Store::commit_import`).
+    durable: bool,
+}
+
+/// The writer's connection while it commits without syncing (`Part::durable`): closed
+/// when dropped still holding it.
+struct CloseUnlessRestored(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
+
+impl Drop for CloseUnlessRestored {
+    fn drop(&mut self) {
+        if let Some(conn) = &mut self.0 {
+            conn.close_on_drop();
+        }
+    }
 }
 
 /// Counts a transaction that changes a workspace's records or description (see
@@ -100,6 +119,9 @@ pub struct SqliteStore {
     readers: SqlitePool,
     /// The background checkpointer's connection (see the module doc).
     checkpointer: SqlitePool,
+    /// Records per import transaction, and transactions between folds of the log.
+    import_tx_records: usize,
+    import_fold_every: usize,
 }
 
 impl SqliteStore {
@@ -177,7 +199,29 @@ impl SqliteStore {
             writer,
             readers,
             checkpointer,
+            import_tx_records: IMPORT_TX_RECORDS,
+            import_fold_every: IMPORT_FOLD_EVERY,
         })
+    }
+
+    /// The writer connection's `synchronous` setting (2 is FULL).
+    #[cfg(test)]
+    pub(crate) async fn writer_synchronous(&self) -> i64 {
+        sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&self.writer)
+            .await
+            .unwrap()
+    }
+
+    /// The store with imports split as `pacing` says: alone, a transaction per commit
+    /// part, each folded into the database as it ends (the log never holds more than
+    /// one).
+    pub fn paced(mut self, pacing: ImportPacing) -> Self {
+        (self.import_tx_records, self.import_fold_every) = match pacing {
+            ImportPacing::Shared => (IMPORT_TX_RECORDS, IMPORT_FOLD_EVERY),
+            ImportPacing::Alone => (ALONE_IMPORT_TX_RECORDS, 1),
+        };
+        self
     }
 
     /// Between an import's transactions (every `IMPORT_FOLD_EVERY`): folds the WAL into
@@ -206,15 +250,41 @@ impl SqliteStore {
     /// deletes, keys and the batch mark of `part`.
     async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
         let fail = err("commit");
+        let mut conn = self.writer.acquire().await.map_err(&fail)?;
+        if part.durable {
+            return Self::write_part_on(&mut conn, workspace, part).await;
+        }
+        sqlx::query("PRAGMA synchronous = NORMAL")
+            .execute(&mut *conn)
+            .await
+            .map_err(&fail)?;
+        // Every other commit on this connection must sync again: unless the setting is
+        // restored below, the connection is closed rather than reused (also when this
+        // future is dropped part way).
+        let mut relaxed = CloseUnlessRestored(Some(conn));
+        let conn = relaxed.0.as_mut().expect("held until restored");
+        let outcome = Self::write_part_on(conn, workspace, part).await;
+        sqlx::query("PRAGMA synchronous = FULL")
+            .execute(&mut **conn)
+            .await
+            .map_err(&fail)?;
+        relaxed.0.take();
+        outcome
+    }
+
+    /// `write_part`'s transaction, on the writer's connection.
+    async fn write_part_on(
+        conn: &mut sqlx::pool::PoolConnection<sqlx::Sqlite>,
+        workspace: Uuid,
+        part: Part<'_>,
+    ) -> Result<(), StoreError> {
+        use sqlx::Connection;
+        let fail = err("commit");
         // IMMEDIATE takes the write lock up front: if a writer in another process holds
         // it, we wait (busy_timeout) before doing any work rather than at the first
         // write, and a read never has to be upgraded to a write (which SQLite may refuse
         // with BUSY at once, without waiting).
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(&fail)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(&fail)?;
         let ws = workspace.to_string();
 
         if let Some(w) = part.workspace {
@@ -243,12 +313,13 @@ impl SqliteStore {
                 &partial_sql
             };
             let mut q = sqlx::query(sql);
-            for r in chunk {
+            for u in chunk {
+                let r = u.record;
                 q = q
                     .bind(&ws)
                     .bind(r.kind().as_str())
                     .bind(r.id_string())
-                    .bind(r.to_json());
+                    .bind(u.body());
             }
             q.execute(&mut *tx).await.map_err(&fail)?;
         }
@@ -467,7 +538,7 @@ impl Store for SqliteStore {
         if changes.is_empty() {
             return Ok(());
         }
-        let upserts = in_key_order(&changes.upserts);
+        let upserts = in_key_order(changes);
         let deletes: Vec<(RecordKind, &str)> = changes
             .deletes
             .iter()
@@ -481,6 +552,7 @@ impl Store for SqliteStore {
                 deletes: &deletes,
                 keys: &changes.keys,
                 batch: changes.batch,
+                durable: true,
             },
         )
         .await
@@ -492,19 +564,20 @@ impl Store for SqliteStore {
     /// such transaction. The workspace row goes first (a workspace whose first import
     /// failed part way is still found and loaded), the mark and keys last.
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        if changes.upserts.len() + changes.deletes.len() <= IMPORT_TX_RECORDS {
+        if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.commit(workspace, changes).await;
         }
-        let upserts = in_key_order(&changes.upserts);
+        let upserts = in_key_order(changes);
         let mut deletes: Vec<(RecordKind, &str)> = changes
             .deletes
             .iter()
             .map(|(k, id)| (*k, id.as_str()))
             .collect();
         deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
-        let transactions = import_transactions(upserts.len(), deletes.len(), IMPORT_TX_RECORDS);
+        let transactions =
+            import_transactions(upserts.len(), deletes.len(), self.import_tx_records);
         for (i, tx) in transactions.enumerate() {
-            if i > 0 && i % IMPORT_FOLD_EVERY == 0 {
+            if i > 0 && i % self.import_fold_every == 0 {
                 if let Err(e) = self.fold_wal().await {
                     tracing::debug!("checkpoint between import transactions failed: {e}");
                 }
@@ -517,6 +590,7 @@ impl Store for SqliteStore {
                     deletes: &deletes[tx.deletes],
                     keys: if tx.last { &changes.keys } else { &[] },
                     batch: changes.batch.filter(|_| tx.last),
+                    durable: tx.last,
                 },
             )
             .await?;

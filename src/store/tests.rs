@@ -240,6 +240,7 @@ async fn contract(b: &Backend) {
         deletes: vec![],
         keys: keys.clone(),
         batch: Some(first_batch),
+        ..ChangeSet::default()
     };
     store.commit(ws(WS), &first).await.unwrap();
     assert!(
@@ -362,6 +363,7 @@ async fn contract(b: &Backend) {
             key("", Scopes::read_only(), None),
         ],
         batch: Some(Uuid::new_v4()),
+        ..ChangeSet::default()
     };
     match store.commit(ws(WS), &fails_last).await {
         Err(StoreError::Other(_)) => {}
@@ -723,6 +725,44 @@ async fn sqlite_imports_keep_the_wal_small() {
     );
     assert_eq!(loaded(&*store, WS).await.len(), ids.len());
     assert_eq!(loaded(&*store, WS2).await.len(), beside);
+    // The import's transactions did not sync each commit; every later one does.
+    assert_eq!(
+        store.writer_synchronous().await,
+        2,
+        "synchronous=FULL again"
+    );
+    store.close().await;
+}
+
+/// An import into a store opened alone (`recruitd import`) goes in parts of many
+/// records; all of it is there, its mark too, and later commits sync again.
+#[tokio::test]
+async fn sqlite_imports_alone_in_large_transactions() {
+    let b = Backend::sqlite();
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let db = b.dir.join("recruit.db");
+    let store = sqlite::SqliteStore::open(&db)
+        .await
+        .unwrap()
+        .paced(super::ImportPacing::Alone);
+    let batch = Uuid::new_v4();
+    let ids: Vec<Uuid> = (0..super::ALONE_IMPORT_TX_RECORDS + 1500)
+        .map(|_| Uuid::new_v4())
+        .collect();
+    let import = ChangeSet {
+        workspace: Some(workspace(WS, "Northwind")),
+        upserts: ids.iter().map(|id| candidate(*id, "alone")).collect(),
+        batch: Some(batch),
+        ..ChangeSet::default()
+    };
+    store.commit_import(ws(WS), &import).await.unwrap();
+    assert_eq!(loaded(&store, WS).await.len(), ids.len());
+    assert!(store.committed(ws(WS), batch).await.unwrap());
+    assert_eq!(
+        store.writer_synchronous().await,
+        2,
+        "synchronous=FULL again"
+    );
     store.close().await;
 }
 

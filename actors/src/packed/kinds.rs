@@ -65,14 +65,10 @@ impl<T> Rec<T> {
         self.packed.word(i).map(|w| Stamp::from_millis(w as i64))
     }
 
-    fn string(&self, i: u8) -> Option<String> {
-        self.packed.text(i).map(str::to_string)
-    }
-
-    fn number(&self, i: u8) -> Option<Number> {
-        self.packed
-            .text(i)
-            .map(|t| serde_json::from_str(t).expect("numbers are kept as serde_json wrote them"))
+    /// Every text field, read in one pass: for `raw`, which reads them all (one by one,
+    /// each would walk the texts before it).
+    fn text_fields(&self) -> TextFields<'_> {
+        TextFields(self.packed.text_table())
     }
 
     /// The record's id as the tables key it: a UUID's 16 bytes, an attachment's id text.
@@ -87,6 +83,23 @@ impl<T> Rec<T> {
                 .expect("an attachment has an id")
                 .as_bytes(),
         }
+    }
+}
+
+fn parse_number(text: &str) -> Number {
+    serde_json::from_str(text).expect("numbers are kept as serde_json wrote them")
+}
+
+/// A record's text fields by index (`Rec::text_fields`).
+struct TextFields<'a>([Option<(&'a str, bool)>; 32]);
+
+impl TextFields<'_> {
+    fn string(&self, i: u8) -> Option<String> {
+        self.0[usize::from(i)].map(|(s, _)| s.to_string())
+    }
+
+    fn number(&self, i: u8) -> Option<Number> {
+        self.0[usize::from(i)].map(|(s, _)| parse_number(s))
     }
 }
 
@@ -167,11 +180,12 @@ impl Rec<User> {
 
     pub fn raw(&self) -> User {
         use user::*;
+        let t = self.text_fields();
         User {
             id: self.id(),
-            name: self.string(NAME),
-            email: self.string(EMAIL),
-            role: self.string(ROLE),
+            name: t.string(NAME),
+            email: t.string(EMAIL),
+            role: t.string(ROLE),
             status: self.status(),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
@@ -206,10 +220,11 @@ impl Rec<PipelineStage> {
 
     pub fn raw(&self) -> PipelineStage {
         use stage::*;
+        let t = self.text_fields();
         PipelineStage {
             id: self.id(),
-            name: self.string(NAME),
-            stage_type: self.string(STAGE_TYPE),
+            name: t.string(NAME),
+            stage_type: t.string(STAGE_TYPE),
         }
     }
 }
@@ -252,13 +267,14 @@ impl Rec<Company> {
 
     pub fn raw(&self) -> Company {
         use company::*;
+        let t = self.text_fields();
         Company {
             id: self.id(),
-            name: self.string(NAME),
-            phone: self.string(PHONE),
-            website_url: self.string(WEBSITE),
-            linkedin_url: self.string(LINKEDIN),
-            status: self.string(STATUS),
+            name: t.string(NAME),
+            phone: t.string(PHONE),
+            website_url: t.string(WEBSITE),
+            linkedin_url: t.string(LINKEDIN),
+            status: t.string(STATUS),
             is_archived: self.is_archived(),
             owner_id: self.owner_id(),
             created_at: self.created_at(),
@@ -320,16 +336,17 @@ impl Rec<Contact> {
 
     pub fn raw(&self) -> Contact {
         use contact::*;
+        let t = self.text_fields();
         Contact {
             id: self.id(),
-            name: self.string(NAME),
-            email: self.string(EMAIL),
-            phone: self.string(PHONE),
-            mobile: self.string(MOBILE),
-            job_title: self.string(JOB_TITLE),
-            department: self.string(DEPARTMENT),
+            name: t.string(NAME),
+            email: t.string(EMAIL),
+            phone: t.string(PHONE),
+            mobile: t.string(MOBILE),
+            job_title: t.string(JOB_TITLE),
+            department: t.string(DEPARTMENT),
             company_id: self.company_id(),
-            linkedin_url: self.string(LINKEDIN),
+            linkedin_url: t.string(LINKEDIN),
             is_main_contact: self.is_main_contact(),
             owner_id: self.owner_id(),
             created_at: self.created_at(),
@@ -401,23 +418,24 @@ impl Rec<Job> {
 
     pub fn raw(&self) -> Job {
         use job::*;
+        let t = self.text_fields();
         Job {
             id: self.id(),
-            title: self.string(TITLE),
-            position: self.string(POSITION),
+            title: t.string(TITLE),
+            position: t.string(POSITION),
             company_id: self.company_id(),
-            status: self.string(STATUS),
-            role_status_id: self.string(ROLE_STATUS),
+            status: t.string(STATUS),
+            role_status_id: t.string(ROLE_STATUS),
             is_archived: self.is_archived(),
             on_careers_page: self.on_careers_page(),
             salary: self.packed.flag(HAS_SALARY).then(|| JobSalary {
-                amount: self.number(SALARY_AMOUNT),
-                currency: self.string(SALARY_CURRENCY),
-                kind: self.string(SALARY_TYPE),
+                amount: t.number(SALARY_AMOUNT),
+                currency: t.string(SALARY_CURRENCY),
+                kind: t.string(SALARY_TYPE),
             }),
             assigned_recruiter_id: self.assigned_recruiter_id(),
             created_by: self.created_by(),
-            hiring_manager: self.string(HIRING_MANAGER),
+            hiring_manager: t.string(HIRING_MANAGER),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
         }
@@ -541,32 +559,33 @@ impl Rec<Candidate> {
 
     pub fn raw(&self) -> Candidate {
         use candidate::*;
+        let t = self.text_fields();
         Candidate {
             id: self.id(),
             person_id: self.person_id(),
             job_id: self.job_id(),
-            name: self.string(NAME),
-            email: self.string(EMAIL),
-            phone: self.string(PHONE),
-            mobile: self.string(MOBILE),
-            job_title: self.string(JOB_TITLE),
-            company: self.string(COMPANY),
-            location: self.string(LOCATION),
-            linkedin_url: self.string(LINKEDIN),
+            name: t.string(NAME),
+            email: t.string(EMAIL),
+            phone: t.string(PHONE),
+            mobile: t.string(MOBILE),
+            job_title: t.string(JOB_TITLE),
+            company: t.string(COMPANY),
+            location: t.string(LOCATION),
+            linkedin_url: t.string(LINKEDIN),
             stage_id: self.stage_id(),
             outcome: self.outcome(),
             rejected_at: self.rejected_at(),
             owner_id: self.owner_id(),
             salary: self.packed.flag(HAS_SALARY).then(|| CandidateSalary {
-                current_amount: self.number(CURRENT_AMOUNT),
-                current_currency: self.string(CURRENT_CURRENCY),
-                current_text: self.string(CURRENT_TEXT),
-                expected_amount: self.number(EXPECTED_AMOUNT),
-                expected_currency: self.string(EXPECTED_CURRENCY),
-                expected_text: self.string(EXPECTED_TEXT),
+                current_amount: t.number(CURRENT_AMOUNT),
+                current_currency: t.string(CURRENT_CURRENCY),
+                current_text: t.string(CURRENT_TEXT),
+                expected_amount: t.number(EXPECTED_AMOUNT),
+                expected_currency: t.string(EXPECTED_CURRENCY),
+                expected_text: t.string(EXPECTED_TEXT),
             }),
             consent: self.packed.flag(HAS_CONSENT).then(|| Consent {
-                status: self.string(CONSENT_STATUS),
+                status: t.string(CONSENT_STATUS),
                 given_at: self.stamp(CONSENT_GIVEN),
                 requested_at: self.stamp(CONSENT_REQUESTED),
                 expires_at: self.stamp(CONSENT_EXPIRES),
@@ -675,18 +694,19 @@ impl Rec<Note> {
 
     pub fn raw(&self) -> Note {
         use note::*;
+        let t = self.text_fields();
         Note {
             id: self.id(),
             parent_type: self.parent_type(),
             parent_id: self.parent_id(),
-            title: self.string(TITLE),
-            body_html: self.string(BODY),
-            label: self.string(LABEL),
+            title: t.string(TITLE),
+            body_html: t.string(BODY),
+            label: t.string(LABEL),
             is_private: self.is_private(),
             author_id: self.author_id(),
             job_id: self.job_id(),
             company_id: self.company_id(),
-            reference: self.string(REFERENCE),
+            reference: t.string(REFERENCE),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
         }
@@ -775,19 +795,20 @@ impl Rec<Task> {
 
     pub fn raw(&self) -> Task {
         use task::*;
+        let t = self.text_fields();
         Task {
             id: self.id(),
             parent_type: self.parent_type(),
             parent_id: self.parent_id(),
-            title: self.string(TITLE),
-            body_html: self.string(BODY),
+            title: t.string(TITLE),
+            body_html: t.string(BODY),
             status: self.status(),
             due_date: self.due_date(),
             owner_id: self.owner_id(),
             completed_at: self.completed_at(),
             is_private: self.is_private(),
             placement_row_id: self.placement_row_id(),
-            reference: self.string(REFERENCE),
+            reference: t.string(REFERENCE),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
         }
@@ -877,15 +898,16 @@ impl Rec<Attachment> {
 
     pub fn raw(&self) -> Attachment {
         use attachment::*;
+        let t = self.text_fields();
         Attachment {
             id: self.id().to_string(),
             parent_type: self.parent_type(),
             parent_id: self.parent_id(),
-            filename: self.string(FILENAME),
-            content_type: self.string(CONTENT_TYPE),
+            filename: t.string(FILENAME),
+            content_type: t.string(CONTENT_TYPE),
             size: self.size(),
             kind: self.kind(),
-            storage_ref: self.string(STORAGE_REF),
+            storage_ref: t.string(STORAGE_REF),
             has_content: self.has_content(),
             created_at: self.created_at(),
             updated_at: self.updated_at(),

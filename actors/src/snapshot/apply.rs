@@ -1,12 +1,14 @@
 //! Applying a planned import: one sequence for the live import (through the workspace's
 //! actor) and the offline one (`recruitd import`), so both write in the same order:
 //!
-//! 1. the attachments' bytes, into the blob store (before any record names them);
-//! 2. the change set, into the store (`Store::commit_import`, which may split each part
-//!    into several transactions): the workspace row and the small kinds' records first,
-//!    then the packed records, unpacked a part at a time (never all at once: unpacked,
-//!    a million people's records would take several times the memory of the state),
-//!    then the deletions, the keys and the batch's mark;
+//! 1. the attachments' bytes, into the blob store, by a thread of their own;
+//! 2. meanwhile the change set, into the store (`Store::commit_import`, which may split
+//!    each part into several transactions): the workspace row and the small kinds'
+//!    records first, then the packed records, unpacked a part at a time (never all at
+//!    once: unpacked, a million people's records would take several times the memory of
+//!    the state), then the deletions, the keys and the batch's mark. The parts with
+//!    attachments, and the mark, wait until the bytes are durable, so no record in the
+//!    store names bytes the blob store lacks;
 //! 3. the keys the snapshot carried, into the key ring (only once they are committed).
 //!
 //! What is left to the caller: publishing the next state (the actor), and removing the
@@ -19,6 +21,7 @@ use crate::model::RecordKind;
 use crate::state::WorkspaceState;
 use crate::store::{object_key, ChangeSet, StoreError};
 use std::collections::HashSet;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// What an import did, as the admin interface and the command line report it.
@@ -62,22 +65,27 @@ impl ImportPlan {
     /// thread may block.
     pub async fn apply(mut self, env: &ActorEnv, batch: Uuid) -> Result<Applied, ApplyError> {
         let id = self.workspace.id;
-        let (blobs_started, blob_count) = (std::time::Instant::now(), self.blobs.len());
-        env.blobs
-            .put_many(id, &self.blobs)
-            .map_err(ApplyError::NotWritten)?;
-        let blobs_took = blobs_started.elapsed();
-        // The bytes are in the blob store; no need to hold them any longer.
-        self.blobs = Vec::new();
+        let blobs = std::mem::take(&mut self.blobs);
+        let blob_count = blobs.len();
+        let blob_store = env.blobs.clone();
+        let writing = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            // The bytes are dropped with the task: held no longer than they are needed.
+            blob_store.put_many(id, &blobs).map(|()| started.elapsed())
+        });
         let started = std::time::Instant::now();
-        let committed = self.commit(env, batch).await;
+        let mut blobs = BlobWrite::Running(writing);
+        let committed = self.commit(env, batch, &mut blobs).await;
+        // A commit that failed first still waits for the blob writer: nothing of this
+        // import may be written after its outcome is reported.
+        let blobs_took = blobs.finish().await;
         env.observer
             .commit(CommitKind::Import, started.elapsed(), committed.is_ok());
         committed?;
         tracing::debug!(
             workspace = %id,
             blobs = blob_count,
-            blobs_ms = blobs_took.as_millis() as u64,
+            blobs_ms = blobs_took.map_or(0, |d| d.as_millis() as u64),
             commit_ms = started.elapsed().as_millis() as u64,
             "import written"
         );
@@ -103,33 +111,99 @@ impl ImportPlan {
 /// import there is committed in several parts).
 pub(super) const COMMIT_PART: usize = if cfg!(test) { 2 } else { 50_000 };
 
+/// The attachments' bytes being written beside the commit (see `ImportPlan::commit`).
+enum BlobWrite {
+    Running(tokio::task::JoinHandle<Result<std::time::Duration, StoreError>>),
+    Done(Option<std::time::Duration>),
+}
+
+impl BlobWrite {
+    /// Waits for the writer; how long it took, or why it failed.
+    async fn wait(&mut self) -> Result<Option<std::time::Duration>, StoreError> {
+        if let BlobWrite::Running(writing) = self {
+            let result = match writing.await {
+                Ok(result) => result,
+                Err(e) => Err(StoreError::Other(format!("the blob writer failed: {e}"))),
+            };
+            *self = BlobWrite::Done(None);
+            let took = result?;
+            *self = BlobWrite::Done(Some(took));
+        }
+        match self {
+            BlobWrite::Done(took) => Ok(*took),
+            BlobWrite::Running(_) => unreachable!("waited for above"),
+        }
+    }
+
+    /// Waits for the writer, whatever it ended with.
+    async fn finish(&mut self) -> Option<std::time::Duration> {
+        self.wait().await.ok().flatten()
+    }
+}
+
 impl ImportPlan {
     /// Commits the change set in parts (see the module doc). A part may itself be
     /// several transactions, so any failure leaves the store unsure.
-    async fn commit(&mut self, env: &ActorEnv, batch: Uuid) -> Result<(), ApplyError> {
+    ///
+    /// The attachments' bytes are written meanwhile, by another thread: the candidate
+    /// rows and notes go in first, and the bytes must be durable only before the first
+    /// part with attachments (and before the last part, which marks the import
+    /// committed). A blob write that fails before any part was committed leaves the
+    /// store as it was; one that fails later leaves it unsure.
+    async fn commit(
+        &mut self,
+        env: &ActorEnv,
+        batch: Uuid,
+        blobs: &mut BlobWrite,
+    ) -> Result<(), ApplyError> {
         let id = self.workspace.id;
-        let part = |changes: ChangeSet| async move {
+        let part = async |changes: ChangeSet| {
             env.store
                 .commit_import(id, &changes)
                 .await
                 .map_err(ApplyError::Unsure)
         };
-        part(ChangeSet {
+        let first = ChangeSet {
             workspace: self.changes.workspace.clone(),
             upserts: std::mem::take(&mut self.changes.upserts),
             ..ChangeSet::default()
-        })
-        .await?;
-        let mut from = 0;
-        while from < self.packed.len() {
-            let records = self.packed.records(from, COMMIT_PART);
-            from += records.len();
-            part(ChangeSet {
-                upserts: records,
-                ..ChangeSet::default()
-            })
-            .await?;
+        };
+        let mut committed_any = !first.is_empty();
+        if committed_any {
+            part(first).await?;
         }
+        let before_attachments = self.packed.candidates.len() + self.packed.notes.len();
+        // Each part is unpacked and rendered on the other threads while the store writes
+        // the one before it.
+        let packed = Arc::new(std::mem::take(&mut self.packed));
+        let prepare = |from: usize| {
+            let packed = packed.clone();
+            tokio::task::spawn_blocking(move || packed.part(from, COMMIT_PART))
+        };
+        let mut next = (!packed.is_empty()).then(|| prepare(0));
+        let mut from = 0;
+        while let Some(preparing) = next.take() {
+            let changes = preparing.await.map_err(|e| {
+                let e = StoreError::Other(format!("preparing a part of the import failed: {e}"));
+                if committed_any {
+                    ApplyError::Unsure(e)
+                } else {
+                    ApplyError::NotWritten(e)
+                }
+            })?;
+            from += changes.upserts.len();
+            if from < packed.len() {
+                next = Some(prepare(from));
+            }
+            if from > before_attachments {
+                blobs_written(blobs, committed_any).await?;
+            }
+            committed_any = true;
+            part(changes).await?;
+        }
+        // Every preparation has been waited for, so this is the only reference left.
+        self.packed = Arc::try_unwrap(packed).unwrap_or_else(|shared| (*shared).clone());
+        blobs_written(blobs, committed_any).await?;
         part(ChangeSet {
             // Kept in the plan: the objects they release are named after the commit.
             deletes: self.changes.deletes.clone(),
@@ -139,6 +213,18 @@ impl ImportPlan {
         })
         .await
     }
+}
+
+/// Waits until the attachments' bytes are durable; a failure is the import's, as sure
+/// as the store is (`committed_any`: whether a part is in it).
+async fn blobs_written(blobs: &mut BlobWrite, committed_any: bool) -> Result<(), ApplyError> {
+    blobs.wait().await.map(drop).map_err(|e| {
+        if committed_any {
+            ApplyError::Unsure(e)
+        } else {
+            ApplyError::NotWritten(e)
+        }
+    })
 }
 
 /// The object keys an import's commit releases: those of the attachments it deletes that

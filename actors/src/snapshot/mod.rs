@@ -228,20 +228,51 @@ impl PackedUpserts {
         self.len() == 0
     }
 
-    /// The records unpacked, `from` the `from`th on, at most `n` of them.
+    /// The records unpacked, `from` the `from`th on, at most `n` of them (candidates,
+    /// then notes, then attachments), unpacked on every core. Each list is sliced, not
+    /// walked: a part costs what it unpacks, whatever parts come before it.
     pub fn records(&self, from: usize, n: usize) -> Vec<Record> {
-        let candidates = self
-            .candidates
-            .iter()
-            .map(|c| Record::Candidate(Box::new(c.raw())));
-        let notes = self.notes.iter().map(|n| Record::Note(n.raw()));
-        let attachments = self.attachments.iter().map(|a| Record::Attachment(a.raw()));
-        candidates
-            .chain(notes)
-            .chain(attachments)
-            .skip(from)
-            .take(n)
-            .collect()
+        use rayon::prelude::*;
+        /// The part of a list of `len` starting at overall position `at` that falls in
+        /// `from..from + n`.
+        fn window(at: usize, len: usize, from: usize, n: usize) -> std::ops::Range<usize> {
+            let start = from.saturating_sub(at).min(len);
+            let end = (from + n).saturating_sub(at).min(len);
+            start..end.max(start)
+        }
+        let (c, nt) = (self.candidates.len(), self.notes.len());
+        let mut out = Vec::with_capacity(n.min(self.len().saturating_sub(from)));
+        out.par_extend(
+            self.candidates[window(0, c, from, n)]
+                .par_iter()
+                .map(|c| Record::Candidate(Box::new(c.raw()))),
+        );
+        out.par_extend(
+            self.notes[window(c, nt, from, n)]
+                .par_iter()
+                .map(|n| Record::Note(n.raw())),
+        );
+        out.par_extend(
+            self.attachments[window(c + nt, self.attachments.len(), from, n)]
+                .par_iter()
+                .map(|a| Record::Attachment(a.raw())),
+        );
+        out
+    }
+}
+
+impl PackedUpserts {
+    /// The records of [`records`](Self::records) as a change set for the store, each
+    /// with its body rendered ahead (`ChangeSet::rendered`), on every core.
+    pub fn part(&self, from: usize, n: usize) -> ChangeSet {
+        use rayon::prelude::*;
+        let upserts = self.records(from, n);
+        let rendered = upserts.par_iter().map(Record::to_json).collect();
+        ChangeSet {
+            upserts,
+            rendered,
+            ..ChangeSet::default()
+        }
     }
 }
 

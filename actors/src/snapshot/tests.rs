@@ -1,5 +1,5 @@
 use super::*;
-use crate::store::object_key;
+use crate::store::{object_key, StoreError};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -476,4 +476,159 @@ async fn an_import_in_several_parts_is_in_the_store_whole() {
     assert_eq!(loaded, expected);
     assert_eq!(store.keys().await.unwrap().len(), want.keys.len());
     assert!(store.position(id).await.unwrap().seq >= 3);
+}
+
+/// The packed records read a part at a time are the whole list, in order, whatever the
+/// part size and wherever the parts cross from one kind to the next.
+#[test]
+fn packed_records_in_parts_are_the_whole_list() {
+    let p = plan(&example()).unwrap();
+    let packed = &p.packed;
+    assert!(!packed.candidates.is_empty() && !packed.notes.is_empty());
+    assert!(!packed.attachments.is_empty());
+    let whole: Vec<String> = packed
+        .records(0, packed.len())
+        .iter()
+        .map(|r| r.to_json())
+        .collect();
+    assert_eq!(whole.len(), packed.len());
+    for size in 1..=packed.len() + 1 {
+        let mut parts = Vec::new();
+        let mut from = 0;
+        while from < packed.len() {
+            let part = packed.records(from, size);
+            assert!(!part.is_empty() && part.len() <= size);
+            from += part.len();
+            parts.extend(part.iter().map(|r| r.to_json()));
+        }
+        assert_eq!(parts, whole, "parts of {size}");
+    }
+    assert!(packed.records(packed.len(), 5).is_empty());
+    assert!(packed.records(packed.len() + 3, 5).is_empty());
+}
+
+/// The blob store of `blobs_are_durable_before_any_record_names_them`: slow, and failing
+/// when told to.
+struct SlowBlobs {
+    inner: crate::store::MemoryBlobs,
+    fail: bool,
+}
+
+impl crate::store::BlobStore for SlowBlobs {
+    fn put(&self, ws: uuid::Uuid, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.inner.put(ws, id, bytes)
+    }
+    fn put_many(&self, ws: uuid::Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if self.fail {
+            return Err(StoreError::Other("disk full".into()));
+        }
+        items
+            .iter()
+            .try_for_each(|(id, bytes)| self.inner.put(ws, id, bytes))
+    }
+    fn stat(&self, ws: uuid::Uuid, id: &str) -> Result<Option<crate::store::BlobMeta>, StoreError> {
+        self.inner.stat(ws, id)
+    }
+    fn open(&self, ws: uuid::Uuid, id: &str) -> Result<Option<crate::store::Blob>, StoreError> {
+        self.inner.open(ws, id)
+    }
+    fn delete(&self, keys: &[String]) -> Result<crate::store::Reclaimed, StoreError> {
+        self.inner.delete(keys)
+    }
+    fn sweep(
+        &self,
+        ws: uuid::Uuid,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<crate::store::Reclaimed, StoreError> {
+        self.inner.sweep(ws, keep)
+    }
+}
+
+/// A store that, whenever an attachment record is committed, checks that the blob
+/// store already holds its bytes.
+struct CheckingStore {
+    inner: Arc<crate::store::MemoryStore>,
+    blobs: Arc<SlowBlobs>,
+    /// The attachments that come with bytes.
+    with_bytes: std::collections::HashSet<String>,
+    parts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl crate::store::Store for CheckingStore {
+    async fn workspaces(&self) -> Result<Vec<crate::model::Workspace>, StoreError> {
+        self.inner.workspaces().await
+    }
+    async fn load_records(
+        &self,
+        ws: uuid::Uuid,
+        sink: crate::store::RecordSink<'_>,
+    ) -> Result<(), StoreError> {
+        self.inner.load_records(ws, sink).await
+    }
+    async fn commit(&self, ws: uuid::Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+        for r in &changes.upserts {
+            let with_bytes = |a: &crate::model::Attachment| self.with_bytes.contains(&a.id);
+            if let crate::model::Record::Attachment(a) = r {
+                if !with_bytes(a) {
+                    continue;
+                }
+                let held = crate::store::BlobStore::stat(&*self.blobs, ws, &a.id).unwrap();
+                assert!(held.is_some(), "{} committed before its bytes", a.id);
+            }
+        }
+        self.parts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.commit(ws, changes).await
+    }
+    async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> Result<bool, StoreError> {
+        self.inner.committed(ws, batch).await
+    }
+    async fn position(&self, ws: uuid::Uuid) -> Result<crate::store::CommitPosition, StoreError> {
+        self.inner.position(ws).await
+    }
+    async fn keys(&self) -> Result<Vec<crate::model::ApiKey>, StoreError> {
+        self.inner.keys().await
+    }
+    async fn revoke_key(&self, id: &str) -> Result<Option<crate::model::ApiKey>, StoreError> {
+        self.inner.revoke_key(id).await
+    }
+}
+
+/// The bytes are written beside the commit, but every attachment record is committed
+/// only once they are durable; a blob write that fails after parts were committed
+/// leaves the import unsure, and its mark is never written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blobs_are_durable_before_any_record_names_them() {
+    use super::apply::ApplyError;
+    use crate::env::ActorEnv;
+    use crate::keys::KeyRing;
+    use crate::store::{MemoryBlobs, MemoryStore, Store};
+    for fail in [false, true] {
+        let blobs = Arc::new(SlowBlobs {
+            inner: MemoryBlobs::default(),
+            fail,
+        });
+        let p = plan(&example()).unwrap();
+        let store = Arc::new(CheckingStore {
+            inner: MemoryStore::new(),
+            blobs: blobs.clone(),
+            with_bytes: p.blobs.iter().map(|(id, _)| id.clone()).collect(),
+            parts: Default::default(),
+        });
+        let env = ActorEnv::new(store.clone(), blobs, Arc::new(KeyRing::default()));
+        assert!(!p.blobs.is_empty() && !p.packed.candidates.is_empty());
+        let id = p.workspace.id;
+        let batch = uuid::Uuid::new_v4();
+        let applied = p.apply(&env, batch).await;
+        let parts = store.parts.load(std::sync::atomic::Ordering::SeqCst);
+        if fail {
+            assert!(matches!(applied, Err(ApplyError::Unsure(_))), "unsure");
+            assert!(parts > 0, "parts were committed beside the blob write");
+            assert!(!store.committed(id, batch).await.unwrap(), "no mark");
+        } else {
+            assert!(applied.is_ok());
+            assert!(store.committed(id, batch).await.unwrap());
+        }
+    }
 }
