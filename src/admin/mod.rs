@@ -98,15 +98,69 @@ fn not_ready_message(state: &AdminState) -> String {
     msg
 }
 
+/// Body chunks in flight between the upload and the parser of an import: a few
+/// megabytes at most, however large the snapshot.
+const IMPORT_CHUNKS_IN_FLIGHT: usize = 64;
+
+/// The body of an import, read by the parser (on a blocking thread) as the upload
+/// streams in: the snapshot is never held whole, and the token is checked before any
+/// of it is read.
+struct UploadReader {
+    chunks: tokio::sync::mpsc::Receiver<Result<web::Bytes, std::io::Error>>,
+    current: web::Bytes,
+}
+
+impl std::io::Read for UploadReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => self.current = chunk?,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
 async fn import(
     req: HttpRequest,
-    body: web::Bytes,
+    mut body: web::Payload,
     state: web::Data<AdminState>,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
+    use futures_util::StreamExt;
     check_token(&req, &state)?;
-    let snap = web::block(move || actors::snapshot::parse_slice(&body))
-        .await
+    let (chunks, received) = tokio::sync::mpsc::channel(IMPORT_CHUNKS_IN_FLIGHT);
+    let parsing = web::block(move || {
+        let reader = UploadReader {
+            chunks: received,
+            current: web::Bytes::new(),
+        };
+        actors::snapshot::parse_reader(std::io::BufReader::with_capacity(1 << 20, reader))
+    });
+    let upload = async move {
+        let mut total = 0usize;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| std::io::Error::other(e.to_string()));
+            total += chunk.as_ref().map_or(0, |c| c.len());
+            let chunk = if total > MAX_IMPORT_BYTES {
+                Err(std::io::Error::other(format!(
+                    "the snapshot is larger than {MAX_IMPORT_BYTES} bytes"
+                )))
+            } else {
+                chunk
+            };
+            let last = chunk.is_err();
+            // A parser that stopped (a bad snapshot) reads no further.
+            if chunks.send(chunk).await.is_err() || last {
+                break;
+            }
+        }
+    };
+    let (parsed, ()) = futures_util::future::join(parsing, upload).await;
+    let snap = parsed
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let workspace = snap
@@ -203,7 +257,9 @@ pub fn app(
 > {
     actix_web::App::new()
         .app_data(state)
-        .app_data(web::PayloadConfig::new(MAX_IMPORT_BYTES))
+        // Key requests are small; an import's body is streamed (`import`), bounded by
+        // `MAX_IMPORT_BYTES` as it is read.
+        .app_data(web::PayloadConfig::new(64 << 10))
         .service(
             web::resource("/admin/v1/ready")
                 .route(web::get().to(ready))

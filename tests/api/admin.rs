@@ -1,6 +1,7 @@
 //! The admin interface and imports (live and offline).
 
 use crate::helpers::*;
+use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -45,6 +46,52 @@ async fn import_reports_counts(b: Backend) {
     assert_eq!(body["data"]["upserted"]["candidates"], 2);
     assert_eq!(body["data"]["upserted"]["notes"], 2);
     assert_eq!(body["data"]["deleted"]["candidates"], 0);
+}
+
+/// An import's body is streamed to the parser: a wrong token is refused before any of
+/// it is read (the upload here never ends), and a snapshot sent in small pieces over
+/// time is imported whole.
+async fn import_body_is_streamed_after_the_token(b: Backend) {
+    let app = spawn_app(b).await;
+    let endless = futures_util::stream::once(async {
+        Ok::<_, std::io::Error>(actix_web::web::Bytes::from_static(b"{\"format\": "))
+    })
+    .chain(futures_util::stream::pending());
+    let refused = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        app.client
+            .post(format!("{}/admin/v1/import", app.admin_base))
+            .bearer_auth("wrong")
+            .body(reqwest::Body::wrap_stream(endless))
+            .send(),
+    )
+    .await
+    .expect("answered without the body");
+    let (s, body) = json_of(refused.unwrap()).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+
+    let snapshot = serde_json::to_vec(&example()).unwrap();
+    let pieces: Vec<Result<actix_web::web::Bytes, std::io::Error>> = snapshot
+        .chunks(97)
+        .map(|c| Ok(actix_web::web::Bytes::copy_from_slice(c)))
+        .collect();
+    let trickle = futures_util::stream::iter(pieces).then(|piece| async {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        piece
+    });
+    let res = app
+        .client
+        .post(format!("{}/admin/v1/import", app.admin_base))
+        .bearer_auth(&app.admin_token)
+        .body(reqwest::Body::wrap_stream(trickle))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["data"]["upserted"]["candidates"], 2);
+    let (_, counts) = app.get("/v1/counts", READ_KEY).await;
+    assert_eq!(counts["data"]["candidates"], 2, "{counts}");
 }
 
 async fn rejected_import_changes_nothing(b: Backend) {
@@ -158,6 +205,7 @@ store_test!(
     ready_and_token,
     import_reports_counts,
     rejected_import_changes_nothing,
+    import_body_is_streamed_after_the_token,
     upserts_replace_whole_and_deletions_remove,
     data_survives_a_restart,
     offline_import_is_served,
