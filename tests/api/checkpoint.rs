@@ -148,7 +148,9 @@ async fn a_restart_reads_a_matching_checkpoint_and_only_a_matching_one(b: Backen
     assert_eq!(everything(&server).await, before);
     assert!(before["notes"].iter().any(|n| n["id"] == kept.as_str()));
 
-    // A write, then SIGKILL: the checkpoint is behind the store and is not used.
+    // A write, then SIGKILL: the checkpoint is behind the store and is not used. (The
+    // write comes after the keeper's first look, which would otherwise catch it.)
+    wait_logged(&log(2), "checkpoint look done").await;
     let added = add_note(&server, "<p>after the checkpoint</p>").await;
     let after = everything(&server).await;
     stop(server, "-KILL").await;

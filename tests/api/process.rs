@@ -67,7 +67,9 @@ impl Server {
                 .stderr(std::fs::File::create(&log_path).unwrap())
                 .kill_on_drop(true);
             if log.is_some() {
-                cmd.env("RECRUITD_LOG", "info")
+                // The checkpoint keeper's looks too (`checkpoint look done`), which tests
+                // wait for to know where a write falls.
+                cmd.env("RECRUITD_LOG", "info,actors::checkpoint=debug")
                     .env("RECRUITD_LOG_FORMAT", "json");
             }
             let child = cmd.spawn().unwrap();

@@ -65,6 +65,8 @@ impl Keeper {
         }
         loop {
             self.look().await;
+            // Says when a write is sure to be left to the next look (or the shutdown).
+            tracing::debug!(next_in_s = self.interval.as_secs(), "checkpoint look done");
             tokio::time::sleep(self.interval).await;
         }
     }
