@@ -55,6 +55,25 @@ pub fn normalise_phone(raw: &str, region: Option<Region>) -> Option<String> {
     Some(plain_digits)
 }
 
+/// Numbers as entered → normalised (with one region), so that a run of records that
+/// repeat numbers (a person's rows, people who share a switchboard) parses each
+/// distinct one once: parsing is the costly part of taking in a row.
+#[derive(Clone, Debug, Default)]
+pub struct NumberMemo(std::collections::HashMap<Box<str>, Option<Box<str>>>);
+
+impl NumberMemo {
+    /// [`normalise_phone`] of `raw`, remembered. One memo serves one region.
+    pub fn normalise(&mut self, raw: Option<&str>, region: Option<Region>) -> Option<Box<str>> {
+        let raw = raw?;
+        if let Some(known) = self.0.get(raw) {
+            return known.clone();
+        }
+        let n = normalise_phone(raw, region).map(String::into_boxed_str);
+        self.0.insert(Box::from(raw), n.clone());
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

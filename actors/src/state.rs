@@ -154,10 +154,8 @@ pub struct WorkspaceState {
 /// the search indexes are not kept then, but built from the tables at its end.
 #[derive(Clone, Debug, Default)]
 struct BulkFill {
-    /// Numbers as entered → normalised, so that each distinct number is parsed once
-    /// (parsing is the costly part of putting a row; a person's rows, and people who
-    /// share a switchboard, repeat numbers).
-    numbers: std::collections::HashMap<Box<str>, Option<Box<str>>>,
+    /// Each distinct number is normalised once.
+    numbers: crate::phone::NumberMemo,
 }
 
 impl WorkspaceState {
@@ -607,19 +605,9 @@ impl WorkspaceState {
 
     /// Normalises a number; in a bulk fill each distinct number once.
     fn normalise_number(&mut self, raw: Option<&str>) -> Option<Box<str>> {
-        let raw = raw?;
-        let region = self.region;
-        let normalise = || normalise_phone(raw, region).map(String::into_boxed_str);
         match &mut self.bulk {
-            Some(bulk) => match bulk.numbers.get(raw) {
-                Some(known) => known.clone(),
-                None => {
-                    let n = normalise();
-                    bulk.numbers.insert(Box::from(raw), n.clone());
-                    n
-                }
-            },
-            None => normalise(),
+            Some(bulk) => bulk.numbers.normalise(raw, self.region),
+            None => self.normalise(raw),
         }
     }
 

@@ -756,6 +756,9 @@ async fn sqlite_imports_alone_in_large_transactions() {
         ..ChangeSet::default()
     };
     store.commit_import(ws(WS), &import).await.unwrap();
+    // Each transaction moves the position once: two, where beside a server it would
+    // have taken over a hundred.
+    assert_eq!(store.position(ws(WS)).await.unwrap().seq, 2);
     assert_eq!(loaded(&store, WS).await.len(), ids.len());
     assert!(store.committed(ws(WS), batch).await.unwrap());
     assert_eq!(

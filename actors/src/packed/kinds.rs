@@ -86,10 +86,6 @@ impl<T> Rec<T> {
     }
 }
 
-fn parse_number(text: &str) -> Number {
-    serde_json::from_str(text).expect("numbers are kept as serde_json wrote them")
-}
-
 /// A record's text fields by index (`Rec::text_fields`).
 struct TextFields<'a>([Option<(&'a str, bool)>; 32]);
 
@@ -99,7 +95,9 @@ impl TextFields<'_> {
     }
 
     fn number(&self, i: u8) -> Option<Number> {
-        self.0[usize::from(i)].map(|(s, _)| parse_number(s))
+        self.0[usize::from(i)].map(|(s, _)| {
+            serde_json::from_str(s).expect("numbers are kept as serde_json wrote them")
+        })
     }
 }
 

@@ -74,18 +74,21 @@ impl ImportPlan {
             blob_store.put_many(id, &blobs).map(|()| started.elapsed())
         });
         let started = std::time::Instant::now();
-        let mut blobs = BlobWrite::Running(writing);
+        let mut blobs = BlobWrite {
+            writing: Some(writing),
+            took: None,
+        };
         let committed = self.commit(env, batch, &mut blobs).await;
         // A commit that failed first still waits for the blob writer: nothing of this
         // import may be written after its outcome is reported.
-        let blobs_took = blobs.finish().await;
+        let _ = blobs.wait().await;
         env.observer
             .commit(CommitKind::Import, started.elapsed(), committed.is_ok());
         committed?;
         tracing::debug!(
             workspace = %id,
             blobs = blob_count,
-            blobs_ms = blobs_took.map_or(0, |d| d.as_millis() as u64),
+            blobs_ms = blobs.took.map_or(0, |d| d.as_millis() as u64),
             commit_ms = started.elapsed().as_millis() as u64,
             "import written"
         );
@@ -112,32 +115,22 @@ impl ImportPlan {
 pub(super) const COMMIT_PART: usize = if cfg!(test) { 2 } else { 50_000 };
 
 /// The attachments' bytes being written beside the commit (see `ImportPlan::commit`).
-enum BlobWrite {
-    Running(tokio::task::JoinHandle<Result<std::time::Duration, StoreError>>),
-    Done(Option<std::time::Duration>),
+struct BlobWrite {
+    writing: Option<tokio::task::JoinHandle<Result<std::time::Duration, StoreError>>>,
+    /// How long the write took, once it has succeeded.
+    took: Option<std::time::Duration>,
 }
 
 impl BlobWrite {
-    /// Waits for the writer; how long it took, or why it failed.
-    async fn wait(&mut self) -> Result<Option<std::time::Duration>, StoreError> {
-        if let BlobWrite::Running(writing) = self {
-            let result = match writing.await {
-                Ok(result) => result,
-                Err(e) => Err(StoreError::Other(format!("the blob writer failed: {e}"))),
-            };
-            *self = BlobWrite::Done(None);
-            let took = result?;
-            *self = BlobWrite::Done(Some(took));
+    /// Waits for the writer (once); why it failed, if it did.
+    async fn wait(&mut self) -> Result<(), StoreError> {
+        if let Some(writing) = self.writing.take() {
+            let result = writing
+                .await
+                .unwrap_or_else(|e| Err(StoreError::Other(format!("the blob writer failed: {e}"))));
+            self.took = Some(result?);
         }
-        match self {
-            BlobWrite::Done(took) => Ok(*took),
-            BlobWrite::Running(_) => unreachable!("waited for above"),
-        }
-    }
-
-    /// Waits for the writer, whatever it ended with.
-    async fn finish(&mut self) -> Option<std::time::Duration> {
-        self.wait().await.ok().flatten()
+        Ok(())
     }
 }
 
@@ -185,11 +178,7 @@ impl ImportPlan {
         while let Some(preparing) = next.take() {
             let changes = preparing.await.map_err(|e| {
                 let e = StoreError::Other(format!("preparing a part of the import failed: {e}"));
-                if committed_any {
-                    ApplyError::Unsure(e)
-                } else {
-                    ApplyError::NotWritten(e)
-                }
+                failed_beside_the_commit(e, committed_any)
             })?;
             from += changes.upserts.len();
             if from < packed.len() {
@@ -215,16 +204,22 @@ impl ImportPlan {
     }
 }
 
-/// Waits until the attachments' bytes are durable; a failure is the import's, as sure
-/// as the store is (`committed_any`: whether a part is in it).
+/// Waits until the attachments' bytes are durable.
 async fn blobs_written(blobs: &mut BlobWrite, committed_any: bool) -> Result<(), ApplyError> {
-    blobs.wait().await.map(drop).map_err(|e| {
-        if committed_any {
-            ApplyError::Unsure(e)
-        } else {
-            ApplyError::NotWritten(e)
-        }
-    })
+    blobs
+        .wait()
+        .await
+        .map_err(|e| failed_beside_the_commit(e, committed_any))
+}
+
+/// A failure outside the store's commit: the import is as sure as the store is
+/// (`committed_any`: whether a part is in it).
+fn failed_beside_the_commit(e: StoreError, committed_any: bool) -> ApplyError {
+    if committed_any {
+        ApplyError::Unsure(e)
+    } else {
+        ApplyError::NotWritten(e)
+    }
 }
 
 /// The object keys an import's commit releases: those of the attachments it deletes that

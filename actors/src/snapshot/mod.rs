@@ -259,9 +259,7 @@ impl PackedUpserts {
         );
         out
     }
-}
 
-impl PackedUpserts {
     /// The records of [`records`](Self::records) as a change set for the store, each
     /// with its body rendered ahead (`ChangeSet::rendered`), on every core.
     pub fn part(&self, from: usize, n: usize) -> ChangeSet {

@@ -7,12 +7,11 @@
 use super::scan::{ScanError, Scanner};
 use super::{AttachmentDoc, AttachmentIn, Entry, Snapshot, SnapshotError, FORMAT};
 use crate::model::*;
-use crate::phone::Region;
+use crate::phone::{NumberMemo, Region};
 use crate::state::{AttachmentRec, CandidateRec, NoteRec};
 use base64::Engine as _;
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
 use std::collections::HashSet;
 use std::io::Read;
 use std::sync::Arc;
@@ -160,24 +159,6 @@ fn join_path(base: &str, sub: &str) -> String {
         base.to_string()
     } else {
         format!("{base}.{sub}")
-    }
-}
-
-/// Numbers as entered → normalised, within a run of elements decoded together: a
-/// person's rows come one after another and repeat the person's numbers, and parsing a
-/// number is the costly part of packing a row.
-#[derive(Default)]
-pub(super) struct NumberMemo(HashMap<Box<str>, Option<Box<str>>>);
-
-impl NumberMemo {
-    fn normalise(&mut self, raw: Option<&str>, region: Option<Region>) -> Option<Box<str>> {
-        let raw = raw?;
-        if let Some(known) = self.0.get(raw) {
-            return known.clone();
-        }
-        let n = crate::phone::normalise_phone(raw, region).map(String::into_boxed_str);
-        self.0.insert(Box::from(raw), n.clone());
-        n
     }
 }
 

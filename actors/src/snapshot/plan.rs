@@ -3,10 +3,11 @@
 //! consequences (tasks reminding of a placement the import undoes are cancelled), the
 //! record count after it and, when asked, the next state.
 
-use super::parse::{pack_candidate, NumberMemo};
+use super::parse::pack_candidate;
 use super::validate::Checker;
 use super::{Counts, Entry, ImportPlan, KeyDirectory, PackedUpserts, Snapshot, SnapshotError};
 use crate::model::*;
+use crate::phone::NumberMemo;
 use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::Stamp;
@@ -73,7 +74,7 @@ pub fn plan_import(
             });
     }
 
-    // The change set, upserts in dependency order; notes and attachments as completed
+    // The change set, upserts in dependency order; notes as completed
     // by validation (one completed record per upsert entry, in file order).
     let mut changes = ChangeSet {
         workspace: Some(workspace.clone()),
@@ -201,7 +202,7 @@ pub fn plan_import(
             .filter(|(k, id)| state.holds(*k, id))
             .count();
 
-    // The next state, unless the caller only needs the change set (offline imports).
+    // The next state, unless the caller only needs the change set (some tests).
     let next = build_next.then(|| {
         let mut next = state.clone();
         // A bulk import builds the sync orders and search indexes once, not row by row.
@@ -252,23 +253,9 @@ fn take_packed<T: ?Sized>(
     kind: RecordKind,
     entries: impl IntoIterator<Item = Entry<Arc<T>>>,
     into: &mut Vec<Arc<T>>,
-    (changes, upserted, deleted): &mut (&mut ChangeSet, &mut Counts, &mut Counts),
+    out: &mut (&mut ChangeSet, &mut Counts, &mut Counts),
 ) {
-    let (mut up, mut del) = (0, 0);
-    for e in entries {
-        match e {
-            Entry::Upsert(r) => {
-                into.push(r);
-                up += 1;
-            }
-            Entry::Delete(id) => {
-                changes.deletes.push((kind, id));
-                del += 1;
-            }
-        }
-    }
-    upserted.insert(array, up);
-    deleted.insert(array, del);
+    take_entries(array, kind, entries, |_, r| into.push(r), out)
 }
 
 /// Moves one array's entries into the change set, counting them.
@@ -277,13 +264,25 @@ fn take<T>(
     kind: RecordKind,
     entries: Vec<Entry<T>>,
     mut upsert: impl FnMut(T) -> Record,
+    out: &mut (&mut ChangeSet, &mut Counts, &mut Counts),
+) {
+    take_entries(array, kind, entries, |c, r| c.upserts.push(upsert(r)), out)
+}
+
+/// Hands one array's upserts to `put` and puts its deletions in the change set,
+/// counting both.
+fn take_entries<T>(
+    array: &'static str,
+    kind: RecordKind,
+    entries: impl IntoIterator<Item = Entry<T>>,
+    mut put: impl FnMut(&mut ChangeSet, T),
     (changes, upserted, deleted): &mut (&mut ChangeSet, &mut Counts, &mut Counts),
 ) {
     let (mut up, mut del) = (0, 0);
     for e in entries {
         match e {
             Entry::Upsert(r) => {
-                changes.upserts.push(upsert(r));
+                put(changes, r);
                 up += 1;
             }
             Entry::Delete(id) => {

@@ -204,21 +204,23 @@ impl<R: Read> Scanner<R> {
     }
 }
 
+/// A reader that hands out a few bytes (`.1`) at a time, so values cross every refill.
+#[cfg(test)]
+pub(super) struct Trickle<'a>(pub(super) &'a [u8], pub(super) usize);
+
+#[cfg(test)]
+impl Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.1.min(self.0.len()).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A reader that hands out a few bytes at a time, so values cross every refill.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.1.min(self.0.len()).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
 
     fn values(doc: &str, step: usize) -> Vec<String> {
         let mut sc = Scanner::new(Trickle(doc.as_bytes(), step));

@@ -308,17 +308,7 @@ fn an_import_releases_the_objects_of_what_it_deletes() {
     assert!(released_objects(&plan_on(&base, &other, true)).is_empty());
 }
 
-/// A reader that hands out a few bytes at a time: every value crosses refills.
-struct Trickle<'a>(&'a [u8], usize);
-
-impl std::io::Read for Trickle<'_> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.1.min(self.0.len()).min(out.len());
-        out[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        Ok(n)
-    }
-}
+use super::scan::Trickle;
 
 /// The example with `n` more notes (several batches of elements), pretty-printed.
 fn with_many_notes(n: usize) -> Vec<u8> {
