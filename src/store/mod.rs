@@ -26,6 +26,7 @@ pub mod blobs;
 pub mod lock;
 pub mod postgres;
 pub mod sqlite;
+mod sqlite_rows;
 
 use actors::model::{ApiKey, Record, RecordKind, Scopes, Workspace};
 use actors::store::{Store, StoreError};
@@ -95,7 +96,7 @@ pub async fn open_paced(
             })?;
             let path = data_dir.join("recruit.db");
             Ok(Arc::new(
-                sqlite::SqliteStore::open(&path).await?.paced(pacing),
+                sqlite::SqliteStore::open_paced(&path, pacing).await?,
             ))
         }
     }

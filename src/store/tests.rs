@@ -741,10 +741,11 @@ async fn sqlite_imports_alone_in_large_transactions() {
     let b = Backend::sqlite();
     std::fs::create_dir_all(&b.dir).unwrap();
     let db = b.dir.join("recruit.db");
-    let store = sqlite::SqliteStore::open(&db)
+    let store = sqlite::SqliteStore::open_paced(&db, super::ImportPacing::Alone)
         .await
-        .unwrap()
-        .paced(super::ImportPacing::Alone);
+        .unwrap();
+    // A rollback journal: pages appended by the import are written once.
+    assert_eq!(store.journal_mode().await, "truncate");
     let batch = Uuid::new_v4();
     let ids: Vec<Uuid> = (0..super::ALONE_IMPORT_TX_RECORDS + 1500)
         .map(|_| Uuid::new_v4())
@@ -766,6 +767,12 @@ async fn sqlite_imports_alone_in_large_transactions() {
         2,
         "synchronous=FULL again"
     );
+    store.close().await;
+    // A server's store is in WAL mode again, with all of it there.
+    let store = sqlite::SqliteStore::open(&db).await.unwrap();
+    assert_eq!(store.journal_mode().await, "wal");
+    assert_eq!(loaded(&store, WS).await.len(), ids.len());
+    assert!(store.committed(ws(WS), batch).await.unwrap());
     store.close().await;
 }
 
