@@ -122,12 +122,60 @@ pub enum KeyError {
 /// Whether a user may create keys: an active owner or administrator of the workspace
 /// ("keys are created by a workspace owner or administrator").
 pub fn may_create_keys(user: &User) -> bool {
-    user.is_active()
-        && user.role.as_deref().is_some_and(|r| {
-            ["owner", "admin", "administrator"]
-                .iter()
-                .any(|allowed| r.eq_ignore_ascii_case(allowed))
-        })
+    user.is_active() && role_creates_keys(user.role.as_deref())
+}
+
+/// Whether a role is one that creates keys: owner or administrator.
+pub fn role_creates_keys(role: Option<&str>) -> bool {
+    role.is_some_and(|r| {
+        ["owner", "admin", "administrator"]
+            .iter()
+            .any(|allowed| r.eq_ignore_ascii_case(allowed))
+    })
+}
+
+/// Fewest characters a key's secret may have.
+pub const MIN_SECRET_CHARS: usize = 20;
+/// Fewest distinct characters a key's secret may have.
+pub const MIN_SECRET_DISTINCT: usize = 10;
+/// Fewest bits a secret must be worth, estimated as its length times the bits of one
+/// character drawn from as many symbols as it has distinct ones.
+pub const MIN_SECRET_BITS: f64 = 80.0;
+
+/// Why a secret given from outside (a snapshot's `api_keys[].secret`) is too weak to
+/// guard a workspace, if it is: fewer than `MIN_SECRET_CHARS` characters, fewer than
+/// `MIN_SECRET_DISTINCT` distinct ones, under `MIN_SECRET_BITS` by the estimate above,
+/// or characters a client could not send in an `Authorization` header (whitespace,
+/// controls, anything outside visible ASCII). A floor against guessable secrets
+/// (`"a"`, `"password"`, `"aaaa…"`), not a measure of randomness: secrets made by
+/// [`new_key_secret`] carry 256 random bits.
+pub fn weak_secret(secret: &str) -> Option<String> {
+    if let Some(c) = secret.chars().find(|c| !c.is_ascii_graphic()) {
+        return Some(format!(
+            "must be visible ASCII characters only (found {:?})",
+            c
+        ));
+    }
+    let chars = secret.len();
+    if chars < MIN_SECRET_CHARS {
+        return Some(format!(
+            "is too short: {chars} characters, at least {MIN_SECRET_CHARS} are required \
+             (`recruitd key create` makes strong ones)"
+        ));
+    }
+    let mut seen = [false; 128];
+    for b in secret.bytes() {
+        seen[b as usize] = true;
+    }
+    let distinct = seen.iter().filter(|&&s| s).count();
+    let bits = chars as f64 * (distinct as f64).log2();
+    if distinct < MIN_SECRET_DISTINCT || bits < MIN_SECRET_BITS {
+        return Some(format!(
+            "is too weak: {distinct} distinct characters in {chars}; use a random secret \
+             of at least {MIN_SECRET_CHARS} characters (`recruitd key create` makes strong ones)"
+        ));
+    }
+    None
 }
 
 /// The user to suggest as a key's creator: the earliest active owner, else the earliest

@@ -66,6 +66,7 @@ pub mod model;
 pub mod packed;
 pub mod parents;
 pub mod phone;
+pub mod private_files;
 pub mod query;
 pub mod reclaim;
 pub mod registry;

@@ -53,7 +53,7 @@ fn via_server(
     path: &str,
     body: Option<&serde_json::Value>,
 ) -> anyhow::Result<ViaServer> {
-    let Some(token) = admin.token(data_dir) else {
+    let Some(token) = admin.token(data_dir)? else {
         return Ok(ViaServer::Unreached(Unreached::NoToken));
     };
     Ok(

@@ -9,6 +9,7 @@ mod serve;
 use crate::generate::GenerateOptions;
 use crate::store::lock::{Holder, StoreLock};
 use actors::keys::NewKey;
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -127,18 +128,40 @@ pub struct AdminArgs {
     /// Bearer token of that admin interface (default: `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// A file holding that token, so that it need not appear on a command line.
+    #[arg(
+        long,
+        env = "RECRUITD_ADMIN_TOKEN_FILE",
+        conflicts_with = "admin_token"
+    )]
+    pub admin_token_file: Option<PathBuf>,
 }
 
 impl AdminArgs {
     /// The token of a server on this data dir, if one has ever run here (or was given).
-    fn token(&self, data_dir: &std::path::Path) -> Option<String> {
-        self.admin_token.clone().or_else(|| {
+    fn token(&self, data_dir: &std::path::Path) -> anyhow::Result<Option<String>> {
+        if let Some(path) = &self.admin_token_file {
+            return token_from_file(path).map(Some);
+        }
+        Ok(self.admin_token.clone().or_else(|| {
             std::fs::read_to_string(data_dir.join("admin-token"))
                 .ok()
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty())
-        })
+        }))
     }
+}
+
+/// The admin token held in `path` (surrounding whitespace, such as a final newline, is
+/// not part of it).
+pub(crate) fn token_from_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the admin token file {}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        anyhow::bail!("the admin token file {} is empty", path.display());
+    }
+    Ok(token.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -166,10 +189,23 @@ pub struct ServeArgs {
     /// Requests per minute per key, unless the key has its own budget.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_minute: u32,
+    /// Requests without a valid key (answered 401) one peer address may make in any
+    /// minute; beyond it, its requests without a valid key are answered 429 until the
+    /// minute has room again. Valid keys from that address are unaffected.
+    #[arg(long, default_value_t = crate::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE, value_parser = clap::value_parser!(u32).range(1..))]
+    pub failed_auth_per_minute: u32,
     /// Bearer token of the admin interface (default: generated once into
     /// `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// A file holding the admin token, so that it need not appear on the command line or
+    /// in the environment.
+    #[arg(
+        long,
+        env = "RECRUITD_ADMIN_TOKEN_FILE",
+        conflicts_with = "admin_token"
+    )]
+    pub admin_token_file: Option<PathBuf>,
     /// HTTPS worker threads (default: one per CPU).
     #[arg(long)]
     pub workers: Option<usize>,

@@ -19,7 +19,11 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         tls_key: args.tls_key,
         public_url: args.public_url,
         rate_limit_per_minute: args.rate_limit_per_minute,
-        admin_token: args.admin_token,
+        failed_auth_per_minute: args.failed_auth_per_minute,
+        admin_token: match &args.admin_token_file {
+            Some(path) => Some(super::token_from_file(path)?),
+            None => args.admin_token,
+        },
         workers: args.workers,
         write_batch_max: args.write_batch_max as usize,
         checkpoint_interval: (args.checkpoint_interval > 0)

@@ -69,10 +69,45 @@ pub(crate) fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
     Ok(token)
 }
 
+/// How many requests without a valid key the peer had made in the window, this one
+/// included (the access log writes only the first few of them).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeerFailure(pub u64);
+
+/// The key and workspace of a request, with the scope `S`; a request without a valid
+/// key also spends its peer's budget of refusals (see `ratelimit::PeerFailures`).
 pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, ApiError> {
     let app = req
         .app_data::<web::Data<AppState>>()
         .expect("AppState is registered");
+    let outcome = authenticate_key::<S>(req, app);
+    let Err(e) = &outcome else {
+        return outcome;
+    };
+    if !matches!(e.kind, ErrorKind::Unauthorized) {
+        return outcome;
+    }
+    let Some(peer) = req.peer_addr().map(|a| a.ip()) else {
+        return outcome;
+    };
+    if let Some(retry_after) = app.peer_failures.blocked(peer) {
+        let seen = app.peer_failures.fail(peer);
+        req.extensions_mut().insert(PeerFailure(seen));
+        return Err(ApiError::new(
+            ErrorKind::RateLimited { retry_after },
+            "too many requests without a valid API key from this address; retry after the \
+             indicated delay",
+        ));
+    }
+    let seen = app.peer_failures.fail(peer);
+    req.extensions_mut().insert(PeerFailure(seen));
+    outcome
+}
+
+fn authenticate_key<S: RequiredScope>(
+    req: &HttpRequest,
+    app: &web::Data<AppState>,
+) -> Result<Authed<S>, ApiError> {
     let token = bearer(req)?;
     let unknown = || ApiError::unauthorized("unknown or revoked API key");
     let key = app.keys.by_secret(token).ok_or_else(unknown)?;

@@ -15,6 +15,12 @@ use uuid::Uuid;
 /// larger is refused before it is parsed.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
+/// Longest a write's whole body may take to arrive, from the handler's first read. A
+/// megabyte takes milliseconds on any link a client of this API uses; a client that
+/// trickles its body (a byte now and then) would otherwise hold its connection, its
+/// stream and its buffer for as long as it likes.
+pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Longest `reference` (idempotency key) accepted, in characters (as the OpenAPI
 /// document's `maxLength` counts them).
 pub const MAX_REFERENCE_LEN: usize = 256;
@@ -37,18 +43,29 @@ pub async fn read_object(
             "Content-Type must be application/json",
         ));
     }
-    let mut bytes = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| {
-            ApiError::bad_request(format!("the request body could not be read: {e}"))
-        })?;
-        if bytes.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ApiError::bad_request(format!(
-                "the request body is larger than {MAX_BODY_BYTES} bytes"
-            )));
+    let read_all = async {
+        let mut bytes = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::bad_request(format!("the request body could not be read: {e}"))
+            })?;
+            if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(ApiError::bad_request(format!(
+                    "the request body is larger than {MAX_BODY_BYTES} bytes"
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        bytes.extend_from_slice(&chunk);
-    }
+        Ok(bytes)
+    };
+    let bytes = tokio::time::timeout(BODY_DEADLINE, read_all)
+        .await
+        .map_err(|_| {
+            ApiError::bad_request(format!(
+                "the request body did not arrive within {} s",
+                BODY_DEADLINE.as_secs()
+            ))
+        })??;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "the request body is empty; send a JSON object",

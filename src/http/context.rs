@@ -195,8 +195,24 @@ pub async fn request_context(
     if !own_body && (res.status().is_client_error() || res.status().is_server_error()) {
         res = finish_error(res, &rid);
     }
+    forbid_caching_json(&mut res);
     record(&res, &rid, started.elapsed());
     Ok(res)
+}
+
+/// JSON answers carry workspace data, or say something about a key: no cache, shared or
+/// private, may keep them (`Cache-Control: no-store`), unless the handler chose its own
+/// policy (the OpenAPI document, which is public).
+fn forbid_caching_json(res: &mut ServiceResponse<BoxBody>) {
+    let json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if json && !res.headers().contains_key(header::CACHE_CONTROL) {
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
 }
 
 /// The access log line and the request metrics of one answered request.
@@ -207,16 +223,30 @@ fn record(res: &ServiceResponse<BoxBody>, rid: &RequestId, elapsed: std::time::D
     let method = method_label(req.method());
     let ext = req.extensions();
     let key = ext.get::<CallerKey>().map(|k| k.0.id.as_str());
-    tracing::info!(
-        target: "recruitd::access",
-        request_id = rid.as_str(),
-        method,
-        route,
-        entity,
-        status,
-        latency_us = elapsed.as_micros() as u64,
-        key_id = key.unwrap_or("-"),
-    );
+    // A peer's requests without a valid key: the first few of each window are logged,
+    // then one line says the rest are left out (a flood would otherwise fill the log).
+    let failures = ext.get::<super::auth::PeerFailure>().map(|f| f.0);
+    let logged = super::ratelimit::LOGGED_FAILURES_PER_WINDOW;
+    if failures.is_none_or(|n| n <= logged) {
+        tracing::info!(
+            target: "recruitd::access",
+            request_id = rid.as_str(),
+            method,
+            route,
+            entity,
+            status,
+            latency_us = elapsed.as_micros() as u64,
+            key_id = key.unwrap_or("-"),
+        );
+    } else if failures == Some(logged + 1) {
+        tracing::warn!(
+            target: "recruitd::access",
+            request_id = rid.as_str(),
+            peer = %req.peer_addr().map_or_else(|| "-".to_string(), |a| a.ip().to_string()),
+            "more than {logged} requests without a valid API key from this address within \
+             a minute; the rest are counted in the metrics but not logged until it has room"
+        );
+    }
     if let Some(app) = req.app_data::<actix_web::web::Data<super::AppState>>() {
         if status == 429 {
             app.metrics.rate_limited(key.unwrap_or("-"));

@@ -66,6 +66,8 @@ pub struct AppState {
     pub downloads: Downloads,
     /// Per-key request budgets.
     pub limiter: crate::http::ratelimit::RateLimiter,
+    /// Requests without a valid key, per peer address.
+    pub peer_failures: crate::http::ratelimit::PeerFailures,
     pub metrics: Arc<crate::server::metrics::Metrics>,
 }
 

@@ -19,11 +19,22 @@
 //! (`draft-ietf-httpapi-ratelimit-headers`): `RateLimit-Policy: "per-key";q=600;w=60` and
 //! `RateLimit: "per-key";r=<remaining>;t=<seconds until the oldest counted request
 //! leaves the window>`.
+//!
+//! # Requests without a valid key
+//! They spend no key's budget, so they are counted per peer address instead
+//! ([`PeerFailures`]), in the same kind of window: every 401 counts, and once a peer's
+//! 401s in any 60 s reach `--failed-auth-per-minute`, its further requests without a valid
+//! key are answered 429 `RATE_LIMITED` with `Retry-After` until the window has room. A
+//! valid key from that address is never refused for it: a flood from one host cannot lock
+//! out that host's legitimate clients (behind a proxy, all clients are one peer). Only
+//! the first refusals of each peer's window are written to the access log, with a note
+//! when the rest are left out; the metrics count every one.
 
 use crate::server::clock::Clock;
 use actors::model::ApiKey;
 use dashmap::DashMap;
 use parking_lot::Mutex;
+use std::net::IpAddr;
 
 /// Length of the window, in seconds.
 pub const WINDOW_SECS: i64 = 60;
@@ -177,6 +188,69 @@ impl RateLimiter {
                 retry_after: w.retry_after(limit as u64),
             }
         }
+    }
+}
+
+/// Default of `--failed-auth-per-minute`: far above what a client with a wrong key or a
+/// test suite's refusals come to, far below a flood.
+pub const DEFAULT_FAILED_AUTH_PER_MINUTE: u32 = 1_200;
+
+/// Refusals of each peer written to the access log per window; the rest are counted.
+pub const LOGGED_FAILURES_PER_WINDOW: u64 = 10;
+
+/// Peer addresses tracked at most; beyond it, peers whose window is empty are forgotten,
+/// and a new peer is not tracked until there is room (bounded memory under a flood from
+/// many addresses).
+const MAX_PEERS: usize = 100_000;
+
+/// Requests without a valid key, per peer address (see the module doc).
+pub struct PeerFailures {
+    per_minute: u32,
+    windows: DashMap<IpAddr, Mutex<Window>>,
+    clock: Clock,
+}
+
+impl PeerFailures {
+    pub fn new(per_minute: u32, clock: Clock) -> Self {
+        PeerFailures {
+            per_minute: per_minute.max(1),
+            windows: DashMap::new(),
+            clock,
+        }
+    }
+
+    /// If `peer` has spent its budget of refusals: the whole seconds until it has room.
+    pub fn blocked(&self, peer: IpAddr) -> Option<u64> {
+        let entry = self.windows.get(&peer)?;
+        let mut w = entry.lock();
+        w.advance(self.clock.now());
+        (w.total >= self.per_minute as u64).then(|| w.retry_after(self.per_minute as u64))
+    }
+
+    /// Counts one refusal of `peer`; returns its refusals in the window so far, this one
+    /// included (0 when the peer could not be tracked).
+    pub fn fail(&self, peer: IpAddr) -> u64 {
+        let now = self.clock.now();
+        if !self.windows.contains_key(&peer) && self.windows.len() >= MAX_PEERS {
+            self.windows.retain(|_, w| {
+                let mut w = w.lock();
+                w.advance(now);
+                w.total > 0
+            });
+            if self.windows.len() >= MAX_PEERS {
+                return 0;
+            }
+        }
+        let entry = self
+            .windows
+            .entry(peer)
+            .or_insert_with(|| Mutex::new(Window::new(now)));
+        let mut w = entry.lock();
+        w.advance(now);
+        let now = w.newest;
+        w.counts[Window::slot(now)] += 1;
+        w.total += 1;
+        w.total
     }
 }
 

@@ -48,6 +48,9 @@ pub struct Settings {
     /// Base of signed download URLs; `https://<bound API address>` when unset.
     pub public_url: Option<String>,
     pub rate_limit_per_minute: u32,
+    /// Requests without a valid key one peer address may make per minute (401s) before
+    /// its further ones are answered 429 (see `http::ratelimit::PeerFailures`).
+    pub failed_auth_per_minute: u32,
     pub admin_token: Option<String>,
     pub workers: Option<usize>,
     /// Most API writes of one workspace committed in one transaction (1: no grouping).
@@ -81,6 +84,7 @@ impl Settings {
             tls_key: None,
             public_url: None,
             rate_limit_per_minute: 600,
+            failed_auth_per_minute: crate::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE,
             admin_token: None,
             workers: None,
             write_batch_max: actors::env::MAX_BATCH,
@@ -163,7 +167,7 @@ impl Application {
                 );
             }
         }
-        std::fs::create_dir_all(&s.data_dir)
+        actors::private_files::create_dir(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
         let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
         let blobs: Arc<dyn BlobStore> = Arc::new(FileBlobs::new(s.data_dir.join("blobs")));
@@ -233,6 +237,10 @@ impl Application {
             },
             limiter: crate::http::ratelimit::RateLimiter::new(
                 s.rate_limit_per_minute,
+                s.clock.clone(),
+            ),
+            peer_failures: crate::http::ratelimit::PeerFailures::new(
+                s.failed_auth_per_minute,
                 s.clock.clone(),
             ),
             metrics: metrics.clone(),

@@ -14,6 +14,7 @@
 //! the temporary files of interrupted writes); anything else in a workspace's directory
 //! is left alone.
 
+use actors::private_files;
 use actors::store::{object_key, Blob, BlobMeta, BlobStore, Reclaimed, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -85,10 +86,10 @@ fn remove_file(path: &Path) -> std::io::Result<Option<u64>> {
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("blob paths have a parent");
-    std::fs::create_dir_all(dir)?;
+    private_files::create_dir(dir)?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = private_files::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -184,7 +185,7 @@ impl BlobStore for FileBlobs {
             StoreError::Other(format!("writing blobs: {what}: {e}"))
         }
         let dir = self.root.join(workspace.to_string());
-        std::fs::create_dir_all(&dir).map_err(|e| fail("creating the directory", e))?;
+        private_files::create_dir(&dir).map_err(|e| fail("creating the directory", e))?;
         let tmp_extension = format!("tmp{}", std::process::id());
         // Creating many small files is latency-bound: a few threads overlap it.
         let chunk = items.len().div_ceil(WRITING_THREADS);
@@ -197,7 +198,7 @@ impl BlobStore for FileBlobs {
                         let mut staged = Vec::new();
                         for (id, bytes) in items {
                             let path = self.path_of(workspace, id);
-                            let mut file = match std::fs::OpenOptions::new()
+                            let mut file = match private_files::options()
                                 .write(true)
                                 .create_new(true)
                                 .open(&path)
@@ -205,7 +206,7 @@ impl BlobStore for FileBlobs {
                                 Ok(f) => f,
                                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                                     let tmp = path.with_extension(tmp_extension);
-                                    let f = std::fs::File::create(&tmp).map_err(|e| fail(id, e))?;
+                                    let f = private_files::create(&tmp).map_err(|e| fail(id, e))?;
                                     staged.push((tmp, path));
                                     f
                                 }

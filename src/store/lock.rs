@@ -44,7 +44,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -216,11 +216,11 @@ async fn file_lock(
     role: &str,
     wait: Duration,
 ) -> anyhow::Result<Result<File, InUse>> {
-    std::fs::create_dir_all(data_dir)
+    actors::private_files::create_dir(data_dir)
         .with_context(|| format!("creating data dir {}", data_dir.display()))?;
     let path = lock_path(data_dir);
     // Not truncated on open: the file may be someone else's, holding their role.
-    let mut file = OpenOptions::new()
+    let mut file = actors::private_files::options()
         .read(true)
         .write(true)
         .create(true)

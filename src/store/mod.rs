@@ -91,7 +91,7 @@ pub async fn open_paced(
             ))
         }
         None => {
-            std::fs::create_dir_all(data_dir).map_err(|e| {
+            actors::private_files::create_dir(data_dir).map_err(|e| {
                 anyhow::anyhow!("cannot create data directory {}: {e}", data_dir.display())
             })?;
             let path = data_dir.join("recruit.db");

@@ -170,6 +170,17 @@ impl SqliteStore {
                 .await
                 .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
             conn.close().await.ok();
+            // Private to this user, with the journals SQLite makes beside it (it gives
+            // them the database file's mode), also in a data dir made before the rule.
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+                match actors::private_files::restrict(&file, actors::private_files::FILE_MODE) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        anyhow::bail!("cannot make {} private: {e}", file.display())
+                    }
+                    _ => {}
+                }
+            }
             if started.elapsed() > std::time::Duration::from_millis(100) {
                 tracing::info!(
                     elapsed_ms = started.elapsed().as_millis() as u64,

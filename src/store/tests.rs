@@ -1118,3 +1118,57 @@ async fn bulk_import_speed() {
         b.cleanup().await;
     }
 }
+
+/// The mode bits of a path.
+#[cfg(unix)]
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The data dir, the database and its log, and the blobs are private to the service's
+/// user whatever the process's umask, also in a data dir made before the rule (its
+/// world-readable files are narrowed when the store opens).
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_dir_and_its_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let b = Backend::sqlite();
+    let store = open(None, &b.dir).await.unwrap();
+    store
+        .commit(
+            ws(WS),
+            &ChangeSet {
+                workspace: Some(workspace(WS, "Northwind")),
+                upserts: one_of_each(),
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(mode(&b.dir), 0o700);
+    assert_eq!(mode(&b.dir.join("recruit.db")), 0o600);
+    assert_eq!(mode(&b.dir.join("recruit.db-wal")), 0o600);
+    use actors::store::BlobStore;
+    let blobs = blobs::FileBlobs::new(b.dir.join("blobs"));
+    blobs.put(ws(WS), "cv:one", b"one").unwrap();
+    let many: Vec<(String, Vec<u8>)> = (0..100)
+        .map(|i| (format!("cv:{i}"), vec![b'x'; i]))
+        .collect();
+    blobs.put_many(ws(WS), &many).unwrap();
+    for id in ["cv:one", "cv:0", "cv:99"] {
+        let path = blobs.path_of(ws(WS), id);
+        assert_eq!(mode(&path), 0o600, "{id}");
+        assert_eq!(mode(path.parent().unwrap()), 0o700, "{id}");
+    }
+    store.close().await;
+
+    // An older data dir, readable by everyone: narrowed on the next open.
+    for path in [b.dir.clone(), b.dir.join("recruit.db")] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let store = open(None, &b.dir).await.unwrap();
+    assert_eq!(mode(&b.dir), 0o700);
+    assert_eq!(mode(&b.dir.join("recruit.db")), 0o600);
+    store.close().await;
+}

@@ -472,3 +472,79 @@ async fn generate_names_the_workspace_and_its_owner() {
         "{err}"
     );
 }
+
+/// The admin token can come from a file (`--admin-token-file`), so that it appears
+/// neither on the command line nor in the environment: the server takes it (and makes
+/// none of its own), the key commands reach the server with it, and the process's
+/// command line holds only the file's name.
+#[actix_web::test]
+async fn the_admin_token_can_be_given_by_file() {
+    let dir = prepare(&Backend::Sqlite).await;
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("token");
+    let token = "tok_from_a_file_0123456789abcdef";
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let (api, admin) = (free_port(), free_port());
+    let mut child = command(dir.path(), &Backend::Sqlite)
+        .args(["serve", "--listen", &format!("127.0.0.1:{api}")])
+        .args(["--admin-listen", &format!("127.0.0.1:{admin}")])
+        .arg("--admin-token-file")
+        .arg(&token_file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let ready = format!("http://127.0.0.1:{admin}/admin/v1/ready");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(child.try_wait().unwrap().is_none(), "the server stopped");
+        let res = http.get(&ready).bearer_auth(token).send().await;
+        if res.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let wrong = http
+        .get(&ready)
+        .bearer_auth("tok_other")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(!dir.path().join("admin-token").exists());
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id().unwrap())).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains(token));
+
+    // Through the running server, the token read from the file.
+    let admin_addr = format!("127.0.0.1:{admin}");
+    let through = [
+        "--admin-listen",
+        admin_addr.as_str(),
+        "--admin-token-file",
+        token_file.to_str().unwrap(),
+    ];
+    let create = [
+        &[
+            "key",
+            "create",
+            "--workspace",
+            "Northwind Talent",
+            "--created-by",
+            "olivia@northwind.example",
+        ][..],
+        &through,
+    ]
+    .concat();
+    let (ok, out, err) = recruitd(dir.path(), &Backend::Sqlite, &create).await;
+    assert!(ok && out.starts_with("rk_"), "{out}{err}");
+
+    // An empty file is refused, naming it.
+    std::fs::write(&token_file, "\n").unwrap();
+    let revoke = [&["key", "revoke", "key_demo_read"][..], &through].concat();
+    let (ok, _, err) = recruitd(dir.path(), &Backend::Sqlite, &revoke).await;
+    assert!(!ok && err.contains("is empty"), "{err}");
+    child.kill().await.unwrap();
+}

@@ -108,8 +108,47 @@ async fn request_ids_are_unique_and_on_every_body(b: Backend) {
 store_test!(
     not_found_cases,
     wrong_method_is_405_with_allow,
-    request_ids_are_unique_and_on_every_body
+    request_ids_are_unique_and_on_every_body,
+    json_answers_are_never_cached
 );
+
+/// Every JSON answer, data or error, with a key or without, says `no-store`; the OpenAPI
+/// document keeps its own (public) policy.
+async fn json_answers_are_never_cached(b: Backend) {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    for (path, key, status) in [
+        ("/v1/candidates", Some(READ_KEY), 200),
+        ("/v1/counts", Some(READ_KEY), 200),
+        ("/v1/search/phone?number=07700900123", Some(READ_KEY), 200),
+        (
+            "/v1/candidates/00000000-0000-4000-8000-000000000000",
+            Some(READ_KEY),
+            404,
+        ),
+        ("/v1/candidates", None, 401),
+        ("/v1/candidates", Some("rk_not_a_key_0123456789abcdef"), 401),
+        ("/v1/nope", Some(READ_KEY), 404),
+    ] {
+        let res = app.req(Method::GET, path, key).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), status, "{path}");
+        assert_eq!(
+            res.headers()
+                .get("cache-control")
+                .map(|v| v.to_str().unwrap().to_string())
+                .as_deref(),
+            Some("no-store"),
+            "{path} ({status})"
+        );
+    }
+    let res = app
+        .req(Method::GET, "/v1/openapi.json", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(res.headers()["cache-control"], "public, max-age=300");
+}
 
 #[actix_web::test]
 async fn plain_http_is_refused_with_a_message() {

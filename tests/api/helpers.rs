@@ -443,6 +443,10 @@ pub async fn memory_app_state(
             600,
             recruitd::server::clock::Clock::System,
         ),
+        peer_failures: recruitd::http::ratelimit::PeerFailures::new(
+            recruitd::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE,
+            recruitd::server::clock::Clock::System,
+        ),
         metrics: std::sync::Arc::new(recruitd::server::metrics::Metrics::new()),
     });
     (state, registry)

@@ -597,8 +597,55 @@ async fn access_logs_are_structured_and_keep_secrets_out(b: Backend) {
     );
 }
 
+/// A flood of requests without a valid key leaves a short log: the first refusals of
+/// the address are logged, then one warning, then nothing more that minute; the metrics
+/// still count every one.
+async fn a_flood_of_bad_keys_is_logged_in_sample(b: Backend) {
+    let dir = prepare(&b).await;
+    let log = dir.path().join("server.log");
+    let mut server = Server::start_logging(dir.path(), &b, Some(&log)).await;
+    let http = server.client();
+    for i in 0..40 {
+        let res = http
+            .get(format!("{}/v1/candidates", server.api))
+            .bearer_auth(format!("rk_flood_{i:04}_0123456789abcdef"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+    }
+    let res = http
+        .get(format!("{}/v1/candidates", server.api))
+        .bearer_auth(READ_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    server.signal("-TERM");
+    server.child.wait().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let access: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["target"] == "recruitd::access")
+        .collect();
+    let refusals = access.iter().filter(|l| l["status"] == 401).count();
+    assert_eq!(refusals, 10, "{text}");
+    let notes = access
+        .iter()
+        .filter(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not logged"))
+        })
+        .count();
+    assert_eq!(notes, 1, "{text}");
+    assert!(access.iter().any(|l| l["status"] == 200));
+}
+
 store_test!(
     access_logs_are_structured_and_keep_secrets_out,
+    a_flood_of_bad_keys_is_logged_in_sample,
     sigint_lets_a_slow_upload_finish,
     sigterm_lets_a_slow_upload_finish,
     sigkill_under_write_load_loses_no_acknowledged_write,

@@ -130,3 +130,46 @@ store_test!(
     a_burst_admits_exactly_the_budget,
     the_server_default_applies_without_an_override
 );
+
+/// Requests without a valid key are limited per peer address: past the budget of 401s
+/// in a minute, that address's keyless and wrong-key requests are answered 429 with
+/// `Retry-After`, while a valid key from the same address is served as ever; a minute
+/// later the address has room again.
+#[actix_web::test]
+async fn requests_without_a_valid_key_are_limited_per_peer() {
+    let clock = Clock::manual(T0);
+    let c = clock.clone();
+    let app = spawn_app_with(Backend::Sqlite, tempfile::tempdir().unwrap(), move |s| {
+        s.clock = c;
+        s.failed_auth_per_minute = 20;
+    })
+    .await;
+    app.import_ok(&example()).await;
+    let mut statuses = Vec::new();
+    for i in 0..30 {
+        let key = (i % 2 == 0).then_some("rk_guess_0123456789abcdef");
+        let res = app
+            .req(Method::GET, "/v1/candidates", key)
+            .send()
+            .await
+            .unwrap();
+        let retry = res.headers().get("retry-after").cloned();
+        let (s, body) = json_of(res).await;
+        if s == 429 {
+            assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}");
+            assert!(retry.is_some(), "a 429 says when to retry");
+        }
+        statuses.push(s.as_u16());
+    }
+    assert_eq!(statuses[..20], [401; 20]);
+    assert_eq!(statuses[20..], [429; 10]);
+    // A valid key from the same address is not refused for its neighbours' failures.
+    assert_eq!(app.get("/v1/candidates", READ_KEY).await.0, 200);
+    clock.advance_ms(61_000);
+    let res = app
+        .req(Method::GET, "/v1/candidates", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+}

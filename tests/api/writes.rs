@@ -4,6 +4,7 @@
 use crate::helpers::*;
 use actors::model::{Note, Task};
 use actors::state::WorkspaceState;
+use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -1065,3 +1066,39 @@ store_test!(
     scopes_and_methods,
     writes_wait_for_the_store,
 );
+
+/// A write body that trickles (half of it, then nothing) is cut off after
+/// `BODY_DEADLINE` with a 400 saying so, and nothing is written.
+#[actix_web::test]
+async fn a_body_that_never_arrives_is_refused_in_bounded_time() {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.import_ok(&example()).await;
+    let body = serde_json::to_vec(
+        &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "never whole"}),
+    )
+    .unwrap();
+    let first = body[..body.len() / 2].to_vec();
+    let stalled = futures_util::stream::once(async move { Ok::<_, std::io::Error>(first) })
+        .chain(futures_util::stream::pending());
+    let started = std::time::Instant::now();
+    let send = app
+        .req(Method::POST, "/v1/notes", Some(WRITE_KEY))
+        .header("content-type", "application/json")
+        .header("content-length", body.len())
+        .body(reqwest::Body::wrap_stream(stalled))
+        .send();
+    let res = tokio::time::timeout(std::time::Duration::from_secs(30), send)
+        .await
+        .expect("an answer while the body is still awaited")
+        .unwrap();
+    let waited = started.elapsed();
+    let (status, answer) = json_of(res).await;
+    let message = assert_error(status, &answer, 400, "BAD_REQUEST");
+    assert!(message.contains("did not arrive within 10 s"), "{message}");
+    assert!(
+        waited >= std::time::Duration::from_secs(10) && waited < std::time::Duration::from_secs(20),
+        "answered after {waited:?}"
+    );
+    let (_, notes) = app.get("/v1/notes?limit=100", READ_KEY).await;
+    assert!(!notes.to_string().contains("never whole"));
+}

@@ -40,10 +40,10 @@ impl CheckpointDir {
     /// Writes `state` as of `position`, replacing the workspace's checkpoint atomically.
     /// Blocking, and seconds long for millions of records: call it on a thread of its own.
     pub fn save(&self, state: &WorkspaceState, position: CommitPosition) -> io::Result<Saved> {
-        std::fs::create_dir_all(&self.dir)?;
+        crate::private_files::create_dir(&self.dir)?;
         let path = self.path(state.id());
         let tmp = path.with_extension("ckpt.tmp");
-        let file = std::fs::File::create(&tmp)?;
+        let file = crate::private_files::create(&tmp)?;
         let result = (|| {
             let mut out = io::BufWriter::with_capacity(1 << 20, &file);
             let bytes = write(state, position, &mut out)?;

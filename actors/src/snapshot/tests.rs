@@ -622,3 +622,82 @@ async fn blobs_are_durable_before_any_record_names_them() {
         }
     }
 }
+
+/// A snapshot's key secrets must be strong enough to guard a workspace: short,
+/// repetitive or unsendable ones are refused, naming the key and the field.
+#[test]
+fn weak_key_secrets_are_refused() {
+    for weak in [
+        "a",
+        "password",
+        "rk_short_123",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "abababababababababababababababab",
+        "abcdeabcdeabcdeabcdeab",
+        "rk_with space_0123456789abcdef",
+        "rk_with_ünïcödé_0123456789abcdef",
+    ] {
+        let mut v = example();
+        v["api_keys"][1]["secret"] = json!(weak);
+        let e = err(&v);
+        assert_eq!(
+            (e.array.as_deref(), e.index, e.field.as_deref()),
+            (Some("api_keys"), Some(1), Some("secret")),
+            "{weak:?}: {e}"
+        );
+    }
+    // As random as `recruitd key create` makes them, or as the contract's example.
+    for strong in [
+        crate::keys::new_key_secret(),
+        "rk_other_secret_0123456789".to_string(),
+        "0123456789abcdef0123456789abcdef".to_string(),
+    ] {
+        let mut v = example();
+        v["api_keys"][1]["secret"] = json!(strong);
+        assert!(plan(&v).is_ok(), "{strong:?}");
+    }
+}
+
+/// Keys are created by a workspace owner or administrator, in a snapshot as anywhere:
+/// the creator's role is read from the file, or from the workspace when the file does
+/// not carry the user.
+#[test]
+fn a_keys_creator_must_be_an_owner_or_administrator() {
+    const RECRUITER: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
+    let mut v = example();
+    v["api_keys"][0]["created_by"] = json!(RECRUITER);
+    let e = err(&v);
+    assert_eq!(
+        (e.array.as_deref(), e.index, e.field.as_deref()),
+        (Some("api_keys"), Some(0), Some("created_by")),
+        "{e}"
+    );
+    assert!(e.message.contains("recruiter"), "{e}");
+
+    // The same recruiter made an administrator by the file may create keys.
+    let mut promoted = v.clone();
+    for u in promoted["users"].as_array_mut().unwrap() {
+        if u["id"] == json!(RECRUITER) {
+            u["role"] = json!("admin");
+        }
+    }
+    assert!(plan(&promoted).is_ok());
+
+    // A later file without users: the workspace's roles decide.
+    let base = plan(&example()).unwrap().next.unwrap();
+    let keys_only = |creator: &str| {
+        json!({"format": "recruit-snapshot/1", "workspace": example()["workspace"].clone(),
+               "api_keys": [{"id": "key_later", "secret": crate::keys::new_key_secret(),
+                             "scopes": ["read"], "created_by": creator}]})
+    };
+    let snap = parse_slice(&serde_json::to_vec(&keys_only(RECRUITER)).unwrap()).unwrap();
+    let e = plan_import(Some(&base), snap, &NoKeys, false)
+        .err()
+        .unwrap();
+    assert_eq!(e.field.as_deref(), Some("created_by"), "{e}");
+    let owner = example()["users"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        plan_on(&base, &keys_only(&owner), false).changes.keys.len(),
+        1
+    );
+}
