@@ -394,6 +394,11 @@ pub struct Note {
     pub company_id: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// The API key whose `reference` this is: references are scoped per key, so that one
+    /// client's reference never reaches another client's record (`None`: made by an
+    /// import, reachable by no key's reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_key: Option<String>,
     pub created_at: Stamp,
     pub updated_at: Stamp,
 }
@@ -429,6 +434,11 @@ pub struct Task {
     pub placement_row_id: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// The API key whose `reference` this is: references are scoped per key, so that one
+    /// client's reference never reaches another client's record (`None`: made by an
+    /// import, reachable by no key's reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_key: Option<String>,
     pub created_at: Stamp,
     pub updated_at: Stamp,
 }

@@ -40,17 +40,27 @@ pub struct ContactRec {
 fn relink_reference(
     refs: &mut HashMap<Box<str>, Uuid>,
     id: Uuid,
-    old: Option<String>,
-    new: Option<&str>,
+    old: Option<Box<str>>,
+    new: Option<Box<str>>,
 ) {
     if let Some(old) = old {
-        if refs.get(old.as_str()) == Some(&id) {
-            refs.remove(old.as_str());
+        if refs.get(&old) == Some(&id) {
+            refs.remove(&old);
         }
     }
     if let Some(new) = new {
-        refs.insert(Box::from(new), id);
+        refs.insert(new, id);
     }
+}
+
+/// A reference as the reference maps hold it: scoped by the key it belongs to (see
+/// `Note::reference_key`). The separator cannot occur in a key id.
+fn scoped_reference(key: Option<&str>, reference: Option<&str>) -> Option<Box<str>> {
+    let reference = reference?;
+    Some(match key {
+        Some(key) => format!("{key}\u{1f}{reference}").into_boxed_str(),
+        None => Box::from(reference),
+    })
 }
 
 /// Every number and address of a contact.
@@ -463,13 +473,28 @@ impl WorkspaceState {
     }
 
     /// The note created with this idempotency key, if it still exists.
-    pub fn note_by_reference(&self, reference: &str) -> Option<Uuid> {
-        self.note_refs.get(reference).copied()
+    ///
+    /// References are scoped per key: `key`'s own note with `reference`, else a note made
+    /// with it by no key (imported, or made before references were scoped) that is not
+    /// private. A private note is never reached through another key's reference, so
+    /// such a reference neither reveals its id nor overwrites it.
+    pub fn note_by_reference(&self, key: Option<&str>, reference: &str) -> Option<Uuid> {
+        let own = scoped_reference(key, Some(reference))?;
+        self.note_refs.get(&own).copied().or_else(|| {
+            let unscoped = self.note_refs.get(reference).copied()?;
+            self.notes.get_visible(&unscoped).map(|_| unscoped)
+        })
     }
 
     /// The task created with this idempotency key, if it still exists.
-    pub fn task_by_reference(&self, reference: &str) -> Option<Uuid> {
-        self.task_refs.get(reference).copied()
+    ///
+    /// As [`note_by_reference`](Self::note_by_reference), for tasks.
+    pub fn task_by_reference(&self, key: Option<&str>, reference: &str) -> Option<Uuid> {
+        let own = scoped_reference(key, Some(reference))?;
+        self.task_refs.get(&own).copied().or_else(|| {
+            let unscoped = self.task_refs.get(reference).copied()?;
+            self.tasks.get_visible(&unscoped).map(|_| unscoped)
+        })
     }
 
     fn normalise(&self, raw: Option<&str>) -> Option<Box<str>> {
@@ -529,8 +554,11 @@ impl WorkspaceState {
             Record::Note(n) => self.put_note(NoteRec::pack(&n)),
             Record::Task(t) => {
                 self.bump_clock(t.updated_at);
-                let old = self.tasks.get(&t.id).and_then(|o| o.reference.clone());
-                relink_reference(&mut self.task_refs, t.id, old, t.reference.as_deref());
+                let old = self.tasks.get(&t.id).and_then(|o| {
+                    scoped_reference(o.reference_key.as_deref(), o.reference.as_deref())
+                });
+                let new = scoped_reference(t.reference_key.as_deref(), t.reference.as_deref());
+                relink_reference(&mut self.task_refs, t.id, old, new);
                 let order =
                     (!t.is_private).then(|| reported_updated_at(t.created_at, t.updated_at));
                 self.tasks.put(t.id, Arc::new(t), order);
@@ -562,8 +590,9 @@ impl WorkspaceState {
         let old = self
             .notes
             .get(&id)
-            .and_then(|o| o.reference().map(str::to_string));
-        relink_reference(&mut self.note_refs, id, old, rec.reference());
+            .and_then(|o| scoped_reference(o.reference_key(), o.reference()));
+        let new = scoped_reference(rec.reference_key(), rec.reference());
+        relink_reference(&mut self.note_refs, id, old, new);
         let order =
             (!rec.is_private()).then(|| reported_updated_at(rec.created_at(), rec.updated_at()));
         self.index_note(&rec);
@@ -764,7 +793,7 @@ impl WorkspaceState {
             }
             RecordKind::Note => match self.notes.remove(&uuid) {
                 Some(old) => {
-                    let reference = old.reference().map(str::to_string);
+                    let reference = scoped_reference(old.reference_key(), old.reference());
                     relink_reference(&mut self.note_refs, uuid, reference, None);
                     self.unindex_note(&old);
                     true
@@ -773,7 +802,9 @@ impl WorkspaceState {
             },
             RecordKind::Task => match self.tasks.remove(&uuid) {
                 Some(old) => {
-                    relink_reference(&mut self.task_refs, uuid, old.reference.clone(), None);
+                    let reference =
+                        scoped_reference(old.reference_key.as_deref(), old.reference.as_deref());
+                    relink_reference(&mut self.task_refs, uuid, reference, None);
                     true
                 }
                 None => false,

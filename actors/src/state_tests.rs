@@ -86,6 +86,7 @@ fn records() -> (Workspace, Vec<Record>) {
                     job_id: None,
                     company_id: None,
                     reference: None,
+                    reference_key: None,
                     // Ties on created_at, broken by id.
                     created_at: stamp((n % 4) as i64),
                     updated_at: stamp(30 + (n % 9) as i64),

@@ -183,6 +183,7 @@ mod tests {
             job_id: None,
             company_id: None,
             reference: None,
+            reference_key: None,
             created_at: at(created),
             updated_at: at(created),
         }

@@ -169,7 +169,8 @@ pub async fn create_note(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     let mut f = read_object(&req, payload, NEW_NOTE_FIELDS).await?;
-    let done = submit(|| note_from(&mut f), caller).await?;
+    let key = caller.key.id.clone();
+    let done = submit(|| note_from(&mut f, &key), caller).await?;
     let (status, id) = match done.written {
         Written::Created(_, id) => (StatusCode::CREATED, id),
         Written::Updated(_, id) | Written::Deleted(_, id) => (StatusCode::OK, id),
@@ -185,7 +186,8 @@ pub async fn create_task(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     let mut f = read_object(&req, payload, NEW_TASK_FIELDS).await?;
-    let done = submit(|| task_from(&mut f), caller).await?;
+    let key = caller.key.id.clone();
+    let done = submit(|| task_from(&mut f, &key), caller).await?;
     let status = match done.written {
         Written::Created(..) => StatusCode::CREATED,
         _ => StatusCode::OK,
@@ -193,7 +195,9 @@ pub async fn create_task(
     Ok(with_status(status, render_written(&done, &rid)?))
 }
 
-fn note_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
+/// A note to create; its `reference`, if any, is `key`'s own (references are scoped per
+/// key: another key's same reference names another note).
+fn note_from(f: &mut Fields, key: &str) -> Result<WriteOp, ApiError> {
     let parent_type = parent_type(
         f,
         &[
@@ -212,10 +216,12 @@ fn note_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
         author_email: f.string_value_only("author_email")?,
         is_private: f.boolean("is_private")?.unwrap_or(false),
         reference: f.reference("reference")?,
+        reference_key: Some(key.to_string()),
     }))
 }
 
-fn task_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
+/// A task to create; its `reference` is `key`'s own, as a note's.
+fn task_from(f: &mut Fields, key: &str) -> Result<WriteOp, ApiError> {
     let parent_type = parent_type(
         f,
         &[
@@ -233,6 +239,7 @@ fn task_from(f: &mut Fields) -> Result<WriteOp, ApiError> {
         owner_email: f.string_value_only("owner_email")?,
         is_private: f.boolean("is_private")?.unwrap_or(false),
         reference: f.reference("reference")?,
+        reference_key: Some(key.to_string()),
     }))
 }
 

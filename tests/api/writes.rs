@@ -1102,3 +1102,45 @@ async fn a_body_that_never_arrives_is_refused_in_bounded_time() {
     let (_, notes) = app.get("/v1/notes?limit=100", READ_KEY).await;
     assert!(!notes.to_string().contains("never whole"));
 }
+
+/// References are scoped per key: a second client repeating the reference of a private
+/// note gets a note of its own (201, another id), learning nothing of the first; the
+/// first client's retry still reaches its own note (200, the same id).
+async fn another_keys_reference_never_reaches_a_private_note(b: Backend) {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    let other = app.key_with_scopes(&["notes:write"]).await;
+    let post = |key: String, private: bool, text: &'static str| {
+        let app = &app;
+        async move {
+            let body = json!({"parent_type": "company", "parent_id": FABRIKAM,
+                              "body_html": text, "is_private": private,
+                              "reference": "crm-private-1"});
+            let res = app
+                .req(Method::POST, "/v1/notes", Some(&key))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let (s, v) = json_of(res).await;
+            (
+                s.as_u16(),
+                v["data"]["id"].as_str().unwrap_or_default().to_string(),
+            )
+        }
+    };
+    let (s, private_id) = post(WRITE_KEY.to_string(), true, "<p>private</p>").await;
+    assert_eq!(s, 201);
+    let (s, other_id) = post(other.clone(), false, "<p>another client</p>").await;
+    assert_eq!(s, 201, "another key's reference creates its own note");
+    assert_ne!(
+        other_id, private_id,
+        "the private note's id is not revealed"
+    );
+    let (s, again) = post(WRITE_KEY.to_string(), true, "<p>private, retried</p>").await;
+    assert_eq!((s, again.as_str()), (200, private_id.as_str()));
+    let (s, again) = post(other, false, "<p>another client, retried</p>").await;
+    assert_eq!((s, again.as_str()), (200, other_id.as_str()));
+}
+
+store_test!(another_keys_reference_never_reaches_a_private_note);

@@ -129,6 +129,7 @@ fn note(body: &str, reference: Option<&str>) -> WriteOp {
         author_email: None,
         is_private: false,
         reference: reference.map(String::from),
+        reference_key: None,
     })
 }
 
@@ -185,7 +186,7 @@ async fn a_failed_commit_changes_nothing() {
     ));
     let after = h.state();
     assert!(Arc::ptr_eq(&before, &after), "nothing was published");
-    assert_eq!(after.note_by_reference("r1"), None);
+    assert_eq!(after.note_by_reference(None, "r1"), None);
     store.inner.fail.store(false, Ordering::SeqCst);
     let done = h
         .addr

@@ -52,7 +52,7 @@ const TRAILER: &[u8; 4] = b"END\0";
 /// The layout's version. Bump it whenever a kind's packed layout or this file's layout
 /// changes: a checkpoint of another format is never read (`tests.rs` holds a fingerprint
 /// of the packed layouts that fails until this is bumped).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The tables in the order they are written and restored. Candidate rows come before
 /// attachments (a cv takes its timestamps from its candidate row).

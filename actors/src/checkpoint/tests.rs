@@ -224,7 +224,7 @@ fn the_packed_layouts_are_those_of_this_format() {
     }
     assert_eq!(
         (FORMAT, records.len(), crc.finalize()),
-        (1, state.stored_records(), 2434969753),
+        (2, state.stored_records(), 2434969753),
         "the packed layout changed: bump checkpoint::FORMAT and update this fingerprint"
     );
 }

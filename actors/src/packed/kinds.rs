@@ -664,6 +664,7 @@ pub mod note {
     pub const BODY: u8 = 1;
     pub const LABEL: u8 = 2;
     pub const REFERENCE: u8 = 3;
+    pub const REFERENCE_KEY: u8 = 4;
 }
 
 impl Rec<Note> {
@@ -682,7 +683,8 @@ impl Rec<Note> {
             .text(TITLE, n.title.as_deref())
             .text(BODY, n.body_html.as_deref())
             .text(LABEL, n.label.as_deref())
-            .text(REFERENCE, n.reference.as_deref());
+            .text(REFERENCE, n.reference.as_deref())
+            .text(REFERENCE_KEY, n.reference_key.as_deref());
         Rec::new(w.finish())
     }
 
@@ -705,6 +707,7 @@ impl Rec<Note> {
             job_id: self.job_id(),
             company_id: self.company_id(),
             reference: t.string(REFERENCE),
+            reference_key: t.string(REFERENCE_KEY),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
         }
@@ -721,6 +724,7 @@ accessors!(Note {
     updated_at: stamp(note::UPDATED) -> Stamp;
     is_private: flag(note::PRIVATE) -> bool;
     reference: text(note::REFERENCE) -> Option<&str>;
+    reference_key: text(note::REFERENCE_KEY) -> Option<&str>;
     title: text(note::TITLE) -> Option<&str>;
     body_html: text(note::BODY) -> Option<&str>;
     label: text(note::LABEL) -> Option<&str>;
@@ -741,6 +745,7 @@ pub mod task {
     pub const BODY: u8 = 1;
     pub const DUE: u8 = 2;
     pub const REFERENCE: u8 = 3;
+    pub const REFERENCE_KEY: u8 = 4;
 }
 
 fn task_status_code(s: TaskStatus) -> u8 {
@@ -769,7 +774,8 @@ impl Rec<Task> {
             .text(TITLE, t.title.as_deref())
             .text(BODY, t.body_html.as_deref())
             .text(DUE, due.as_deref())
-            .text(REFERENCE, t.reference.as_deref());
+            .text(REFERENCE, t.reference.as_deref())
+            .text(REFERENCE_KEY, t.reference_key.as_deref());
         Rec::new(w.finish())
     }
 
@@ -807,6 +813,7 @@ impl Rec<Task> {
             is_private: self.is_private(),
             placement_row_id: self.placement_row_id(),
             reference: t.string(REFERENCE),
+            reference_key: t.string(REFERENCE_KEY),
             created_at: self.created_at(),
             updated_at: self.updated_at(),
         }
@@ -823,6 +830,7 @@ accessors!(Task {
     completed_at: opt_stamp(task::COMPLETED) -> Option<Stamp>;
     is_private: flag(task::PRIVATE) -> bool;
     reference: text(task::REFERENCE) -> Option<&str>;
+    reference_key: text(task::REFERENCE_KEY) -> Option<&str>;
 });
 
 pub mod attachment {

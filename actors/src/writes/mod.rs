@@ -55,6 +55,8 @@ pub struct NewNote {
     pub author_email: Option<String>,
     pub is_private: bool,
     pub reference: Option<String>,
+    /// The key that sends it: `reference` is looked up among that key's own.
+    pub reference_key: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -75,6 +77,8 @@ pub struct NewTask {
     pub owner_email: Option<String>,
     pub is_private: bool,
     pub reference: Option<String>,
+    /// The key that sends it: `reference` is looked up among that key's own.
+    pub reference_key: Option<String>,
 }
 
 /// The two task states a client may set; `cancelled` is the service's own.

@@ -7,7 +7,8 @@ use super::*;
 /// never returned by id, so it cannot be changed, published or deleted by id either; it
 /// is refused with the very error of a missing id, so the answer does not tell one from
 /// the other. (A create repeating a `reference` does not go through here: it keeps
-/// updating the note it names, private or not.)
+/// updating the note it names, private or not; references are scoped per key, so only
+/// the key that made that note reaches it that way.)
 pub(super) fn shown_note(state: &WorkspaceState, id: Uuid) -> Result<&Arc<NoteRec>, WriteError> {
     state
         .notes
@@ -30,7 +31,7 @@ pub(super) fn create_note(
     let existing = n
         .reference
         .as_deref()
-        .and_then(|r| state.note_by_reference(r))
+        .and_then(|r| state.note_by_reference(n.reference_key.as_deref(), r))
         .and_then(|id| state.notes.get(&id).cloned());
     let (id, created_at, written) = match &existing {
         Some(old) => (
@@ -56,6 +57,7 @@ pub(super) fn create_note(
             .then_some(job_id)
             .flatten(),
         company_id,
+        reference_key: n.reference.as_ref().and(n.reference_key),
         reference: n.reference,
         created_at,
         updated_at: stamp,

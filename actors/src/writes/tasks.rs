@@ -43,7 +43,7 @@ pub(super) fn create_task(
     let existing = t
         .reference
         .as_deref()
-        .and_then(|r| state.task_by_reference(r))
+        .and_then(|r| state.task_by_reference(t.reference_key.as_deref(), r))
         .and_then(|id| state.tasks.get(&id).cloned());
     let (id, created_at, written, status, completed_at, placement) = match &existing {
         Some(old) => (
@@ -78,6 +78,7 @@ pub(super) fn create_task(
         completed_at,
         is_private: t.is_private,
         placement_row_id: placement,
+        reference_key: t.reference.as_ref().and(t.reference_key),
         reference: t.reference,
         created_at,
         updated_at: stamp,

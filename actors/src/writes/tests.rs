@@ -20,6 +20,7 @@ fn private_note(id: u128) -> Note {
         job_id: None,
         company_id: None,
         reference: None,
+        reference_key: None,
         created_at: at("2026-09-01T00:00:00Z"),
         updated_at: at("2026-09-01T00:00:00Z"),
     }
@@ -39,6 +40,7 @@ fn private_task(id: u128) -> Task {
         is_private: true,
         placement_row_id: None,
         reference: None,
+        reference_key: None,
         created_at: at("2026-09-01T00:00:00Z"),
         updated_at: at("2026-09-01T00:00:00Z"),
     }
@@ -187,6 +189,7 @@ fn new_note(parent_type: ParentType, parent: &str) -> NewNote {
         author_email: None,
         is_private: false,
         reference: None,
+        reference_key: None,
     }
 }
 
@@ -200,6 +203,7 @@ fn new_task(parent_type: ParentType, parent: &str) -> NewTask {
         owner_email: None,
         is_private: false,
         reference: None,
+        reference_key: None,
     }
 }
 
@@ -299,6 +303,77 @@ fn a_reference_makes_a_create_update_the_same_note() {
         crate::entities::count(&state, Entity::Notes),
         2,
         "one note more than the example's one"
+    );
+}
+
+/// References are scoped per key: another key repeating a reference gets a note of its
+/// own, and a private note is reached by no other key's reference (neither its id nor
+/// its text comes out, nor is it overwritten); a note made by no key (an import) is
+/// reached by any key's reference while it is shown.
+#[test]
+fn references_are_scoped_per_key() {
+    let state = example();
+    let mut mine = new_note(ParentType::Company, FABRIKAM);
+    mine.reference = Some("crm-7".into());
+    mine.reference_key = Some("key_a".into());
+    mine.is_private = true;
+    mine.body_html = "<p>private</p>".into();
+    let (first, _, state) = write(&state, WriteOp::CreateNote(mine.clone())).unwrap();
+    let Written::Created(RecordKind::Note, private_id) = first else {
+        panic!("{first:?}")
+    };
+    let mut theirs = mine.clone();
+    theirs.reference_key = Some("key_b".into());
+    theirs.is_private = false;
+    theirs.body_html = "<p>overwrite attempt</p>".into();
+    let (second, _, state) = write(&state, WriteOp::CreateNote(theirs)).unwrap();
+    let Written::Created(RecordKind::Note, other_id) = second else {
+        panic!("another key's reference must not reach the private note: {second:?}")
+    };
+    assert_ne!(other_id, private_id);
+    assert_eq!(
+        state.notes.get(&private_id).unwrap().body_html(),
+        Some("<p>private</p>")
+    );
+    // The key that made it still reaches it (a retried create is not doubled).
+    let (again, _, state) = write(&state, WriteOp::CreateNote(mine)).unwrap();
+    assert_eq!(again, Written::Updated(RecordKind::Note, private_id));
+
+    // An imported note with a reference: any key's reference reaches it while shown...
+    let mut imported = private_note(77);
+    imported.is_private = false;
+    imported.parent_id = uuid(FABRIKAM);
+    imported.reference = Some("crm-imported".into());
+    let mut state = state;
+    state.put(Record::Note(imported.clone()));
+    let mut repeat = new_note(ParentType::Company, FABRIKAM);
+    repeat.reference = Some("crm-imported".into());
+    repeat.reference_key = Some("key_b".into());
+    let (w, _, _) = write(&state, WriteOp::CreateNote(repeat.clone())).unwrap();
+    assert_eq!(w, Written::Updated(RecordKind::Note, imported.id));
+    // ...but not once it is private.
+    imported.is_private = true;
+    state.put(Record::Note(imported.clone()));
+    let (w, _, _) = write(&state, WriteOp::CreateNote(repeat)).unwrap();
+    assert!(
+        matches!(w, Written::Created(RecordKind::Note, id) if id != imported.id),
+        "{w:?}"
+    );
+
+    // Tasks alike.
+    let mut task = new_task(ParentType::Company, FABRIKAM);
+    task.reference = Some("crm-task".into());
+    task.reference_key = Some("key_a".into());
+    task.is_private = true;
+    let (w, _, state) = write(&state, WriteOp::CreateTask(task.clone())).unwrap();
+    let Written::Created(RecordKind::Task, task_id) = w else {
+        panic!("{w:?}")
+    };
+    task.reference_key = Some("key_b".into());
+    let (w, _, _) = write(&state, WriteOp::CreateTask(task)).unwrap();
+    assert!(
+        matches!(w, Written::Created(RecordKind::Task, id) if id != task_id),
+        "{w:?}"
     );
 }
 

@@ -121,7 +121,7 @@ pub(super) fn new_note() -> Value {
             ("type", input(In::Text, true, "Free label. Null is the same as leaving it out.")),
             ("author_email", input(In::Text, false, "Exact work e-mail of an accepted workspace member; otherwise the workspace owner.")),
             ("is_private", input(In::Bool, false, "A private note is never returned anywhere.")),
-            ("reference", input(In::Reference, false, "Idempotency key: repeating with the same reference updates that note instead of creating another.")),
+            ("reference", input(In::Reference, false, "Idempotency key: repeating with the same reference updates that note instead of creating another. References are scoped per API key: another key's same reference makes a note of its own (so a private note's reference reveals nothing of it to another client); a note imported with this reference is updated by any key while it is not private.")),
         ],
         BODY_RULES,
     )
