@@ -64,7 +64,8 @@ pub enum ImportPacing {
     Shared,
     /// The process has the store to itself (`recruitd import`, which holds the data
     /// dir's lock and refuses to run beside a server): transactions of tens of thousands
-    /// of records, each a log flush and (SQLite) a fold of the log into the database.
+    /// of records, each synced; SQLite writes them through a rollback journal rather
+    /// than the WAL (`SqliteStore::open_paced`).
     Alone,
 }
 

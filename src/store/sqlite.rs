@@ -239,19 +239,14 @@ impl SqliteStore {
         })
     }
 
-    /// The writer connection's `synchronous` setting (2 is FULL).
+    /// A setting of the writer connection (`synchronous`: 2 is FULL; `journal_mode`:
+    /// `wal`, `truncate`, …).
     #[cfg(test)]
-    pub(crate) async fn writer_synchronous(&self) -> i64 {
-        sqlx::query_scalar("PRAGMA synchronous")
-            .fetch_one(&self.writer)
-            .await
-            .unwrap()
-    }
-
-    /// The journal mode the file is in (`wal`, `truncate`, …).
-    #[cfg(test)]
-    pub(crate) async fn journal_mode(&self) -> String {
-        sqlx::query_scalar("PRAGMA journal_mode")
+    pub(crate) async fn writer_pragma<T>(&self, name: &str) -> T
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send + Unpin,
+    {
+        sqlx::query_scalar(&format!("PRAGMA {name}"))
             .fetch_one(&self.writer)
             .await
             .unwrap()

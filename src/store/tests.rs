@@ -727,7 +727,7 @@ async fn sqlite_imports_keep_the_wal_small() {
     assert_eq!(loaded(&*store, WS2).await.len(), beside);
     // The import's transactions did not sync each commit; every later one does.
     assert_eq!(
-        store.writer_synchronous().await,
+        store.writer_pragma::<i64>("synchronous").await,
         2,
         "synchronous=FULL again"
     );
@@ -745,7 +745,10 @@ async fn sqlite_imports_alone_in_large_transactions() {
         .await
         .unwrap();
     // A rollback journal: pages appended by the import are written once.
-    assert_eq!(store.journal_mode().await, "truncate");
+    assert_eq!(
+        store.writer_pragma::<String>("journal_mode").await,
+        "truncate"
+    );
     let batch = Uuid::new_v4();
     let ids: Vec<Uuid> = (0..super::ALONE_IMPORT_TX_RECORDS + 1500)
         .map(|_| Uuid::new_v4())
@@ -763,14 +766,14 @@ async fn sqlite_imports_alone_in_large_transactions() {
     assert_eq!(loaded(&store, WS).await.len(), ids.len());
     assert!(store.committed(ws(WS), batch).await.unwrap());
     assert_eq!(
-        store.writer_synchronous().await,
+        store.writer_pragma::<i64>("synchronous").await,
         2,
         "synchronous=FULL again"
     );
     store.close().await;
     // A server's store is in WAL mode again, with all of it there.
     let store = sqlite::SqliteStore::open(&db).await.unwrap();
-    assert_eq!(store.journal_mode().await, "wal");
+    assert_eq!(store.writer_pragma::<String>("journal_mode").await, "wal");
     assert_eq!(loaded(&store, WS).await.len(), ids.len());
     assert!(store.committed(ws(WS), batch).await.unwrap());
     store.close().await;

@@ -623,6 +623,11 @@ async fn blobs_are_durable_before_any_record_names_them() {
     }
 }
 
+/// Where an error points: array, index, field.
+fn place(e: &SnapshotError) -> (Option<&str>, Option<usize>, Option<&str>) {
+    (e.array.as_deref(), e.index, e.field.as_deref())
+}
+
 /// A snapshot's key secrets must be strong enough to guard a workspace: short,
 /// repetitive or unsendable ones are refused, naming the key and the field.
 #[test]
@@ -641,7 +646,7 @@ fn weak_key_secrets_are_refused() {
         v["api_keys"][1]["secret"] = json!(weak);
         let e = err(&v);
         assert_eq!(
-            (e.array.as_deref(), e.index, e.field.as_deref()),
+            place(&e),
             (Some("api_keys"), Some(1), Some("secret")),
             "{weak:?}: {e}"
         );
@@ -668,7 +673,7 @@ fn a_keys_creator_must_be_an_owner_or_administrator() {
     v["api_keys"][0]["created_by"] = json!(RECRUITER);
     let e = err(&v);
     assert_eq!(
-        (e.array.as_deref(), e.index, e.field.as_deref()),
+        place(&e),
         (Some("api_keys"), Some(0), Some("created_by")),
         "{e}"
     );
