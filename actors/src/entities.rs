@@ -76,3 +76,34 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
     }
     visit(ws, entity, Count)
 }
+
+/// Appends, as JSON, the record of `entity` that `raw_id` (an id as the API writes it)
+/// names, when the API shows it; whether it did. What `GET /v1/{entity}/{id}` answers,
+/// and what the change feed's upserts carry.
+pub fn write_visible(
+    ws: &WorkspaceState,
+    entity: Entity,
+    raw_id: &str,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<bool> {
+    struct ById<'a> {
+        raw_id: &'a str,
+        out: &'a mut Vec<u8>,
+    }
+    impl<'s> EntityVisitor<'s> for ById<'_> {
+        type Out = serde_json::Result<bool>;
+        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
+        where
+            K: TableKey,
+            V: ?Sized,
+            T: Rendered,
+            F: Fn(&'s V) -> T + Copy,
+        {
+            match K::find(table, self.raw_id) {
+                Some(row) => row.write_json(view, self.out).map(|()| true),
+                None => Ok(false),
+            }
+        }
+    }
+    visit(ws, entity, ById { raw_id, out })
+}

@@ -28,6 +28,8 @@
 //!   of changes an import makes, and applying it (blobs, store, key ring).
 //! - [`store`]: the Store trait, change sets, an in-memory store for tests; the BlobStore
 //!   trait and object naming.
+//! - [`changes`]: the change log every commit writes beside its records (which records
+//!   of which entities changed, derived changes included), behind `GET /v1/changes`.
 //! - [`reclaim`]: the sweep at load that collects the blobs a crash left behind.
 //! - [`env`](mod@env): what an actor works with (store, blobs, key ring, settings, the observer of
 //!   commits), built once at start-up.
@@ -55,6 +57,7 @@
 //! - No lock is ever held across an `.await`, and the read path takes none.
 
 pub mod actor;
+pub mod changes;
 pub mod checkpoint;
 pub mod cow;
 pub mod entities;

@@ -149,8 +149,14 @@ impl CursorKey {
     }
 
     fn mac(&self, payload: &[u8]) -> [u8; 16] {
+        self.sign(b"recruitd-cursor-v1", payload)
+    }
+
+    /// A 16-byte HMAC-SHA256 of `payload` under this key, for the token kind `domain`
+    /// (so that one kind of token never passes for another).
+    pub fn sign(&self, domain: &[u8], payload: &[u8]) -> [u8; 16] {
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("any key length");
-        m.update(b"recruitd-cursor-v1");
+        m.update(domain);
         m.update(payload);
         let full = m.finalize().into_bytes();
         let mut out = [0u8; 16];

@@ -151,6 +151,9 @@ pub struct WorkspaceState {
     pub attachments_by_parent: AttachmentsByParent,
     /// The newest stamp of any record: the workspace clock never issues one behind it.
     pub last_stamp: Stamp,
+    /// The store's commit position this state reflects (`CommitPosition::seq`): the
+    /// change log up to it is what the feed may show of it (see [`crate::changes`]).
+    pub position: u64,
     /// Phone and e-mail indexes of candidate persons, contacts and companies.
     pub search: SearchIndexes,
     /// Idempotency keys of API-created notes and tasks: `reference` → id.
@@ -193,6 +196,7 @@ impl WorkspaceState {
             notes_by_parent: NotesByParent::default(),
             attachments_by_parent: AttachmentsByParent::default(),
             last_stamp: Stamp::MIN,
+            position: 0,
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
             bulk: None,
@@ -208,6 +212,9 @@ impl WorkspaceState {
     ) -> Result<WorkspaceState, crate::store::StoreError> {
         let mut state = WorkspaceState::new(w);
         let id = state.id();
+        // Before the records: a commit between the two reads would then only make the
+        // state newer than its position says, never older (the feed stays exact).
+        state.position = store.position(id).await?.seq;
         let started = std::time::Instant::now();
         state.begin_bulk();
         store.load_records(id, &mut |r| state.put(r)).await?;

@@ -5,6 +5,7 @@
 //! PostgreSQL to it, and `MemoryStore` serves tests of the domain without a database.
 //! Likewise `src/store/blobs.rs` keeps blobs in files, and `MemoryBlobs` in memory.
 
+use crate::changes::Change;
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -42,6 +43,10 @@ pub struct ChangeSet {
     /// Recorded with the change set in the same transaction, so that [`Store::committed`]
     /// can tell afterwards whether a commit whose answer was lost took effect.
     pub batch: Option<Uuid>,
+    /// Records whose API representation changes though they are not written (see
+    /// [`crate::changes`]): logged with the upserts and deletes, which the store logs
+    /// itself.
+    pub derived: Vec<Change>,
 }
 
 impl ChangeSet {
@@ -53,10 +58,52 @@ impl ChangeSet {
     }
 
     /// Whether committing it moves the workspace's [`CommitPosition`]: it changes the
-    /// workspace's records or description (keys alone do not).
+    /// workspace's records or description (keys alone do not), or what the API shows of
+    /// them.
     pub fn moves_position(&self) -> bool {
-        self.workspace.is_some() || !self.upserts.is_empty() || !self.deletes.is_empty()
+        self.workspace.is_some()
+            || !self.upserts.is_empty()
+            || !self.deletes.is_empty()
+            || !self.derived.is_empty()
     }
+
+    /// The change log's parts of this change set (see [`crate::changes`]).
+    pub fn log_parts(&self) -> Vec<crate::changes::EncodedEntries> {
+        crate::changes::encode_parts(
+            &self.upserts,
+            self.deletes.iter().map(|(k, id)| (*k, id.as_str())),
+            &self.derived,
+        )
+    }
+}
+
+/// One part of a workspace's change log as the store keeps it: the entries of one
+/// transaction (or a slice of them), at the commit position that transaction moved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogPart {
+    pub position: u64,
+    /// 0, 1, … within the position.
+    pub part: u32,
+    /// When the transaction wrote it, in milliseconds since the epoch.
+    pub committed_at_ms: i64,
+    /// `crate::changes` encoding.
+    pub entries: Vec<u8>,
+}
+
+/// A read of the change log: the parts asked for, and how far the log has been pruned
+/// (parts at or below `pruned_through` are gone).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogRead {
+    pub pruned_through: u64,
+    pub parts: Vec<LogPart>,
+}
+
+/// Milliseconds since the epoch now, as the store stamps log parts.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// Receives records one at a time while a workspace loads (no whole-workspace buffer).
@@ -111,6 +158,21 @@ pub trait Store: Send + Sync + 'static {
     /// validated against.
     async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError>;
 
+    /// The change log's parts after `(position, part)` (in that order) up to position
+    /// `upto` included, at most `max_parts` of them, and how far the log is pruned.
+    async fn read_changes(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<LogRead, StoreError>;
+
+    /// Removes the log parts written before `before_ms` (milliseconds since the epoch)
+    /// and returns the position the log is now pruned through. Pruning never blocks a
+    /// commit for long: stores delete in small transactions.
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError>;
+
     /// Every API key, of every workspace.
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
 
@@ -158,6 +220,8 @@ struct MemoryInner {
     workspaces: BTreeMap<Uuid, Workspace>,
     records: BTreeMap<(Uuid, RecordKind, String), Record>,
     keys: BTreeMap<String, ApiKey>,
+    log: BTreeMap<(Uuid, u64, u32), LogPart>,
+    pruned: BTreeMap<Uuid, u64>,
 }
 
 impl MemoryStore {
@@ -218,8 +282,64 @@ impl Store for MemoryStore {
             let at = g.positions.entry(workspace).or_default();
             at.seq += 1;
             at.tag = Uuid::new_v4();
+            let position = at.seq;
+            let committed_at_ms = now_ms();
+            for (part, entries) in changes.log_parts().into_iter().enumerate() {
+                g.log.insert(
+                    (workspace, position, part as u32),
+                    LogPart {
+                        position,
+                        part: part as u32,
+                        committed_at_ms,
+                        entries: entries.into_bytes(),
+                    },
+                );
+            }
         }
         Ok(())
+    }
+
+    async fn read_changes(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<LogRead, StoreError> {
+        use std::ops::Bound;
+        self.check()?;
+        let g = self.inner.lock();
+        let parts = g
+            .log
+            .range((
+                Bound::Excluded((workspace, after.0, after.1)),
+                Bound::Included((workspace, upto, u32::MAX)),
+            ))
+            .take(max_parts)
+            .map(|(_, p)| p.clone())
+            .collect();
+        Ok(LogRead {
+            pruned_through: g.pruned.get(&workspace).copied().unwrap_or(0),
+            parts,
+        })
+    }
+
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+        self.check()?;
+        let mut g = self.inner.lock();
+        let doomed: Vec<(Uuid, u64, u32)> = g
+            .log
+            .iter()
+            .filter(|((w, _, _), p)| *w == workspace && p.committed_at_ms < before_ms)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut through = g.pruned.get(&workspace).copied().unwrap_or(0);
+        for k in doomed {
+            through = through.max(k.1);
+            g.log.remove(&k);
+        }
+        g.pruned.insert(workspace, through);
+        Ok(through)
     }
 
     async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {

@@ -194,6 +194,15 @@ pub struct ServeArgs {
     /// minute has room again. Valid keys from that address are unaffected.
     #[arg(long, default_value_t = crate::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE, value_parser = clap::value_parser!(u32).range(1..))]
     pub failed_auth_per_minute: u32,
+    /// API connections open at once, TLS handshakes included (default: the descriptor
+    /// limit, raised to its hard limit, less an eighth and at least 256 kept for the
+    /// store, blobs and admin interface). Connections past it are closed on arrival.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+    /// API connections one peer address (IPv6: one /64) may hold open; never more than
+    /// half of --max-connections. Connections past it are closed on arrival.
+    #[arg(long, default_value_t = crate::server::tls::connections::DEFAULT_CONNECTIONS_PER_PEER as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections_per_peer: u64,
     /// Bearer token of the admin interface (default: generated once into
     /// `<data-dir>/admin-token`).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
@@ -209,6 +218,10 @@ pub struct ServeArgs {
     /// HTTPS worker threads (default: one per CPU).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Days the change log (GET /v1/changes) keeps changes and tombstones; a client whose
+    /// `since` is older is told to sync afresh (`resync_required`).
+    #[arg(long, default_value_t = actors::changes::DEFAULT_RETENTION_DAYS, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub changes_retention_days: u32,
     /// On an empty store, load a generated demo workspace and print a key.
     #[arg(long)]
     pub demo: bool,

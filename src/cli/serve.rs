@@ -20,6 +20,9 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         public_url: args.public_url,
         rate_limit_per_minute: args.rate_limit_per_minute,
         failed_auth_per_minute: args.failed_auth_per_minute,
+        // Descriptor counts: far below usize::MAX on every platform this runs on.
+        max_connections: args.max_connections.map(|n| n as usize),
+        max_connections_per_peer: args.max_connections_per_peer as usize,
         admin_token: match &args.admin_token_file {
             Some(path) => Some(super::token_from_file(path)?),
             None => args.admin_token,
@@ -28,6 +31,9 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         write_batch_max: args.write_batch_max as usize,
         checkpoint_interval: (args.checkpoint_interval > 0)
             .then(|| std::time::Duration::from_secs(args.checkpoint_interval)),
+        changes_retention: std::time::Duration::from_secs(
+            u64::from(args.changes_retention_days) * 86_400,
+        ),
         clock: crate::http::signed_urls::Clock::System,
     };
     // The sockets first: an address in use is found before anything is made.

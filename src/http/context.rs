@@ -64,6 +64,9 @@ pub struct OwnBody;
 struct ErrorBody<'a> {
     code: &'a str,
     message: &'a str,
+    /// Only on the change feed's refusal of a pruned `since`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    resync_required: bool,
 }
 
 #[derive(Serialize)]
@@ -78,6 +81,7 @@ pub fn error_json(kind: &ErrorKind, message: &str, request_id: &str) -> Vec<u8> 
         error: ErrorBody {
             code: kind.code(),
             message,
+            resync_required: *kind == ErrorKind::ResyncRequired,
         },
         request_id,
     })
@@ -146,13 +150,12 @@ fn method_label(m: &actix_web::http::Method) -> &'static str {
 }
 
 pub async fn request_context(
-    mut req: ServiceRequest,
+    req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let started = std::time::Instant::now();
     let rid = RequestId::generate();
     req.extensions_mut().insert(rid.clone());
-    let unread = super::drain::Unread::lend(&mut req);
     let mut res = match oversized(&req) {
         Some(refusal) => req.error_response(refusal),
         // Handler and extractor errors arrive as responses carrying their error; an `Err`
@@ -160,11 +163,6 @@ pub async fn request_context(
         // request cannot be kept for that case: routing needs it uniquely owned.)
         None => next.call(req).await?.map_into_boxed_body(),
     };
-    // The answer is ready: an HTTP/2 body the handler left unread is read to its end
-    // while the answer goes out, so the stream ends cleanly rather than being reset.
-    if let Some(unread) = unread {
-        unread.drain();
-    }
     res.headers_mut().insert(
         header::HeaderName::from_static("x-request-id"),
         HeaderValue::from_str(rid.as_str()).expect("request ids are ASCII"),

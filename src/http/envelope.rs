@@ -42,6 +42,14 @@ impl Envelope {
         Ok(())
     }
 
+    /// A member after `data`, serialised.
+    pub fn member<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Result<(), ApiError> {
+        self.0.push(b',');
+        serde_json::to_writer(&mut self.0, name).map_err(ApiError::internal)?;
+        self.0.push(b':');
+        serde_json::to_writer(&mut self.0, value).map_err(ApiError::internal)
+    }
+
     /// `total_count`.
     pub fn total_count(&mut self, n: usize) {
         self.0.extend_from_slice(b",\"total_count\":");

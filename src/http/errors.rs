@@ -21,19 +21,28 @@ pub const RETRY_AFTER_UNAVAILABLE: u64 = 2;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     BadRequest,
+    /// A change feed `since` older than the kept log: 400 `BAD_REQUEST` whose body also
+    /// says `resync_required: true` (the one answer that asks a client to sync afresh).
+    ResyncRequired,
     Unauthorized,
     ForbiddenScope,
     NotFound,
-    MethodNotAllowed { allow: &'static str },
-    RateLimited { retry_after: u64 },
+    MethodNotAllowed {
+        allow: &'static str,
+    },
+    RateLimited {
+        retry_after: u64,
+    },
     Internal,
-    Unavailable { retry_after: u64 },
+    Unavailable {
+        retry_after: u64,
+    },
 }
 
 impl ErrorKind {
     pub fn status(&self) -> StatusCode {
         match self {
-            ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+            ErrorKind::BadRequest | ErrorKind::ResyncRequired => StatusCode::BAD_REQUEST,
             ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
             ErrorKind::ForbiddenScope => StatusCode::FORBIDDEN,
             ErrorKind::NotFound => StatusCode::NOT_FOUND,
@@ -46,7 +55,7 @@ impl ErrorKind {
 
     pub fn code(&self) -> &'static str {
         match self {
-            ErrorKind::BadRequest => "BAD_REQUEST",
+            ErrorKind::BadRequest | ErrorKind::ResyncRequired => "BAD_REQUEST",
             ErrorKind::Unauthorized => "UNAUTHORIZED",
             ErrorKind::ForbiddenScope => "FORBIDDEN_SCOPE",
             ErrorKind::NotFound => "NOT_FOUND",

@@ -3,12 +3,11 @@
 //! ## Map
 //! - [`context`]: request ids and the error envelope (middleware).
 //! - [`envelope`]: the success envelope every JSON answer is written with.
-//! - [`drain`]: HTTP/2 request bodies left unread by an answer, read to their end so the
-//!   stream ends cleanly.
 //! - [`errors`]: error kinds → status and the spec's eight codes.
 //! - [`auth`]: bearer keys and scopes as typed extractors.
 //! - [`query`]: strict query-string decoding.
 //! - [`records`]: lists, single records, counts.
+//! - [`changes`]: the change feed, `GET /v1/changes`, and its tokens.
 //! - [`subresources`]: a record's notes and attachments.
 //! - [`downloads`]: signed download URLs for attachments.
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
@@ -31,9 +30,9 @@
 
 pub mod auth;
 pub mod body;
+pub mod changes;
 pub mod context;
 pub mod downloads;
-pub mod drain;
 pub mod envelope;
 pub mod errors;
 pub mod files;
@@ -62,6 +61,9 @@ pub struct AppState {
     pub keys: Arc<actors::keys::KeyRing>,
     /// Attachment bytes (downloads and the signed file route).
     pub blobs: Arc<dyn actors::store::BlobStore>,
+    /// The store, read directly only for the change log (`changes`).
+    pub store: Arc<dyn actors::store::Store>,
+    /// Signs list cursors and change feed tokens.
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
     /// Per-key request budgets.
@@ -84,6 +86,8 @@ pub struct Downloads {
 pub const OPENAPI: &str = "/v1/openapi.json";
 /// `GET /v1/counts`.
 pub const COUNTS: &str = "/v1/counts";
+/// `GET /v1/changes`.
+pub const CHANGES: &str = "/v1/changes";
 /// `GET /v1/search/phone`.
 pub const SEARCH_PHONE: &str = "/v1/search/phone";
 /// `GET /v1/search/email`.
@@ -102,9 +106,10 @@ pub const ITEM: &str = "/v1/{entity}/{id}";
 /// Every resource of the API, in routing order: fixed paths before the `{entity}`
 /// patterns that would otherwise take them (`/v1/search/phone` is no record of an entity
 /// named `search`, `/v1/openapi.json` no list of one named `openapi.json`).
-pub const API_RESOURCES: [&str; 9] = [
+pub const API_RESOURCES: [&str; 10] = [
     OPENAPI,
     COUNTS,
+    CHANGES,
     SEARCH_PHONE,
     SEARCH_EMAIL,
     DOWNLOAD,
@@ -218,6 +223,9 @@ fn resource(pattern: &'static str) -> actix_web::Resource {
             .default_service(refuse_methods_but("GET")),
         COUNTS => r
             .route(web::get().to(records::counts))
+            .default_service(refuse_methods_but("GET")),
+        CHANGES => r
+            .route(web::get().to(changes::changes))
             .default_service(refuse_methods_but("GET")),
         SEARCH_PHONE => r
             .route(web::get().to(search::phone))

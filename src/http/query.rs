@@ -159,6 +159,27 @@ impl<const DEFAULT: usize, const MAX: usize> FromRequest for LimitParam<DEFAULT,
     }
 }
 
+/// `entities`: a comma-separated list of entity names (duplicates collapsed, an unknown
+/// name refused), all nine when absent. `/v1/counts` and `/v1/changes` take it.
+pub fn entities_param(raw: Option<&str>) -> Result<Vec<actors::model::Entity>, ApiError> {
+    use actors::model::Entity;
+    let Some(list) = raw else {
+        return Ok(Entity::ALL.to_vec());
+    };
+    let mut out = Vec::new();
+    for name in list.split(',') {
+        let e = Entity::parse(name).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "entities: unknown entity {name:?}; expected a comma-separated list of candidates, applications, contacts, companies, jobs, notes, tasks, attachments, users"
+            ))
+        })?;
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,8 @@ struct Page<'a> {
     params: ListParams,
     key: &'a CursorKey,
     rid: &'a RequestId,
+    /// On a first page: the change feed token of the state it is read from.
+    changes_since: Option<String>,
 }
 
 impl<'s> EntityVisitor<'s> for Page<'_> {
@@ -133,6 +135,9 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
         if with_total {
             page.total_count(table.count_since(p.since));
         }
+        if let Some(token) = &self.changes_since {
+            page.member("changes_since", token)?;
+        }
         page.close(self.rid.as_str())
     }
 }
@@ -147,39 +152,20 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let params = list_params(&q, limit, entity, &app.cursor_key)?;
     let ws: &WorkspaceState = &caller.state;
+    // The page is read from this very state, so the feed from its point misses nothing
+    // written after the read.
+    let changes_since = params
+        .cursor
+        .is_none()
+        .then(|| super::changes::changes_since(&app, ws));
     let page = Page {
         entity,
         params,
         key: &app.cursor_key,
         rid: &rid,
+        changes_since,
     };
     Ok(super::envelope::json_ok(entities::visit(ws, entity, page)?))
-}
-
-/// The answer to a lookup by id.
-struct ById<'a> {
-    raw_id: &'a str,
-    rid: &'a RequestId,
-}
-
-impl<'s> EntityVisitor<'s> for ById<'_> {
-    type Out = Option<Result<HttpResponse, ApiError>>;
-
-    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
-    where
-        K: TableKey,
-        V: ?Sized,
-        T: Rendered,
-        F: Fn(&'s V) -> T + Copy,
-    {
-        let row = K::find(table, self.raw_id)?;
-        let mut body = Envelope::new(1024);
-        Some(
-            row.write_json(view, body.data_buf())
-                .map_err(ApiError::internal)
-                .and_then(|()| body.respond(self.rid.as_str())),
-        )
-    }
 }
 
 pub async fn get(
@@ -189,17 +175,16 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let (entity_name, raw_id) = path.into_inner();
     let entity = entity_or_404(&entity_name)?;
-    let ws: &WorkspaceState = &caller.state;
-    let by_id = ById {
-        raw_id: &raw_id,
-        rid: &rid,
-    };
-    entities::visit(ws, entity, by_id).unwrap_or_else(|| {
-        Err(ApiError::not_found(format!(
-            "no {} record with id {raw_id:?}",
-            entity.name()
-        )))
-    })
+    let mut body = Envelope::new(1024);
+    if entities::write_visible(&caller.state, entity, &raw_id, body.data_buf())
+        .map_err(ApiError::internal)?
+    {
+        return body.respond(rid.as_str());
+    }
+    Err(ApiError::not_found(format!(
+        "no {} record with id {raw_id:?}",
+        entity.name()
+    )))
 }
 
 /// `GET /v1/counts`: exact whole-entity totals of visible records.
@@ -208,23 +193,7 @@ pub async fn counts(
     q: QueryParams,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
-    let wanted: Vec<Entity> = match q.get("entities")? {
-        None => Entity::ALL.to_vec(),
-        Some(list) => {
-            let mut out = Vec::new();
-            for name in list.split(',') {
-                let e = Entity::parse(name).ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "entities: unknown entity {name:?}; expected a comma-separated list of candidates, applications, contacts, companies, jobs, notes, tasks, attachments, users"
-                    ))
-                })?;
-                if !out.contains(&e) {
-                    out.push(e);
-                }
-            }
-            out
-        }
-    };
+    let wanted = super::query::entities_param(q.get("entities")?)?;
     let mut map = serde_json::Map::new();
     for e in wanted {
         map.insert(

@@ -57,6 +57,49 @@ struct StateLabels {
     state: &'static str,
 }
 
+/// The cap that closed a connection on arrival (see `server::tls::connections`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum ConnectionRefusal {
+    /// The listener holds its cap of connections in all.
+    Total,
+    /// The connection's peer holds its cap of connections.
+    Peer,
+    /// The connection's peer has its cap of TLS handshakes in progress.
+    Handshakes,
+}
+
+impl ConnectionRefusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionRefusal::Total => "total",
+            ConnectionRefusal::Peer => "peer",
+            ConnectionRefusal::Handshakes => "handshakes",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    cap: &'static str,
+}
+
+/// The API listener's connection figures, shared with the listener that keeps them.
+#[derive(Clone, Default)]
+pub struct ConnectionMetrics {
+    pub open: Gauge,
+    refused: Family<RefusalLabels, Counter>,
+}
+
+impl ConnectionMetrics {
+    pub fn refused(&self, refusal: ConnectionRefusal) {
+        self.refused
+            .get_or_create(&RefusalLabels {
+                cap: refusal.as_str(),
+            })
+            .inc();
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LoadFailureLabels {
     workspace: String,
@@ -95,6 +138,7 @@ pub struct Metrics {
     index_keys: Family<IndexLabels, Gauge>,
     index_bytes: Family<IndexLabels, Gauge>,
     index_delta: Family<IndexLabels, Gauge>,
+    connections: ConnectionMetrics,
 }
 
 impl Default for Metrics {
@@ -118,6 +162,7 @@ impl Metrics {
             index_keys: Family::default(),
             index_bytes: Family::default(),
             index_delta: Family::default(),
+            connections: ConnectionMetrics::default(),
             registry: prometheus_client::registry::Registry::default(),
         };
         registry.register(
@@ -175,7 +220,22 @@ impl Metrics {
             "Keys changed since a workspace's search index base was built",
             m.index_delta.clone(),
         );
+        registry.register(
+            "recruitd_api_connections",
+            "API connections open now, TLS handshakes in progress included",
+            m.connections.open.clone(),
+        );
+        registry.register(
+            "recruitd_api_connections_refused",
+            "API connections closed on arrival because a cap was reached, by the cap",
+            m.connections.refused.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// The figures the API listener keeps of its connections.
+    pub fn connections(&self) -> ConnectionMetrics {
+        self.connections.clone()
     }
 
     /// Records one answered API request.

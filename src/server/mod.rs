@@ -51,6 +51,11 @@ pub struct Settings {
     /// Requests without a valid key one peer address may make per minute (401s) before
     /// its further ones are answered 429 (see `http::ratelimit::PeerFailures`).
     pub failed_auth_per_minute: u32,
+    /// API connections open at once; `None` derives the cap from the descriptor limit
+    /// (see `tls::connections`).
+    pub max_connections: Option<usize>,
+    /// API connections of one peer address (IPv6: one /64).
+    pub max_connections_per_peer: usize,
     pub admin_token: Option<String>,
     pub workers: Option<usize>,
     /// Most API writes of one workspace committed in one transaction (1: no grouping).
@@ -59,6 +64,9 @@ pub struct Settings {
     /// workspaces have loaded, and at shutdown); `None` keeps no checkpoints: none is
     /// written, none is read.
     pub checkpoint_interval: Option<std::time::Duration>,
+    /// How long the change log keeps changes (and so tombstones): a feed client
+    /// further behind is asked to sync afresh.
+    pub changes_retention: std::time::Duration,
     /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
     pub clock: Clock,
 }
@@ -67,6 +75,9 @@ pub struct Settings {
 /// most this old (plus the one written at shutdown), while a busy workspace is not
 /// rewritten more often than this.
 pub const DEFAULT_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Connections the admin interface serves at once (operators and scrapers need few).
+const ADMIN_MAX_CONNECTIONS: usize = 128;
 
 /// Longest a shutdown waits for the checkpoints to be written.
 const SHUTDOWN_CHECKPOINT_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -85,10 +96,15 @@ impl Settings {
             public_url: None,
             rate_limit_per_minute: 600,
             failed_auth_per_minute: crate::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE,
+            max_connections: None,
+            max_connections_per_peer: tls::connections::DEFAULT_CONNECTIONS_PER_PEER,
             admin_token: None,
             workers: None,
             write_batch_max: actors::env::MAX_BATCH,
             checkpoint_interval: Some(DEFAULT_CHECKPOINT_INTERVAL),
+            changes_retention: std::time::Duration::from_secs(
+                u64::from(actors::changes::DEFAULT_RETENTION_DAYS) * 86_400,
+            ),
             clock: Clock::System,
         }
     }
@@ -194,6 +210,11 @@ impl Application {
                 interval,
             )
         });
+        actix_web::rt::spawn(actors::changes::prune_forever(
+            store.clone(),
+            registry.clone(),
+            s.changes_retention,
+        ));
         let loader = Loader::with_checkpoints(store.clone(), registry.clone(), keeper.clone());
         if let Some(keeper) = &keeper {
             actix_web::rt::spawn(keeper.clone().run());
@@ -230,6 +251,7 @@ impl Application {
             registry: registry.clone(),
             keys: keys.clone(),
             blobs,
+            store: store.clone(),
             cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
             downloads: Downloads {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
@@ -251,6 +273,9 @@ impl Application {
             move || http::app(app_state.clone()),
             HttpsOptions {
                 workers: s.workers,
+                max_connections: s.max_connections,
+                max_connections_per_peer: s.max_connections_per_peer,
+                metrics: metrics.connections(),
                 ..HttpsOptions::default()
             },
         )?;
@@ -269,6 +294,8 @@ impl Application {
         // process (tests), and actix would stop at once on SIGINT.
         let admin = HttpServer::new(move || admin::app(admin_state.clone()))
             .workers(1)
+            // Within the descriptors the API's cap leaves to the rest of the process.
+            .max_connections(ADMIN_MAX_CONNECTIONS)
             .disable_signals()
             .listen(admin_listener)?
             .run();

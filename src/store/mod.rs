@@ -544,3 +544,27 @@ pub mod testing {
 
 #[cfg(test)]
 mod tests;
+
+/// The change log's parts of one transaction: its upserts and deletes, and the derived
+/// changes it carries (see `actors::changes`).
+pub(crate) fn log_parts<'a>(
+    upserts: &'a [Upsert<'a>],
+    deletes: impl IntoIterator<Item = (RecordKind, &'a str)>,
+    derived: &[actors::changes::Change],
+) -> Vec<actors::changes::EncodedEntries> {
+    actors::changes::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
+}
+
+/// A change log row as both stores read it: position, part, committed_at, entries.
+pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart {
+    actors::store::LogPart {
+        position: row.0 as u64,
+        part: row.1 as u32,
+        committed_at_ms: row.2,
+        entries: row.3,
+    }
+}
+
+/// Change log parts deleted per transaction when retention prunes (each some tens of
+/// kilobytes): short enough that commits never wait long behind a prune.
+pub(crate) const PRUNE_PARTS_PER_TX: usize = 64;

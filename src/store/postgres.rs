@@ -26,7 +26,7 @@ use super::{
     ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
+use actors::store::{ChangeSet, CommitPosition, LogRead, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -65,6 +65,8 @@ struct Part<'a> {
     /// Part of an import: the backend pushes the data pages it writes out to disk as it
     /// goes (see `commit_import`).
     bulk: bool,
+    /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
+    derived: &'a [actors::changes::Change],
 }
 
 /// Pooled connections: one per concurrent workspace commit or load is plenty; the
@@ -83,6 +85,13 @@ const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, positio
      VALUES ($1, 1, $2) \
      ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
      tag = EXCLUDED.tag";
+
+/// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
+const INSERT_LOG_PARTS: &str =
+    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
+     SELECT $1, c.position, p.part, $2, p.entries \
+     FROM commit_positions c, UNNEST($3::int[], $4::bytea[]) AS p(part, entries) \
+     WHERE c.workspace_id = $1";
 
 const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
      SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
@@ -214,6 +223,7 @@ impl PostgresStore {
                 batch: changes.batch,
                 marks: true,
                 bulk: false,
+                derived: &changes.derived,
             },
         )
         .await
@@ -375,13 +385,34 @@ impl PostgresStore {
             .map_err(&fail)?;
         }
 
-        if part.workspace.is_some() || !part.upserts.is_empty() || !part.deletes.is_empty() {
+        if part.workspace.is_some()
+            || !part.upserts.is_empty()
+            || !part.deletes.is_empty()
+            || !part.derived.is_empty()
+        {
             sqlx::query(BUMP_POSITION)
                 .bind(&ws)
                 .bind(Uuid::new_v4().to_string())
                 .execute(&mut *tx)
                 .await
                 .map_err(&fail)?;
+            let deletes = part
+                .deletes
+                .iter()
+                .filter_map(|(k, id)| Some((RecordKind::parse(k)?, *id)));
+            let parts = super::log_parts(part.upserts, deletes, part.derived);
+            if !parts.is_empty() {
+                let numbers: Vec<i32> = (0..parts.len() as i32).collect();
+                let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+                sqlx::query(INSERT_LOG_PARTS)
+                    .bind(&ws)
+                    .bind(actors::store::now_ms())
+                    .bind(&numbers)
+                    .bind(&entries)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(&fail)?;
+            }
         }
         tx.commit().await.map_err(&fail)
     }
@@ -556,6 +587,7 @@ impl Store for PostgresStore {
                     batch: changes.batch,
                     marks: tx.last,
                     bulk: true,
+                    derived: if tx.last { &changes.derived } else { &[] },
                 },
             )
             .await?;
@@ -576,6 +608,96 @@ impl Store for PostgresStore {
     /// batch not recorded at all has ended: either its commit reported its outcome, or
     /// it never got an answer to its first statement, so never sent COMMIT; the mark
     /// tells which.
+    async fn read_changes(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<LogRead, StoreError> {
+        let fail = err("reading the change log");
+        let ws = workspace.to_string();
+        let rows: Vec<(i64, i32, i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT position, part, committed_at, entries FROM change_log \
+             WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4 \
+             ORDER BY position, part LIMIT $5",
+        )
+        .bind(&ws)
+        .bind(after.0 as i64)
+        .bind(i64::from(after.1))
+        .bind(upto as i64)
+        .bind(max_parts as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(&fail)?;
+        // Read after the parts: pruning moves this before it deletes anything, so a
+        // part missing from the read above shows here (see `Store::read_changes`).
+        let pruned: Option<i64> = sqlx::query_scalar(
+            "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
+        )
+        .bind(&ws)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(&fail)?;
+        Ok(LogRead {
+            pruned_through: pruned.unwrap_or(0) as u64,
+            parts: rows
+                .into_iter()
+                .map(|(p, n, t, e)| super::log_part((p, n.into(), t, e)))
+                .collect(),
+        })
+    }
+
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+        let fail = err("pruning the change log");
+        let ws = workspace.to_string();
+        let through: Option<i64> = sqlx::query_scalar(
+            "SELECT max(position) FROM change_log WHERE workspace_id = $1 AND committed_at < $2",
+        )
+        .bind(&ws)
+        .bind(before_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(&fail)?;
+        let Some(through) = through else {
+            let pruned: Option<i64> = sqlx::query_scalar(
+                "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
+            )
+            .bind(&ws)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(&fail)?;
+            return Ok(pruned.unwrap_or(0) as u64);
+        };
+        // The mark moves first: a reader that finds parts missing is told it is behind.
+        sqlx::query(
+            "UPDATE commit_positions SET pruned_through = GREATEST(pruned_through, $2) \
+             WHERE workspace_id = $1",
+        )
+        .bind(&ws)
+        .bind(through)
+        .execute(&self.pool)
+        .await
+        .map_err(&fail)?;
+        // Then the parts, a few per transaction.
+        loop {
+            let deleted = sqlx::query(
+                "DELETE FROM change_log WHERE ctid IN (SELECT ctid FROM change_log \
+                 WHERE workspace_id = $1 AND position <= $2 LIMIT $3)",
+            )
+            .bind(&ws)
+            .bind(through)
+            .bind(super::PRUNE_PARTS_PER_TX as i64)
+            .execute(&self.pool)
+            .await
+            .map_err(&fail)?
+            .rows_affected();
+            if deleted == 0 {
+                return Ok(through as u64);
+            }
+        }
+    }
+
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         let waiting_since = std::time::Instant::now();
         loop {

@@ -38,7 +38,7 @@ use super::{
     ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::{ChangeSet, CommitPosition, RecordSink, Store, StoreError};
+use actors::store::{ChangeSet, CommitPosition, LogRead, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -69,6 +69,8 @@ struct Part<'a> {
     deletes: &'a [(RecordKind, &'a str)],
     keys: &'a [ApiKey],
     batch: Option<Uuid>,
+    /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
+    derived: &'a [actors::changes::Change],
     /// Whether the commit syncs the log (`synchronous=FULL`). An import's transactions
     /// but its last do not: in WAL mode a commit is durable once any later commit's
     /// sync is done, since the log is synced in order, so the last one makes the whole
@@ -391,13 +393,32 @@ impl SqliteStore {
             .map_err(&fail)?;
         }
 
-        if part.workspace.is_some() || !part.upserts.is_empty() || !part.deletes.is_empty() {
+        if part.workspace.is_some()
+            || !part.upserts.is_empty()
+            || !part.deletes.is_empty()
+            || !part.derived.is_empty()
+        {
             sqlx::query(BUMP_POSITION)
                 .bind(&ws)
                 .bind(Uuid::new_v4().to_string())
                 .execute(&mut *tx)
                 .await
                 .map_err(&fail)?;
+            let committed_at = actors::store::now_ms();
+            let parts = super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived);
+            for (i, entries) in parts.iter().enumerate() {
+                sqlx::query(
+                    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
+                     SELECT ?1, position, ?2, ?3, ?4 FROM commit_positions WHERE workspace_id = ?1",
+                )
+                .bind(&ws)
+                .bind(i as i64)
+                .bind(committed_at)
+                .bind(entries.as_bytes())
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+            }
         }
 
         if let Some(batch) = part.batch {
@@ -562,6 +583,7 @@ impl Store for SqliteStore {
                 deletes: &deletes,
                 keys: &changes.keys,
                 batch: changes.batch,
+                derived: &changes.derived,
                 durable: true,
             },
         )
@@ -603,6 +625,7 @@ impl Store for SqliteStore {
                     deletes: &deletes[tx.deletes],
                     keys: if tx.last { &changes.keys } else { &[] },
                     batch: changes.batch.filter(|_| tx.last),
+                    derived: if tx.last { &changes.derived } else { &[] },
                     // With a rollback journal, a commit that skips a sync risks the
                     // file itself on power loss, not just the latest transactions.
                     durable: tx.last || self.import_fold_every.is_none(),
@@ -640,6 +663,93 @@ impl Store for SqliteStore {
             tag: Uuid::parse_str(&tag)
                 .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
         })
+    }
+
+    async fn read_changes(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<LogRead, StoreError> {
+        let fail = err("reading the change log");
+        let ws = workspace.to_string();
+        let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT position, part, committed_at, entries FROM change_log \
+             WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
+             ORDER BY position, part LIMIT ?5",
+        )
+        .bind(&ws)
+        .bind(after.0 as i64)
+        .bind(after.1 as i64)
+        .bind(upto as i64)
+        .bind(max_parts as i64)
+        .fetch_all(&self.readers)
+        .await
+        .map_err(&fail)?;
+        // Read after the parts: pruning moves this before it deletes anything, so a
+        // part missing from the read above shows here (see `Store::read_changes`).
+        let pruned: Option<i64> = sqlx::query_scalar(
+            "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
+        )
+        .bind(&ws)
+        .fetch_optional(&self.readers)
+        .await
+        .map_err(&fail)?;
+        Ok(LogRead {
+            pruned_through: pruned.unwrap_or(0) as u64,
+            parts: rows.into_iter().map(super::log_part).collect(),
+        })
+    }
+
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+        let fail = err("pruning the change log");
+        let ws = workspace.to_string();
+        let through: Option<i64> = sqlx::query_scalar(
+            "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
+        )
+        .bind(&ws)
+        .bind(before_ms)
+        .fetch_one(&self.readers)
+        .await
+        .map_err(&fail)?;
+        let Some(through) = through else {
+            let pruned: Option<i64> = sqlx::query_scalar(
+                "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
+            )
+            .bind(&ws)
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(&fail)?;
+            return Ok(pruned.unwrap_or(0) as u64);
+        };
+        // The mark moves first: a reader that finds parts missing is told it is behind.
+        sqlx::query(
+            "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
+             WHERE workspace_id = ?1",
+        )
+        .bind(&ws)
+        .bind(through)
+        .execute(&self.writer)
+        .await
+        .map_err(&fail)?;
+        // Then the parts, a few at a time: each delete holds the one writer briefly.
+        loop {
+            let deleted = sqlx::query(
+                "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
+                 WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
+            )
+            .bind(&ws)
+            .bind(through)
+            .bind(super::PRUNE_PARTS_PER_TX as i64)
+            .execute(&self.writer)
+            .await
+            .map_err(&fail)?
+            .rows_affected();
+            if deleted == 0 {
+                return Ok(through as u64);
+            }
+        }
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

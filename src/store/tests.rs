@@ -480,6 +480,163 @@ async fn postgres_store_keeps_the_contract() {
 /// its deadline, while the commit runs on) are settled by `committed` with an answer that is certain: the
 /// batch's records are all in the store when it says yes, and none of them when it
 /// says no, also after the cut-off transaction has had every chance to finish.
+/// The change log: every transaction that moves the position logs the records it
+/// wrote, at that position, in the same transaction; derived changes with them; an
+/// import cut into several transactions logs each one's records at its own position;
+/// reads go by (position, part) up to a bound; pruning moves its mark before deleting.
+async fn the_change_log_follows_the_commits(b: &Backend) {
+    use actors::changes::{decode, Change, LoggedId};
+    use actors::model::Entity;
+    let store = b.open().await;
+    let w = ws(WS);
+    let entries = |read: &actors::store::LogRead| -> Vec<(u64, Vec<Change>)> {
+        read.parts
+            .iter()
+            .map(|p| (p.position, decode(&p.entries).unwrap()))
+            .collect()
+    };
+    let a = Uuid::new_v4();
+    store
+        .commit(
+            w,
+            &ChangeSet {
+                upserts: vec![candidate(a, "A")],
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let derived = Change {
+        entity: Entity::Jobs,
+        id: LoggedId::Uuid(Uuid::new_v4()),
+    };
+    store
+        .commit(
+            w,
+            &ChangeSet {
+                deletes: vec![(RecordKind::Candidate, a.to_string())],
+                derived: vec![derived.clone()],
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Keys alone move nothing and log nothing.
+    let position = store.position(w).await.unwrap().seq;
+    assert_eq!(position, 2, "{}", b.name);
+    let read = store.read_changes(w, (0, 0), position, 100).await.unwrap();
+    assert_eq!(read.pruned_through, 0);
+    let got = entries(&read);
+    assert_eq!(got.len(), 2, "{}: {got:?}", b.name);
+    assert_eq!(got[0].0, 1);
+    assert_eq!(
+        got[0].1,
+        vec![Change {
+            entity: Entity::Candidates,
+            id: LoggedId::Uuid(a)
+        }]
+    );
+    assert_eq!(got[1].0, 2);
+    assert_eq!(
+        got[1].1,
+        vec![
+            Change {
+                entity: Entity::Candidates,
+                id: LoggedId::Uuid(a)
+            },
+            Change {
+                entity: Entity::Applications,
+                id: LoggedId::Uuid(a)
+            },
+            derived,
+        ]
+    );
+    // Bounds: after (1, last part) and up to 1 reads nothing; after position 1 reads 2.
+    assert!(store
+        .read_changes(w, (1, u32::MAX), 1, 100)
+        .await
+        .unwrap()
+        .parts
+        .is_empty());
+    let after_one = store.read_changes(w, (1, u32::MAX), 2, 100).await.unwrap();
+    assert_eq!(entries(&after_one)[0].0, 2);
+    assert!(store
+        .read_changes(ws(WS2), (0, 0), 100, 100)
+        .await
+        .unwrap()
+        .parts
+        .is_empty());
+
+    // An import of more records than one transaction takes: several positions, each
+    // with the records of its own transaction, every record logged once.
+    // Both stores cut a shared import every 500 records or so.
+    let many: Vec<Record> = (0..1_100)
+        .map(|i| candidate(Uuid::new_v4(), &format!("C{i}")))
+        .collect();
+    store
+        .commit_import(
+            w,
+            &ChangeSet {
+                upserts: many.clone(),
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = store.position(w).await.unwrap().seq;
+    assert!(end >= 4, "{}: {end}", b.name);
+    let mut logged = Vec::new();
+    let mut after = (2, u32::MAX);
+    loop {
+        let read = store.read_changes(w, after, end, 3).await.unwrap();
+        let Some(last) = read.parts.last() else { break };
+        after = (last.position, last.part);
+        for part in &read.parts {
+            assert!(part.position > 2 && part.position <= end);
+            logged.extend(decode(&part.entries).unwrap());
+        }
+    }
+    assert_eq!(logged.len(), many.len(), "{}", b.name);
+
+    // Pruning: nothing is older than an hour ago; everything is older than the future.
+    let now = actors::store::now_ms();
+    assert_eq!(store.prune_changes(w, now - 3_600_000).await.unwrap(), 0);
+    assert_eq!(store.prune_changes(w, now + 60_000).await.unwrap(), end);
+    let read = store.read_changes(w, (0, 0), end, 100).await.unwrap();
+    assert_eq!(read.pruned_through, end, "{}", b.name);
+    assert!(read.parts.is_empty());
+    // Later commits are logged as before.
+    store
+        .commit(
+            w,
+            &ChangeSet {
+                upserts: vec![candidate(Uuid::new_v4(), "late")],
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let read = store
+        .read_changes(w, (end, u32::MAX), end + 1, 100)
+        .await
+        .unwrap();
+    assert_eq!(read.parts.len(), 1);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_the_change_log_follows_the_commits() {
+    the_change_log_follows_the_commits(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_the_change_log_follows_the_commits() {
+    if let Some(b) = Backend::postgres().await {
+        the_change_log_follows_the_commits(&b).await;
+        b.cleanup().await;
+    }
+}
+
 async fn interrupted_commits_settle_with_a_certain_answer(b: &Backend) {
     let store = b.open().await;
     let base = ChangeSet {
@@ -958,6 +1115,7 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
         [
             "_sqlx_migrations",
             "api_keys",
+            "change_log",
             "commit_marks",
             "commit_positions",
             "records",

@@ -127,7 +127,7 @@ async fn a_restart_reads_a_matching_checkpoint_and_only_a_matching_one(b: Backen
     // would have it.
     assert!(checkpoint(dir.path()).exists());
     let server = Server::start_logging(dir.path(), &b, Some(&log(1))).await;
-    assert!(logged(&log(1), "restored from the checkpoint").is_some());
+    wait_logged(&log(1), "restored from the checkpoint").await;
     let imported = everything(&server).await;
     assert!(!imported["candidates"].is_empty());
     // A write moves the store past it; SIGTERM writes it again.
@@ -143,7 +143,7 @@ async fn a_restart_reads_a_matching_checkpoint_and_only_a_matching_one(b: Backen
 
     // Restored from it, and the same answers.
     let server = Server::start_logging(dir.path(), &b, Some(&log(2))).await;
-    let restored = logged(&log(2), "restored from the checkpoint").expect("restored");
+    let restored = wait_logged(&log(2), "restored from the checkpoint").await;
     assert_eq!(restored["position"], written[0]["position"]);
     assert_eq!(everything(&server).await, before);
     assert!(before["notes"].iter().any(|n| n["id"] == kept.as_str()));

@@ -97,6 +97,19 @@ pub struct TestApp {
 pub const READ_KEY: &str = "rk_example_read_0123456789abcdef";
 pub const WRITE_KEY: &str = "rk_example_write_0123456789abcdef";
 /// The example snapshot's company.
+/// The nine entities' names, in the API's order.
+pub const ENTITIES: [&str; 9] = [
+    "candidates",
+    "applications",
+    "contacts",
+    "companies",
+    "jobs",
+    "notes",
+    "tasks",
+    "attachments",
+    "users",
+];
+
 pub const FABRIKAM: &str = "71ff7925-38fa-57bd-b38e-c2e5e183f050";
 
 /// The small example snapshot of `docs/snapshot-format.md`.
@@ -425,7 +438,7 @@ pub async fn memory_app_state(
         keys.clone(),
     ));
     let registry = actors::registry::Registry::new(env, actix::Arbiter::current());
-    let loader = actors::loader::Loader::new(store, registry.clone());
+    let loader = actors::loader::Loader::new(store.clone(), registry.clone());
     let list = loader.discover().await.unwrap();
     if load {
         loader.load_all(list).await;
@@ -434,6 +447,7 @@ pub async fn memory_app_state(
         registry: registry.clone(),
         keys,
         blobs,
+        store,
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::Downloads {
             signer: recruitd::http::signed_urls::UrlSigner::new([2; 32], "https://localhost"),

@@ -99,18 +99,6 @@ fn oracle(snap: &Value) -> HashMap<&'static str, Vec<(String, String)>> {
     out
 }
 
-const ENTITIES: [&str; 9] = [
-    "candidates",
-    "applications",
-    "contacts",
-    "companies",
-    "jobs",
-    "notes",
-    "tasks",
-    "attachments",
-    "users",
-];
-
 async fn paging_returns_every_record_once_in_order(b: Backend) {
     let bytes =
         recruitd::generate::snapshot_bytes(&recruitd::generate::GenerateOptions::new(120, 7));

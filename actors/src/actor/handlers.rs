@@ -134,7 +134,8 @@ impl WorkspaceActor {
         batch: Vec<(crate::writes::WriteOp, WriteReply)>,
         ctx: &mut Context<Self>,
     ) {
-        let mut next = (*self.view.load_full()).clone();
+        let before = self.view.load_full();
+        let mut next = (*before).clone();
         let mut changes = ChangeSet::default();
         let mut accepted = Vec::with_capacity(batch.len());
         for (op, reply) in batch {
@@ -152,6 +153,13 @@ impl WorkspaceActor {
         }
         if accepted.is_empty() {
             return;
+        }
+        changes.derived =
+            crate::changes::derived(&before, &next, crate::changes::written(&changes));
+        drop(before);
+        if changes.moves_position() {
+            // One transaction: the store's position moves by one (`Store::commit`).
+            next.position += 1;
         }
         self.committing = true;
         let batch = Uuid::new_v4();
@@ -433,12 +441,22 @@ impl WorkspaceActor {
                 .map_err(|e| ImportFailed::Nothing(ImportError::Invalid(e)))?;
             // Driven from here too (by this arbiter's runtime): ordering and encoding
             // hundreds of thousands of records is CPU work as well.
-            runtime
+            let mut applied = runtime
                 .block_on(plan.apply(&env, batch))
                 .map_err(|e| match e {
                     ApplyError::NotWritten(e) => ImportFailed::Nothing(ImportError::Store(e)),
                     ApplyError::Unsure(e) => ImportFailed::Unsure(ImportError::Store(e)),
-                })
+                })?;
+            // The import's transactions moved the store's position by as many as the store
+            // cut it into: the next state reflects the position it reads now (nothing else
+            // writes this workspace meanwhile). Unread, the state is reloaded instead.
+            let position = runtime
+                .block_on(env.store.position(current.id()))
+                .map_err(|e| ImportFailed::Unsure(ImportError::Store(e)))?;
+            if let Some(next) = &mut applied.next {
+                next.position = position.seq;
+            }
+            Ok(applied)
         };
         let (done, answer) = oneshot::channel();
         let spawned = std::thread::Builder::new()

@@ -51,6 +51,8 @@ pub struct WorkspaceHandle {
     pub addr: Addr<WorkspaceActor>,
     /// Swapped by the actor after each commit; loaded by readers without locking.
     pub view: Arc<ArcSwap<WorkspaceState>>,
+    /// Told after each publication: long-polling readers of the change feed wait on it.
+    pub published: Arc<tokio::sync::Notify>,
 }
 
 impl WorkspaceHandle {
@@ -58,12 +60,37 @@ impl WorkspaceHandle {
     pub fn state(&self) -> Arc<WorkspaceState> {
         self.view.load_full()
     }
+
+    /// Waits until a state after `position` is published, or `deadline` passes; the
+    /// state then current either way.
+    pub async fn published_after(
+        &self,
+        position: u64,
+        deadline: tokio::time::Instant,
+    ) -> Arc<WorkspaceState> {
+        loop {
+            let notified = self.published.notified();
+            tokio::pin!(notified);
+            // Registered before the state is read: a publication between the read and
+            // the wait still wakes it.
+            notified.as_mut().enable();
+            let state = self.state();
+            if state.position > position {
+                return state;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.state();
+            }
+        }
+    }
 }
 
 pub struct WorkspaceActor {
     id: Uuid,
     /// The published state: readers load it, only this actor stores into it.
     view: Arc<ArcSwap<WorkspaceState>>,
+    /// Told after each publication (see [`WorkspaceHandle::published`]).
+    published: Arc<tokio::sync::Notify>,
     /// Everything the actor reaches beyond its state.
     env: Arc<ActorEnv>,
     queue: VecDeque<Job>,
@@ -100,15 +127,26 @@ impl WorkspaceActor {
     ) -> WorkspaceHandle {
         let id = state.id();
         let view = Arc::new(ArcSwap::from_pointee(state));
-        let actor = WorkspaceActor::new(id, view.clone(), env);
+        let published = Arc::new(tokio::sync::Notify::new());
+        let actor = WorkspaceActor::new(id, view.clone(), published.clone(), env);
         let addr = WorkspaceActor::start_in_arbiter(arbiter, move |_| actor);
-        WorkspaceHandle { addr, view }
+        WorkspaceHandle {
+            addr,
+            view,
+            published,
+        }
     }
 
-    fn new(id: Uuid, view: Arc<ArcSwap<WorkspaceState>>, env: Arc<ActorEnv>) -> Self {
+    fn new(
+        id: Uuid,
+        view: Arc<ArcSwap<WorkspaceState>>,
+        published: Arc<tokio::sync::Notify>,
+        env: Arc<ActorEnv>,
+    ) -> Self {
         WorkspaceActor {
             id,
             view,
+            published,
             env,
             queue: VecDeque::new(),
             committing: false,
@@ -132,6 +170,7 @@ impl WorkspaceActor {
         }
         let next = Arc::new(next);
         self.view.store(next.clone());
+        self.published.notify_waiters();
         self.maybe_rebuild(ctx);
         next
     }

@@ -71,6 +71,20 @@ impl Store for SlowStore {
         }
         self.commit(workspace, changes).await
     }
+    async fn read_changes(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<crate::store::LogRead, StoreError> {
+        self.inner
+            .read_changes(workspace, after, upto, max_parts)
+            .await
+    }
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+        self.inner.prune_changes(workspace, before_ms).await
+    }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         self.inner.committed(workspace, batch).await
     }

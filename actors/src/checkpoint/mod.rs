@@ -422,6 +422,7 @@ pub fn restore(
             .partition(|(kind, _)| matches!(kind, RecordKind::Note | RecordKind::Task));
         let fresh = |sections: &[(RecordKind, Vec<&[u8]>)]| {
             let mut state = WorkspaceState::new(workspace.clone());
+            state.position = position.seq;
             state.begin_bulk();
             for (kind, records) in sections {
                 state.reserve(*kind, records.len());

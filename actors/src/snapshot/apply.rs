@@ -198,6 +198,7 @@ impl ImportPlan {
             deletes: self.changes.deletes.clone(),
             keys: self.changes.keys.clone(),
             batch: Some(batch),
+            derived: std::mem::take(&mut self.changes.derived),
             ..ChangeSet::default()
         })
         .await

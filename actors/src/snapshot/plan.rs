@@ -234,6 +234,18 @@ pub fn plan_import(
         next
     });
 
+    // What the API shows of records the import does not write, but which show something
+    // of records it does (a company's name on its jobs, a user on candidate rows, …).
+    if let (Some(before), Some(after)) = (current, &next) {
+        let written = crate::changes::written(&changes).into_iter().chain(
+            packed
+                .candidates
+                .iter()
+                .map(|c| (RecordKind::Candidate, c.id())),
+        );
+        changes.derived = crate::changes::derived(before, after, written);
+    }
+
     Ok(ImportPlan {
         workspace,
         changes,

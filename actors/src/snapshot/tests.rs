@@ -571,6 +571,24 @@ impl crate::store::Store for CheckingStore {
         self.parts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.commit(ws, changes).await
     }
+    async fn read_changes(
+        &self,
+        workspace: uuid::Uuid,
+        after: (u64, u32),
+        upto: u64,
+        max_parts: usize,
+    ) -> Result<crate::store::LogRead, StoreError> {
+        self.inner
+            .read_changes(workspace, after, upto, max_parts)
+            .await
+    }
+    async fn prune_changes(
+        &self,
+        workspace: uuid::Uuid,
+        before_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner.prune_changes(workspace, before_ms).await
+    }
     async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> Result<bool, StoreError> {
         self.inner.committed(ws, batch).await
     }

@@ -6,7 +6,7 @@
 //! - [`server_config`]: the rustls [`ServerConfig`] of the API. PEM files given by the
 //!   operator (`--tls-cert`/`--tls-key`) are loaded; without them a self-signed pair for
 //!   `localhost` and `127.0.0.1` is created once under `<data-dir>/tls/` and reused.
-//!   TLS 1.2 and 1.3 only, ALPN `h2` and `http/1.1`, rustls defaults otherwise.
+//!   TLS 1.2 and 1.3 only, ALPN `http/1.1` alone, rustls defaults otherwise.
 //!
 //! The generated private key is never readable by other users (mode `0600`, written to a
 //! fresh file so that a pre-existing file's permissions cannot leak into it).
@@ -50,7 +50,8 @@ pub fn self_signed_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
 /// generated if it does not exist yet. Exactly one of the two is an error.
 ///
 /// Errors name the file at fault. The result enables TLS 1.2 and 1.3 only, advertises ALPN
-/// `h2` then `http/1.1`, and otherwise keeps rustls's defaults.
+/// `http/1.1` alone (see the listener's module docs on HTTP/2), and otherwise keeps
+/// rustls's defaults.
 pub fn server_config(
     data_dir: &Path,
     cert: Option<&Path>,
@@ -88,7 +89,7 @@ pub fn server_config(
                 key_path.display()
             )
         })?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![super::listener::ALPN_HTTP_1_1.to_vec()];
     Ok(config)
 }
 
@@ -326,10 +327,7 @@ mod tests {
 
         let data_dir = tempfile::tempdir().unwrap();
         let config = server_config(data_dir.path(), Some(&cert), Some(&key)).unwrap();
-        assert_eq!(
-            config.alpn_protocols,
-            [b"h2".to_vec(), b"http/1.1".to_vec()]
-        );
+        assert_eq!(config.alpn_protocols, [b"http/1.1".to_vec()]);
         assert!(
             !data_dir.path().join("tls").exists(),
             "nothing is generated when files are given"

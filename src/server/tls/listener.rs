@@ -1,21 +1,35 @@
-//! The API listener ([`https_server`]): HTTPS only. Every accepted TCP connection first
-//! passes a small guard that peeks at its first byte: a TLS handshake record (`0x16`)
-//! goes on to the TLS acceptor and the actix-web application; something that looks like
-//! plain HTTP gets a complete `400` JSON answer saying that HTTPS is required and is
-//! closed, never reaching the application; anything else, or silence, is dropped.
+//! The API listener ([`https_server`]): HTTPS only, HTTP/1.1 only.
+//!
+//! Every accepted TCP connection goes through, in order:
+//! 1. the connection caps ([`Connections`]): past the listener's total, or its peer's
+//!    share, it is closed at once, unread;
+//! 2. a guard that peeks at its first byte: a TLS handshake record (`0x16`) goes on;
+//!    something that looks like plain HTTP gets a complete `400` JSON answer saying that
+//!    HTTPS is required and is closed, never reaching the application; anything else, or
+//!    silence, is dropped;
+//! 3. the TLS handshake, bounded in time and, per peer, in number (a peer's further
+//!    handshakes wait for one of its places, so its stalled handshakes never delay
+//!    another peer's);
+//! 4. the HTTP/1.1 layer and the actix-web application, over a stream that fails writes
+//!    stalled by a client that does not read ([`GuardedIo`]).
 //!
 //! No byte received on the API port reaches the application unless it arrived inside a
 //! completed TLS session.
+//!
+//! HTTP/2 is not offered (ALPN names `http/1.1` alone; a client that insists on `h2` is
+//! refused in the handshake). actix-http's HTTP/2 layer bounds neither the header list
+//! it buffers and decodes, nor the streams of a connection, nor the keep-alive of a
+//! connection that answers pings but opens no stream; HTTP/1.1 has none of these
+//! exposures, and every answer of the API is the same over it.
 
-use std::{io, net::SocketAddr, time::Duration};
+use std::{io, net::SocketAddr, sync::Arc, time::Duration};
 
-use actix_http::{error::DispatchError, HttpService, Request, Response, TlsAcceptorConfig};
+use actix_http::{error::DispatchError, HttpServiceBuilder, Request, Response};
 use actix_rt::net::TcpStream;
 use actix_server::{Server, ServerBuilder};
 use actix_service::{
     fn_service, map_config, IntoServiceFactory, ServiceFactory, ServiceFactoryExt,
 };
-use actix_tls::accept::TlsError;
 use actix_web::{
     body::MessageBody,
     dev::{AppConfig, Service},
@@ -23,6 +37,13 @@ use actix_web::{
 };
 use rustls::ServerConfig;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_rustls::{server::TlsStream, TlsAcceptor};
+
+use super::connections::{
+    descriptor_budget, ConnectionCaps, Connections, GuardedIo, DEFAULT_CONNECTIONS_PER_PEER,
+    DEFAULT_HANDSHAKES_PER_PEER,
+};
+use crate::server::metrics::ConnectionMetrics;
 
 /// The message of the refusal sent to plain-HTTP clients. Operators and tests match on
 /// "HTTPS is required"; clients branch on the code `BAD_REQUEST`, never on this text.
@@ -37,12 +58,19 @@ const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 /// it (see [`refuse_plain_http`]); a client that keeps sending past this is simply cut off.
 const REFUSAL_DRAIN_LIMIT: usize = 64 * 1024;
 
+/// Connections past the caps that may be open at once while being closed; only this
+/// many descriptors beyond `max_connections` are ever held by the API listener.
+const REFUSALS_IN_FLIGHT: usize = 64;
+
+/// The one application protocol offered in the TLS handshake (see the module docs).
+pub const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
+
 /// Tuning of the API listener. `Default` gives the values documented on each field.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpsOptions {
     /// Worker threads; `None` means one per available CPU (actix-server's default).
     pub workers: Option<usize>,
-    /// HTTP/1.1 keep-alive and HTTP/2 ping interval for idle connections. Default 5 s.
+    /// How long an idle HTTP/1.1 connection is kept between requests. Default 5 s.
     pub keep_alive: KeepAlive,
     /// Slow-client guard: time allowed for a request head to arrive once the TLS session
     /// is up; an idle or trickling client gets `408` and is closed. Default 5 s.
@@ -52,11 +80,22 @@ pub struct HttpsOptions {
     pub client_disconnect_timeout: Duration,
     /// Time allowed for the TLS handshake. The same bound applies, separately, to the wait
     /// for the first byte before the handshake (so a silent client is dropped) and to the
-    /// answer to a plain-HTTP client. Default 3 s (actix-tls's default).
+    /// answer to a plain-HTTP client. Default 3 s.
     pub tls_handshake_timeout: Duration,
-    /// Connections served at once by each worker; further ones wait in the listen backlog.
-    /// Default 25 000 (actix-server's default).
-    pub max_connections_per_worker: usize,
+    /// Open connections in all; `None` derives it from the descriptor limit
+    /// ([`descriptor_budget`]).
+    pub max_connections: Option<usize>,
+    /// Open connections of one peer address (IPv6: one /64). Default 1,024, and never
+    /// more than half of `max_connections`.
+    pub max_connections_per_peer: usize,
+    /// TLS handshakes one peer may have in progress; its further ones wait for a place
+    /// within `tls_handshake_timeout`. Default 32.
+    pub max_handshakes_per_peer: usize,
+    /// A write to a client that makes no progress for this long (the client reads
+    /// nothing of its answer) closes the connection. Default 10 s.
+    pub write_stall_timeout: Duration,
+    /// Where the listener counts its connections and refusals.
+    pub metrics: ConnectionMetrics,
     /// After [`actix_server::ServerHandle::stop`] with `graceful` (SIGINT or SIGTERM),
     /// in-flight requests get this long to finish before connections are dropped; rounded
     /// up to whole seconds. Default 25 s: shorter than the 30 s that common supervisors
@@ -72,9 +111,25 @@ impl Default for HttpsOptions {
             client_request_timeout: Duration::from_secs(5),
             client_disconnect_timeout: Duration::from_secs(1),
             tls_handshake_timeout: Duration::from_secs(3),
-            max_connections_per_worker: 25_000,
+            max_connections: None,
+            max_connections_per_peer: DEFAULT_CONNECTIONS_PER_PEER,
+            max_handshakes_per_peer: DEFAULT_HANDSHAKES_PER_PEER,
+            write_stall_timeout: Duration::from_secs(10),
+            metrics: ConnectionMetrics::default(),
             shutdown_timeout: Duration::from_secs(25),
         }
+    }
+}
+
+impl HttpsOptions {
+    /// The caps these options give, the total derived from the descriptor limit if unset.
+    pub fn caps(&self) -> ConnectionCaps {
+        ConnectionCaps {
+            total: self.max_connections.unwrap_or_else(descriptor_budget),
+            per_peer: self.max_connections_per_peer,
+            handshakes_per_peer: self.max_handshakes_per_peer,
+        }
+        .clamped()
     }
 }
 
@@ -92,7 +147,7 @@ impl Default for HttpsOptions {
 /// # Errors
 ///
 /// `InvalidInput` if `opts.workers` is `Some(0)` or above 512, or
-/// `opts.max_connections_per_worker` is 0; otherwise any error reading the listener's
+/// `opts.max_connections` is `Some(0)`; otherwise any error reading the listener's
 /// address or making it non-blocking.
 pub fn https_server<F, I, S, B>(
     listener: std::net::TcpListener,
@@ -122,32 +177,43 @@ where
         }
         builder = builder.workers(workers);
     }
-    if opts.max_connections_per_worker == 0 {
+    if opts.max_connections == Some(0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "max_connections_per_worker must be at least 1",
+            "max_connections must be at least 1",
         ));
     }
+    let connections = Connections::new(opts.caps(), opts.metrics.clone());
+    tracing::info!(
+        max_connections = connections.caps().total,
+        max_connections_per_peer = connections.caps().per_peer,
+        max_handshakes_per_peer = connections.caps().handshakes_per_peer,
+        "API connection caps"
+    );
     builder = builder
-        .max_concurrent_connections(opts.max_connections_per_worker)
+        // The caps are the listener's own ([`Connections`]), shared by the workers, and
+        // close what exceeds them at once; actix-server's per-worker limit would instead
+        // stop accepting, leaving every client waiting in the backlog. So that one stays
+        // out of the way: above the total by the connections being refused at a moment.
+        .max_concurrent_connections(connections.caps().total.saturating_add(REFUSALS_IN_FLIGHT))
         .shutdown_timeout(ceil_secs(opts.shutdown_timeout));
     builder = builder.disable_signals();
-    Ok(listen_https(builder, listener, tls, app_factory, &opts)?.run())
+    Ok(listen_https(builder, listener, tls, app_factory, &opts, connections)?.run())
 }
 
 fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// Adds the API service on `listener` to `builder`; the per-connection part of
-/// [`https_server`], mirroring actix-web's `HttpServer::listen_rustls_0_23` with the
-/// plain-HTTP guard placed in front of the TLS acceptor.
+/// Adds the API service on `listener` to `builder`: the per-connection steps of the
+/// module docs in front of actix-http's HTTP/1.1 service.
 fn listen_https<F, I, S, B>(
     builder: ServerBuilder,
     listener: std::net::TcpListener,
     mut tls: ServerConfig,
     app_factory: F,
     opts: &HttpsOptions,
+    connections: Arc<Connections>,
 ) -> io::Result<ServerBuilder>
 where
     F: Fn() -> I + Send + Clone + 'static,
@@ -162,9 +228,8 @@ where
 {
     let addr: SocketAddr = listener.local_addr()?;
     let host = addr.to_string();
-    // actix-http prepends `h2` and `http/1.1` itself and then appends whatever the config
-    // lists; clearing ours avoids advertising each protocol twice.
-    tls.alpn_protocols.clear();
+    tls.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
     let shutdown = builder.graceful_shutdown_signal();
     let opts = opts.clone();
 
@@ -175,10 +240,10 @@ where
             .into_factory()
             .map_err(|err| err.into().error_response());
 
-        let http = HttpService::build()
-            // On graceful shutdown, HTTP/1 connections stop being kept alive and close
-            // after their current response instead of holding workers until the
-            // shutdown timeout (actix-http does not use this signal for HTTP/2).
+        let http = HttpServiceBuilder::<GuardedIo<TlsStream<TcpStream>>, _>::default()
+            // On graceful shutdown, connections stop being kept alive and close after
+            // their current response instead of holding workers until the shutdown
+            // timeout.
             .graceful_shutdown_signal(move || {
                 let shutdown = shutdown.clone();
                 async move { shutdown.notified().await }
@@ -193,22 +258,57 @@ where
             // this value with the crate-private `AppConfig::new`, which this wraps
             // (public but semver-exempt: should it go, the build breaks loudly and
             // `default()` is the fallback).
-            .finish(map_config(app, move |_| {
+            .h1(map_config(app, move |_| {
                 AppConfig::__priv_test_new(true, host.clone(), addr)
-            }))
-            .rustls_0_23_with_config(
-                tls.clone(),
-                TlsAcceptorConfig::default().handshake_timeout(opts.tls_handshake_timeout),
-            );
+            }));
 
-        let first_byte_timeout = opts.tls_handshake_timeout;
-        fn_service(move |stream: TcpStream| async move {
-            admit_tls_only(stream, first_byte_timeout)
-                .await
-                .map_err(TlsError::<io::Error, DispatchError>::Tls)
+        let connections = connections.clone();
+        let acceptor = acceptor.clone();
+        let opts = opts.clone();
+        fn_service(move |stream: TcpStream| {
+            let connections = connections.clone();
+            let acceptor = acceptor.clone();
+            let opts = opts.clone();
+            async move {
+                admit(stream, &connections, &acceptor, &opts)
+                    .await
+                    .map_err(DispatchError::Io)
+            }
         })
         .and_then(http)
     })
+}
+
+/// Steps 1 to 3 of the module docs: the connection as the HTTP layer gets it, with its
+/// peer's address, or the reason it goes no further (the caller drops it).
+async fn admit(
+    stream: TcpStream,
+    connections: &Arc<Connections>,
+    acceptor: &TlsAcceptor,
+    opts: &HttpsOptions,
+) -> io::Result<(GuardedIo<TlsStream<TcpStream>>, Option<SocketAddr>)> {
+    let peer = stream.peer_addr()?;
+    let permit = connections.admit(peer.ip()).map_err(|cap| {
+        tracing::debug!(%peer, cap = cap.as_str(), "connection over a cap; closed");
+        io::Error::other(format!("connection over the {} cap", cap.as_str()))
+    })?;
+    let stream = admit_tls_only(stream, opts.tls_handshake_timeout).await?;
+    let tls = {
+        let _handshake = connections
+            .begin_handshake(&permit, opts.tls_handshake_timeout)
+            .await
+            .map_err(|cap| {
+                tracing::debug!(%peer, cap = cap.as_str(), "no handshake place in time; closed");
+                io::Error::other("too many handshakes from this peer")
+            })?;
+        tokio::time::timeout(opts.tls_handshake_timeout, acceptor.accept(stream))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??
+    };
+    Ok((
+        GuardedIo::new(tls, permit, opts.write_stall_timeout),
+        Some(peer),
+    ))
 }
 
 /// What the first byte of a connection says about the client.
@@ -338,7 +438,11 @@ mod tests {
     use std::fs;
     use std::sync::Arc;
 
-    /// A running API server on 127.0.0.1 with one route, `GET /ok`, counting its calls.
+    /// The size of `GET /big`'s answer: far more than the socket buffers hold.
+    const BIG_BODY: usize = 64 << 20;
+
+    /// A running API server on 127.0.0.1 with one route, `GET /ok`, counting its calls
+    /// (and `GET /big`, `GET /scheme`).
     struct TestServer {
         addr: SocketAddr,
         handle: actix_server::ServerHandle,
@@ -365,6 +469,10 @@ mod tests {
                             hits.fetch_add(1, Ordering::SeqCst);
                             async { HttpResponse::Ok().body("ok") }
                         }),
+                    )
+                    .route(
+                        "/big",
+                        web::get().to(|| async { HttpResponse::Ok().body(vec![b'x'; BIG_BODY]) }),
                     )
                     .route(
                         "/scheme",
@@ -526,28 +634,264 @@ mod tests {
     }
 
     #[actix_rt::test]
-    async fn https_is_served_over_http1_and_http2() {
+    async fn https_is_served_over_http1_only() {
         let server = TestServer::start(test_options()).await;
 
-        // Default ALPN offer (h2, http/1.1): the server picks h2. Through the DNS name SAN.
+        // Default ALPN offer (h2, http/1.1): the server picks HTTP/1.1. Through the DNS
+        // name SAN.
         let addr = server.addr;
-        let h2 = server.client(|b| b.resolve("localhost", addr));
-        let response = h2.get(server.url("localhost")).send().await.unwrap();
-        assert_eq!(response.version(), reqwest::Version::HTTP_2);
-        assert_eq!(response.text().await.unwrap(), "ok");
-
-        // HTTP/1.1 only. Through the IP address SAN.
-        let h1 = server.client(|b| b.http1_only());
-        let response = h1.get(server.url("127.0.0.1")).send().await.unwrap();
+        let client = server.client(|b| b.resolve("localhost", addr));
+        let response = client.get(server.url("localhost")).send().await.unwrap();
         assert_eq!(response.version(), reqwest::Version::HTTP_11);
         assert_eq!(response.text().await.unwrap(), "ok");
 
-        assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+        // A client that will speak HTTP/2 only is refused in the handshake. Through the
+        // IP address SAN.
+        let h2_only = server.client(|b| b.http2_prior_knowledge());
+        let err = h2_only
+            .get(server.url("127.0.0.1"))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_connect(), "{err:?}");
+        let mut alpn_h2 = tls_client_config(&server.cert_pem);
+        alpn_h2.alpn_protocols = vec![b"h2".to_vec()];
+        let refused = tls_connect_with(server.addr, LOCAL, alpn_h2).await;
+        assert!(
+            refused.is_err(),
+            "an h2-only ALPN offer must fail the handshake"
+        );
+        assert_eq!(server.hits.load(Ordering::SeqCst), 1);
 
         // The application knows it is served over TLS (URL generation relies on it).
         let scheme_url = format!("https://127.0.0.1:{}/scheme", server.addr.port());
-        let response = h1.get(scheme_url).send().await.unwrap();
+        let response = client.get(scheme_url).send().await.unwrap();
         assert_eq!(response.text().await.unwrap(), "https");
+        server.stop().await;
+    }
+
+    const LOCAL: [u8; 4] = [127, 0, 0, 1];
+    /// Another peer: all of 127/8 reaches the loopback interface on Linux.
+    const OTHER: [u8; 4] = [127, 0, 0, 2];
+
+    fn tls_client_config(cert_pem: &[u8]) -> rustls::ClientConfig {
+        use rustls::pki_types::{pem::PemObject as _, CertificateDer};
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(cert_pem) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let mut config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
+        config
+    }
+
+    /// A TCP connection to `addr` from the local address `from`.
+    async fn tcp_from(addr: SocketAddr, from: [u8; 4]) -> io::Result<tokio::net::TcpStream> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::from((from, 0)))?;
+        socket.connect(addr).await
+    }
+
+    async fn tls_connect_with(
+        addr: SocketAddr,
+        from: [u8; 4],
+        config: rustls::ClientConfig,
+    ) -> io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+        let tcp = tcp_from(addr, from).await?;
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake took 10 s"))?
+    }
+
+    async fn tls_connect(
+        server: &TestServer,
+        from: [u8; 4],
+    ) -> io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+        tls_connect_with(server.addr, from, tls_client_config(&server.cert_pem)).await
+    }
+
+    /// One `GET /ok` on an established connection, answered `ok`.
+    async fn get_ok(stream: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>) {
+        stream
+            .write_all(b"GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0; 4096];
+        let n = stream.read(&mut buf).await.unwrap();
+        let text = String::from_utf8_lossy(&buf[..n]);
+        assert!(
+            text.starts_with("HTTP/1.1 200") && text.ends_with("ok"),
+            "{text}"
+        );
+    }
+
+    /// Whether the server closes `stream` (EOF or reset) within `within`, reading nothing.
+    async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(within, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            Ok(Ok(n)) => panic!("the server sent {n} bytes"),
+            Err(_) => false,
+        }
+    }
+
+    fn caps_options(total: usize, per_peer: usize, handshakes: usize) -> HttpsOptions {
+        HttpsOptions {
+            max_connections: Some(total),
+            max_connections_per_peer: per_peer,
+            max_handshakes_per_peer: handshakes,
+            // Long enough that no held connection is closed for idling during a test.
+            keep_alive: KeepAlive::Timeout(Duration::from_secs(30)),
+            client_request_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(30),
+            ..test_options()
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_peer_past_its_connection_cap_is_closed_and_others_are_served() {
+        let opts = caps_options(100, 4, 4);
+        let metrics = opts.metrics.clone();
+        let server = TestServer::start(opts).await;
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let mut stream = tls_connect(&server, LOCAL).await.unwrap();
+            get_ok(&mut stream).await;
+            held.push(stream);
+        }
+        assert_eq!(metrics.open.get(), 4);
+
+        // The fifth is closed before anything of it is read: its ClientHello gets no
+        // answer, however long the handshake would be allowed.
+        for _ in 0..3 {
+            let mut fifth = tcp_from(server.addr, LOCAL).await.unwrap();
+            assert!(closed_within(&mut fifth, Duration::from_secs(5)).await);
+            assert!(tls_connect(&server, LOCAL).await.is_err());
+        }
+        // Another peer is served all along, and the held connections still work.
+        let mut other = tls_connect(&server, OTHER).await.unwrap();
+        get_ok(&mut other).await;
+        get_ok(&mut held[0]).await;
+
+        // Once one of them closes, the peer may connect again.
+        drop(held.pop());
+        let mut again = None;
+        for _ in 0..50 {
+            if let Ok(mut stream) = tls_connect(&server, LOCAL).await {
+                get_ok(&mut stream).await;
+                again = Some(stream);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            again.is_some(),
+            "a place freed by a closed connection is reused"
+        );
+        server.stop().await;
+    }
+
+    #[actix_rt::test]
+    async fn the_total_cap_is_shared_by_every_peer() {
+        let server = TestServer::start(caps_options(4, 2, 2)).await;
+        let mut held = Vec::new();
+        for from in [LOCAL, LOCAL, OTHER, OTHER] {
+            held.push(tls_connect(&server, from).await.unwrap());
+        }
+        let mut third_peer = tcp_from(server.addr, [127, 0, 0, 3]).await.unwrap();
+        assert!(closed_within(&mut third_peer, Duration::from_secs(5)).await);
+        drop(held);
+        server.stop().await;
+    }
+
+    #[actix_rt::test]
+    async fn stalled_handshakes_hold_only_their_peers_places() {
+        let opts = HttpsOptions {
+            tls_handshake_timeout: Duration::from_secs(2),
+            ..caps_options(100, 20, 2)
+        };
+        let metrics = opts.metrics.clone();
+        let server = TestServer::start(opts).await;
+        // Handshakes that send the first byte of a ClientHello and stop.
+        let mut stalled = Vec::new();
+        for _ in 0..2 {
+            let mut stream = tcp_from(server.addr, LOCAL).await.unwrap();
+            stream.write_all(&[TLS_HANDSHAKE_RECORD]).await.unwrap();
+            stalled.push(stream);
+        }
+        while metrics.open.get() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The same peer's next handshake waits for one of its places...
+        let same_peer = tokio::spawn({
+            let (addr, config) = (server.addr, tls_client_config(&server.cert_pem));
+            async move { tls_connect_with(addr, LOCAL, config).await }
+        });
+        // ...while another peer's goes through at once, the stalled ones still held.
+        let mut other = tls_connect(&server, OTHER).await.unwrap();
+        get_ok(&mut other).await;
+        for stream in &mut stalled {
+            assert!(!closed_within(stream, Duration::from_millis(10)).await);
+        }
+        assert!(!same_peer.is_finished());
+        // The stalled ones time out, and the waiting one gets its place and is served.
+        for stream in &mut stalled {
+            assert!(closed_within(stream, Duration::from_secs(10)).await);
+        }
+        let mut waited = same_peer.await.unwrap().unwrap();
+        get_ok(&mut waited).await;
+        server.stop().await;
+    }
+
+    #[actix_rt::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_stall_timeout() {
+        let opts = HttpsOptions {
+            write_stall_timeout: Duration::from_millis(500),
+            ..caps_options(100, 20, 20)
+        };
+        let metrics = opts.metrics.clone();
+        let server = TestServer::start(opts).await;
+        // A small receive window, so that the server's writes stall soon.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let tcp = socket.connect(server.addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut stream =
+            tokio_rustls::TlsConnector::from(Arc::new(tls_client_config(&server.cert_pem)))
+                .connect(name, tcp)
+                .await
+                .unwrap();
+        stream
+            .write_all(b"GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(metrics.open.get(), 1);
+        // Reading nothing, the client holds its answer up; the server gives up on it.
+        let mut closed = false;
+        for _ in 0..100 {
+            if metrics.open.get() == 0 {
+                closed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            closed,
+            "the connection of a client that reads nothing is closed"
+        );
+        // What the client reads now ends before the whole answer.
+        let mut received = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received))
+            .await
+            .expect("the stream ends");
+        assert!(received.len() < BIG_BODY, "{} bytes", received.len());
         server.stop().await;
     }
 

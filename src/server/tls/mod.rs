@@ -1,7 +1,9 @@
 //! TLS for the API: certificates and the rustls configuration ([`certs`]), and the
-//! HTTPS-only listener that refuses plain HTTP before the TLS acceptor ([`listener`]).
+//! HTTPS-only listener that refuses plain HTTP before the TLS acceptor ([`listener`]),
+//! and what one client may hold of it ([`connections`]).
 
 pub mod certs;
+pub mod connections;
 pub mod listener;
 
 pub use certs::{install_crypto_provider, self_signed_paths, server_config};

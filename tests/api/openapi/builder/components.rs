@@ -17,6 +17,7 @@ pub(super) fn components() -> Value {
         ("PhoneMatch", phone_match()),
         ("EmailMatch", email_match()),
         ("Counts", counts()),
+        ("Change", change()),
         ("DownloadLink", download_link()),
         ("IdOnly", id_only()),
         ("Deleted", deleted()),
@@ -201,7 +202,7 @@ pub fn error_codes() -> Vec<(u16, &'static str)> {
 }
 
 pub(super) fn error_schema(e: &ErrorDoc) -> Value {
-    json!({
+    let mut schema = json!({
         "type": "object",
         "description": format!("The error envelope with code {} (HTTP {}). Clients branch on `error.code` and HTTP status, never on `message`.", e.code, e.status),
         "required": ["error", "request_id"],
@@ -216,7 +217,15 @@ pub(super) fn error_schema(e: &ErrorDoc) -> Value {
             },
             "request_id": {"type": "string", "minLength": 1, "description": "Unique per request; equal to the `X-Request-Id` header."},
         },
-    })
+    });
+    if e.status == 400 {
+        schema["properties"]["error"]["properties"]["resync_required"] = json!({
+            "type": "boolean",
+            "const": true,
+            "description": "Only on `GET /v1/changes` with a `since` older than the history kept: sync afresh, then follow the feed from the new `changes_since`.",
+        });
+    }
+    schema
 }
 
 pub(super) fn error_response(e: &ErrorDoc) -> Value {

@@ -131,6 +131,7 @@ pub fn document() -> Value {
             {"name": "downloads", "description": "Signed download URLs for attachments."},
             {"name": "search", "description": "Low-latency lookup of a person by phone number or e-mail address."},
             {"name": "counts", "description": "Record counts."},
+            {"name": "changes", "description": "The change feed: every change, deletions included, in commit order."},
             {"name": "writes", "description": "Notes, tasks and allow-listed record fields."},
             {"name": "document", "description": "This document."},
         ],

@@ -149,6 +149,54 @@ pub(super) fn operation(p: &DescribedPath, method: &str) -> Value {
             None,
             responses(vec![("200", ok("`{ data: { <entity>: integer, ... }, request_id }` containing exactly the requested entities.", envelope(sref("Counts"))))], READ_ERRORS),
         ),
+        (http::CHANGES, "GET") => op(
+            "getChanges".into(),
+            "changes",
+            "Follow every change, deletions included",
+            "The changes committed after `since`, in commit order, oldest first: each record at most once per answer, as it stands at the answer's point. \
+An upsert carries exactly what `GET /v1/{entity}/{id}` returns; a tombstone says the record left the visible set (deleted, made private, a removed user, \
+an application whose job row was deleted). Derived changes are included (a company renamed changes its contacts and jobs; a user removed or deactivated, \
+the `owning_recruiter_id` of candidate rows). Start from the `changes_since` of a list's first page after a full sync; pass `next_since` back each time. \
+An empty `data` with `has_more: false` means up to date.",
+            "read",
+            vec![
+                json!({
+                    "name": "since",
+                    "in": "query",
+                    "required": true,
+                    "description": "A token from `next_since` or from a list's `changes_since`, verbatim. Missing, malformed, altered or from another workspace: 400. Older than the history kept: 400 with `error.resync_required: true`.",
+                    "schema": {"type": "string", "minLength": 1},
+                }),
+                json!({
+                    "name": "entities",
+                    "in": "query",
+                    "required": false,
+                    "description": "Comma-separated list of entity names, default all nine; unknown name gives 400.",
+                    "style": "form",
+                    "explode": false,
+                    "schema": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": entity_names()}},
+                }),
+                pref("ListLimit"),
+                json!({
+                    "name": "wait",
+                    "in": "query",
+                    "required": false,
+                    "description": "Whole seconds, 0 to 30 (default 0): when no change is available yet, the answer is held until one commits or `wait` passes.",
+                    "schema": {"type": "integer", "minimum": 0, "maximum": 30, "default": 0},
+                }),
+            ],
+            None,
+            responses(vec![("200", ok("`{ data: [change], next_since, has_more, request_id }`.", json!({
+                "type": "object",
+                "required": ["data", "next_since", "has_more", "request_id"],
+                "properties": {
+                    "data": {"type": "array", "items": sref("Change")},
+                    "next_since": {"type": "string", "description": "Always present: passed back, it returns only changes committed after this answer's point."},
+                    "has_more": {"type": "boolean", "description": "True when more changes are already waiting."},
+                    "request_id": request_id_prop(),
+                },
+            })))], READ_ERRORS),
+        ),
         (http::SEARCH_PHONE, "GET") => op(
             "searchPhone".into(),
             "search",
@@ -308,6 +356,8 @@ that is the only end signal. A page that fills `limit` exactly always carries a 
                         "next_cursor": {"type": ["string", "null"], "description": "Null on the last page; that is the only end signal."},
                         "total_count": {"type": "integer", "minimum": 0, "description": "Present only when no `cursor` is supplied; absent on later pages. \
 It respects `updated_since` (records modified at or after that instant)."},
+                        "changes_since": {"type": "string", "description": "Present only when no `cursor` is supplied: a `GET /v1/changes` token taken no later than the page's read. \
+Page the list to its end, then follow the feed from it: whatever was written meanwhile is seen (some records perhaps twice)."},
                         "request_id": request_id_prop(),
                     },
                 })))], READ_ERRORS),

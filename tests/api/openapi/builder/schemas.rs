@@ -460,6 +460,25 @@ pub(super) fn counts() -> Value {
     })
 }
 
+pub(super) fn change() -> Value {
+    let record_of_any: Vec<Value> = Entity::ALL
+        .iter()
+        .map(|e| sref(super::operations::schema_name(*e)))
+        .collect();
+    json!({
+        "type": "object",
+        "description": "One changed record: an upsert with the record as `GET /v1/{entity}/{id}` returns it, or a tombstone.",
+        "required": ["entity", "id", "op"],
+        "properties": {
+            "entity": {"type": "string", "enum": entity_names()},
+            "id": {"type": "string"},
+            "op": {"type": "string", "enum": ["upsert", "delete"], "x-extensible-enum": true},
+            "record": {"oneOf": record_of_any, "description": "With `op: upsert` only."},
+            "deleted_at": {"type": "string", "format": "date-time", "description": "With `op: delete` only: when the change that removed it committed."},
+        },
+    })
+}
+
 pub(super) fn download_link() -> Value {
     object(vec![
         (

@@ -1,0 +1,763 @@
+//! The change log behind `GET /v1/changes`: which records each commit changed.
+//!
+//! Every store transaction that moves a workspace's commit position writes, in that
+//! transaction, the records it changed as log parts: `(position, part)` rows of at most
+//! [`ENTRIES_PER_PART`] entries each, an entry naming one record of one entity. The
+//! position is the workspace's commit counter, bumped in the same transaction, so the
+//! log is gap-free and in commit order per workspace, across restarts (and across nodes
+//! sharing the store). A reader that has applied up to a position fetches the parts
+//! after it with one indexed range read.
+//!
+//! An entry says only *that* a record changed, not how: the feed shows each record as
+//! it stands at the answer's point, an upsert when the API shows it then and a tombstone
+//! when it does not (deleted, private, removed user, application of a deleted job). So a
+//! log that names a record more often than needed costs a duplicate, never a wrong
+//! answer; one that misses a record would. Hence the entries are made where nothing can
+//! be missed:
+//! - the store writes the direct ones itself, from the very upserts and deletes of each
+//!   transaction ([`encode_parts`]): a candidate row names its candidate and, on a job,
+//!   its application; a deleted one both;
+//! - the actors add the derived ones ([`derived`]): records whose API representation
+//!   changed because another record did (a company's name on its contacts and jobs, a
+//!   user's activity on the `owning_recruiter_id` of candidate rows, a stage on the rows
+//!   at it, a job on its applications, a contact's company on its notes, a candidate
+//!   row's stamps on its CVs).
+
+use crate::entities;
+use crate::model::{Entity, Record, RecordKind};
+use crate::query::CursorKey;
+use crate::state::WorkspaceState;
+use crate::store::{Store, StoreError};
+use crate::time::Stamp;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use std::collections::HashSet;
+use uuid::Uuid;
+
+/// Entries per log part: a part is one row of the store's log, read whole.
+pub const ENTRIES_PER_PART: usize = 4096;
+
+/// The id of a logged record: a UUID, or (attachments) text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LoggedId {
+    Uuid(Uuid),
+    Text(Box<str>),
+}
+
+impl LoggedId {
+    pub fn parse(raw: &str) -> LoggedId {
+        match Uuid::try_parse(raw) {
+            // Only the canonical form travels as 16 bytes: it renders back the same.
+            Ok(u) if raw.len() == 36 && u.hyphenated().to_string() == raw => LoggedId::Uuid(u),
+            _ => LoggedId::Text(raw.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for LoggedId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoggedId::Uuid(u) => write!(f, "{}", u.hyphenated()),
+            LoggedId::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// One change: a record of an entity that changed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Change {
+    pub entity: Entity,
+    pub id: LoggedId,
+}
+
+/// Entries as a log part holds them: per entry a tag byte (the entity's index, plus
+/// 0x80 for a UUID) and the id (16 bytes, or a 2-byte length and the text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncodedEntries {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+const UUID_TAG: u8 = 0x80;
+
+fn entity_index(entity: Entity) -> u8 {
+    Entity::ALL
+        .iter()
+        .position(|e| *e == entity)
+        .expect("every entity is in ALL") as u8
+}
+
+impl EncodedEntries {
+    pub fn push(&mut self, entity: Entity, id: &LoggedId) {
+        let tag = entity_index(entity);
+        match id {
+            LoggedId::Uuid(u) => {
+                self.bytes.push(tag | UUID_TAG);
+                self.bytes.extend_from_slice(u.as_bytes());
+            }
+            LoggedId::Text(t) => {
+                // Attachment ids are short; a longer one is cut at the length field's
+                // limit rather than corrupting the part (it then names no record, and
+                // the import would have refused such an id long before).
+                let t = &t.as_bytes()[..t.len().min(u16::MAX as usize)];
+                self.bytes.push(tag);
+                self.bytes
+                    .extend_from_slice(&(t.len() as u16).to_le_bytes());
+                self.bytes.extend_from_slice(t);
+            }
+        }
+        self.count += 1;
+    }
+
+    pub fn push_raw(&mut self, entity: Entity, id: &str) {
+        self.push(entity, &LoggedId::parse(id))
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// The entries of a part as stored. Bytes that do not decode end the iteration: the
+/// store wrote them, so that is corruption, reported by [`decode`]'s caller.
+pub fn decode(bytes: &[u8]) -> Result<Vec<Change>, String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let tag = bytes[at];
+        at += 1;
+        let entity = *Entity::ALL
+            .get((tag & !UUID_TAG) as usize)
+            .ok_or_else(|| format!("a change log entry names entity {}", tag & !UUID_TAG))?;
+        let id = if tag & UUID_TAG != 0 {
+            let raw: [u8; 16] = bytes
+                .get(at..at + 16)
+                .and_then(|b| b.try_into().ok())
+                .ok_or("a change log entry is cut short")?;
+            at += 16;
+            LoggedId::Uuid(Uuid::from_bytes(raw))
+        } else {
+            let len = bytes
+                .get(at..at + 2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+                .ok_or("a change log entry is cut short")?;
+            at += 2;
+            let text = bytes
+                .get(at..at + len)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .ok_or("a change log entry's id is cut short or not UTF-8")?;
+            at += len;
+            LoggedId::Text(text.into())
+        };
+        out.push(Change { entity, id });
+    }
+    Ok(out)
+}
+
+/// The direct entries of one transaction's upserts and deletes, then `extra` (the
+/// derived ones), in parts of at most [`ENTRIES_PER_PART`].
+pub fn encode_parts<'a>(
+    upserts: impl IntoIterator<Item = &'a Record>,
+    deletes: impl IntoIterator<Item = (RecordKind, &'a str)>,
+    extra: &[Change],
+) -> Vec<EncodedEntries> {
+    let mut parts = vec![EncodedEntries::default()];
+    let mut push = |entity: Entity, id: LoggedId| {
+        if parts.last().is_some_and(|p| p.len() >= ENTRIES_PER_PART) {
+            parts.push(EncodedEntries::default());
+        }
+        parts.last_mut().expect("never empty").push(entity, &id);
+    };
+    for r in upserts {
+        let id = match r.uuid() {
+            Some(u) => LoggedId::Uuid(u),
+            None => match r {
+                Record::Attachment(a) => LoggedId::parse(&a.id),
+                _ => continue,
+            },
+        };
+        match r {
+            Record::Candidate(c) => {
+                push(Entity::Candidates, id.clone());
+                if c.job_id.is_some() {
+                    push(Entity::Applications, id);
+                }
+            }
+            other => {
+                if let Some(entity) = crate::entities::entity_of(other.kind()) {
+                    push(entity, id);
+                }
+            }
+        }
+    }
+    for (kind, raw) in deletes {
+        let id = LoggedId::parse(raw);
+        match kind {
+            // Whether it was an application is not known here: a tombstone for an id
+            // that was not one tells a client nothing it keeps.
+            RecordKind::Candidate => {
+                push(Entity::Candidates, id.clone());
+                push(Entity::Applications, id);
+            }
+            other => {
+                if let Some(entity) = crate::entities::entity_of(other) {
+                    push(entity, id);
+                }
+            }
+        }
+    }
+    for c in extra {
+        push(c.entity, c.id.clone());
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// The records whose API representation a commit changed without writing them: those
+/// that show something of a record the commit wrote (`written`: kind and id of each
+/// record upserted or deleted, with the state before and after the commit).
+///
+/// Companies, contacts, jobs, users and stages are few and changed rarely, so their
+/// dependents are found by scanning; a candidate row's CVs through `cv_by_row`, and only
+/// when the row existed before and its stamps moved (the CVs show them).
+pub fn derived(
+    before: &WorkspaceState,
+    after: &WorkspaceState,
+    written: impl IntoIterator<Item = (RecordKind, Uuid)>,
+) -> Vec<Change> {
+    let mut companies = HashSet::new();
+    let mut contacts = HashSet::new();
+    let mut jobs = HashSet::new();
+    let mut users = HashSet::new();
+    let mut stages = HashSet::new();
+    let mut rows = Vec::new();
+    for (kind, u) in written {
+        match kind {
+            RecordKind::Company => {
+                companies.insert(u);
+            }
+            RecordKind::Contact => {
+                contacts.insert(u);
+            }
+            RecordKind::Job => {
+                jobs.insert(u);
+            }
+            RecordKind::User => {
+                users.insert(u);
+            }
+            RecordKind::Stage => {
+                stages.insert(u);
+            }
+            RecordKind::Candidate => {
+                let stamps = |ws: &WorkspaceState| {
+                    ws.candidates
+                        .get(&u)
+                        .map(|r| (r.created_at(), r.updated_at()))
+                };
+                if let Some(was) = stamps(before) {
+                    if stamps(after) != Some(was) {
+                        rows.push(u);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Dependents are looked for among the records as they are after the commit, and
+    // kept only when the commit left them alone (the same record, not a copy, in both
+    // states): a record written, created or deleted is in the log already.
+    let mut out: Vec<Change> = Vec::new();
+    let mut add = |entity: Entity, id: LoggedId| out.push(Change { entity, id });
+    fn kept<T: ?Sized>(a: Option<&std::sync::Arc<T>>, b: &std::sync::Arc<T>) -> bool {
+        a.is_some_and(|a| std::sync::Arc::ptr_eq(a, b))
+    }
+    if !companies.is_empty() {
+        for (id, job) in after.jobs.iter() {
+            if job.company_id.is_some_and(|c| companies.contains(&c))
+                && kept(before.jobs.get(id), job)
+            {
+                add(Entity::Jobs, LoggedId::Uuid(*id));
+            }
+        }
+        for (id, contact) in after.contacts.iter() {
+            if companies.contains(&contact.raw.company_id) && kept(before.contacts.get(id), contact)
+            {
+                add(Entity::Contacts, LoggedId::Uuid(*id));
+            }
+        }
+    }
+    if !contacts.is_empty() {
+        for (id, note) in after.notes.iter() {
+            if contacts.contains(&note.parent_id()) && kept(before.notes.get(id), note) {
+                add(Entity::Notes, LoggedId::Uuid(*id));
+            }
+        }
+    }
+    if !jobs.is_empty() || !users.is_empty() || !stages.is_empty() {
+        for (id, row) in after.candidates.iter() {
+            let on_job = row.job_id();
+            // The recruiter of the row's job before or after: either may be the one the
+            // row showed, or shows now.
+            let recruiter = |ws: &WorkspaceState| {
+                on_job
+                    .and_then(|j| ws.jobs.get(&j))
+                    .and_then(|j| j.assigned_recruiter_id)
+            };
+            let touched = on_job.is_some_and(|j| jobs.contains(&j))
+                || row.owner_id().is_some_and(|o| users.contains(&o))
+                || recruiter(before).is_some_and(|r| users.contains(&r))
+                || recruiter(after).is_some_and(|r| users.contains(&r))
+                || row.stage_id().is_some_and(|s| stages.contains(&s));
+            if touched && kept(before.candidates.get(id), row) {
+                add(Entity::Candidates, LoggedId::Uuid(*id));
+                if on_job.is_some() {
+                    add(Entity::Applications, LoggedId::Uuid(*id));
+                }
+            }
+        }
+    }
+    for row in &rows {
+        for at in after.cv_by_row.of(*row) {
+            if let Some((cv, rec)) = after.attachments.at_row(at) {
+                if kept(before.attachments.get(cv), rec) {
+                    add(Entity::Attachments, LoggedId::parse(cv));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The kinds and ids of a change set's writes that [`derived`] looks at.
+pub fn written(changes: &crate::store::ChangeSet) -> Vec<(RecordKind, Uuid)> {
+    changes
+        .upserts
+        .iter()
+        .filter_map(|r| Some((r.kind(), r.uuid()?)))
+        .chain(
+            changes
+                .deletes
+                .iter()
+                .filter_map(|(k, id)| Some((*k, Uuid::try_parse(id).ok()?))),
+        )
+        .collect()
+}
+
+/// A point in a workspace's change log, as a feed token carries it: after `index`
+/// entries of part `part` at commit position `position` ([`WHOLE_PART`]: after all of
+/// that part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeedPoint {
+    pub position: u64,
+    pub part: u32,
+    pub index: u32,
+}
+
+/// `FeedPoint::index` of a part read to its end.
+pub const WHOLE_PART: u32 = u32::MAX;
+
+impl FeedPoint {
+    /// After everything up to `position` included: where a state at `position` stands.
+    pub fn at(position: u64) -> FeedPoint {
+        FeedPoint {
+            position,
+            part: u32::MAX,
+            index: WHOLE_PART,
+        }
+    }
+
+    /// The exclusive lower bound of the parts still to read from here: this part when
+    /// some of its entries remain, else the ones after it.
+    fn read_after(self) -> (u64, u32) {
+        if self.index == WHOLE_PART {
+            (self.position, self.part)
+        } else if self.part > 0 {
+            (self.position, self.part - 1)
+        } else {
+            (self.position.saturating_sub(1), u32::MAX)
+        }
+    }
+}
+
+const TOKEN_DOMAIN: &[u8] = b"recruitd-changes-v1";
+const TOKEN_VERSION: u8 = 1;
+
+/// Why a `since` token is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenError {
+    /// Not a token this server issued, or altered.
+    Invalid,
+    /// Issued for another workspace.
+    OtherWorkspace,
+}
+
+/// The opaque, signed form of a point of `workspace`'s log.
+pub fn encode_token(key: &CursorKey, workspace: Uuid, point: FeedPoint) -> String {
+    let mut p = Vec::with_capacity(16 + 1 + 16 + 8 + 4 + 4);
+    p.push(TOKEN_VERSION);
+    p.extend_from_slice(workspace.as_bytes());
+    p.extend_from_slice(&point.position.to_be_bytes());
+    p.extend_from_slice(&point.part.to_be_bytes());
+    p.extend_from_slice(&point.index.to_be_bytes());
+    let mac = key.sign(TOKEN_DOMAIN, &p);
+    p.extend_from_slice(&mac);
+    URL_SAFE_NO_PAD.encode(p)
+}
+
+/// The point a token names, checked: signed by `key`, for `workspace`.
+pub fn decode_token(key: &CursorKey, workspace: Uuid, raw: &str) -> Result<FeedPoint, TokenError> {
+    use subtle::ConstantTimeEq;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(raw.as_bytes())
+        .map_err(|_| TokenError::Invalid)?;
+    if bytes.len() != 1 + 16 + 8 + 4 + 4 + 16 {
+        return Err(TokenError::Invalid);
+    }
+    let (payload, mac) = bytes.split_at(bytes.len() - 16);
+    if !bool::from(key.sign(TOKEN_DOMAIN, payload).ct_eq(mac)) || payload[0] != TOKEN_VERSION {
+        return Err(TokenError::Invalid);
+    }
+    let ws = Uuid::from_slice(&payload[1..17]).map_err(|_| TokenError::Invalid)?;
+    if ws != workspace {
+        return Err(TokenError::OtherWorkspace);
+    }
+    let num = |at: usize, n: usize| {
+        payload[at..at + n]
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+    };
+    Ok(FeedPoint {
+        position: num(17, 8),
+        part: num(25, 4) as u32,
+        index: num(29, 4) as u32,
+    })
+}
+
+/// One answer of the feed: the `data` array's JSON, the point after it, and whether
+/// more is already waiting.
+#[derive(Debug)]
+pub struct FeedPage {
+    pub data: Vec<u8>,
+    pub changes: usize,
+    pub next: FeedPoint,
+    pub has_more: bool,
+}
+
+/// Why the feed cannot answer.
+#[derive(Debug)]
+pub enum FeedError {
+    /// The point is older than the kept log: the client must sync afresh.
+    Pruned,
+    /// The point lies beyond this state (a token of a store that was replaced).
+    Ahead,
+    Store(StoreError),
+}
+
+/// Parts read per store round trip.
+const PARTS_PER_READ: usize = 8;
+
+/// The changes after `since` as `ws` shows them, at most `limit` records, each once,
+/// in commit order (of the first of its changes in the answer): an upsert with the
+/// record as `GET /v1/{entity}/{id}` gives it when the state shows it, a tombstone
+/// otherwise. Only the log up to the state's own position is read, so the answer is
+/// exactly the state's.
+pub async fn feed_page(
+    store: &dyn Store,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    entities: &[Entity],
+    limit: usize,
+) -> Result<FeedPage, FeedError> {
+    if since.position > ws.position {
+        return Err(FeedError::Ahead);
+    }
+    let mut data = Vec::with_capacity(256 + limit * 1024);
+    data.push(b'[');
+    let mut seen: HashSet<Change> = HashSet::new();
+    let mut changes = 0;
+    let mut after = since.read_after();
+    let mut skip = (since.index != WHOLE_PART).then_some((since.position, since.part, since.index));
+    let mut next = since;
+    loop {
+        let read = store
+            .read_changes(ws.id(), after, ws.position, PARTS_PER_READ)
+            .await
+            .map_err(FeedError::Store)?;
+        if read.pruned_through > since.position {
+            return Err(FeedError::Pruned);
+        }
+        let exhausted = read.parts.len() < PARTS_PER_READ;
+        for (n, part) in read.parts.iter().enumerate() {
+            let entries = decode(&part.entries).map_err(|e| {
+                FeedError::Store(StoreError::Corrupt(format!(
+                    "change log part {}/{}: {e}",
+                    part.position, part.part
+                )))
+            })?;
+            let first = match skip.take() {
+                Some((p, q, i)) if (p, q) == (part.position, part.part) => i as usize,
+                _ => 0,
+            };
+            for (i, change) in entries.iter().enumerate().skip(first) {
+                if changes == limit {
+                    // Full: what remains of this part, or any part after it, waits.
+                    let more = i < entries.len()
+                        || n + 1 < read.parts.len()
+                        || !exhausted
+                        || !store
+                            .read_changes(ws.id(), (part.position, part.part), ws.position, 1)
+                            .await
+                            .map_err(FeedError::Store)?
+                            .parts
+                            .is_empty();
+                    data.push(b']');
+                    return Ok(FeedPage {
+                        data,
+                        changes,
+                        next,
+                        has_more: more,
+                    });
+                }
+                next = FeedPoint {
+                    position: part.position,
+                    part: part.part,
+                    index: if i + 1 == entries.len() {
+                        WHOLE_PART
+                    } else {
+                        (i + 1) as u32
+                    },
+                };
+                if !entities.contains(&change.entity) || !seen.insert(change.clone()) {
+                    continue;
+                }
+                if changes > 0 {
+                    data.push(b',');
+                }
+                write_change(ws, change, part.committed_at_ms, &mut data)
+                    .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
+                changes += 1;
+            }
+            next = FeedPoint {
+                position: part.position,
+                part: part.part,
+                index: WHOLE_PART,
+            };
+            after = (part.position, part.part);
+        }
+        if exhausted {
+            break;
+        }
+    }
+    data.push(b']');
+    // Read to the state's position: the next answer starts after all of it.
+    Ok(FeedPage {
+        data,
+        changes,
+        next: FeedPoint::at(ws.position),
+        has_more: false,
+    })
+}
+
+/// One change as the feed shows it (see [`feed_page`]).
+fn write_change(
+    ws: &WorkspaceState,
+    change: &Change,
+    committed_at_ms: i64,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    let id = change.id.to_string();
+    out.extend_from_slice(b"{\"entity\":\"");
+    out.extend_from_slice(change.entity.name().as_bytes());
+    out.extend_from_slice(b"\",\"id\":");
+    serde_json::to_writer(&mut *out, &id)?;
+    let at = out.len();
+    out.extend_from_slice(b",\"op\":\"upsert\",\"record\":");
+    if entities::write_visible(ws, change.entity, &id, out)? {
+        out.push(b'}');
+    } else {
+        out.truncate(at);
+        out.extend_from_slice(b",\"op\":\"delete\",\"deleted_at\":\"");
+        out.extend_from_slice(Stamp::from_millis(committed_at_ms).to_string().as_bytes());
+        out.extend_from_slice(b"\"}");
+    }
+    Ok(())
+}
+
+/// `--changes-retention-days`' default: the history a client may fall behind by.
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+
+/// How often retention prunes each workspace's log.
+pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Prunes every workspace's change log of parts older than `retention`, now and then
+/// every [`PRUNE_EVERY`], for as long as the process runs. A failed prune is logged and
+/// tried again next time; it never holds a commit (stores delete in small
+/// transactions).
+pub async fn prune_forever(
+    store: std::sync::Arc<dyn Store>,
+    registry: std::sync::Arc<crate::registry::Registry>,
+    retention: std::time::Duration,
+) {
+    let mut every = tokio::time::interval(PRUNE_EVERY);
+    loop {
+        every.tick().await;
+        let cutoff = crate::store::now_ms() - retention.as_millis() as i64;
+        for (workspace, _) in registry.slots() {
+            match store.prune_changes(workspace, cutoff).await {
+                Ok(through) => {
+                    tracing::debug!(%workspace, pruned_through = through, "change log pruned")
+                }
+                Err(e) => tracing::warn!(%workspace, error = %e, "pruning the change log failed"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip() {
+        let mut e = EncodedEntries::default();
+        let u = Uuid::new_v4();
+        e.push(Entity::Notes, &LoggedId::Uuid(u));
+        e.push_raw(Entity::Attachments, "att_1");
+        e.push_raw(Entity::Users, &u.to_string());
+        // A UUID not in canonical form stays text, so it renders back as written.
+        e.push_raw(Entity::Jobs, &u.simple().to_string());
+        assert_eq!(e.len(), 4);
+        let back = decode(e.as_bytes()).unwrap();
+        assert_eq!(
+            back,
+            vec![
+                Change {
+                    entity: Entity::Notes,
+                    id: LoggedId::Uuid(u)
+                },
+                Change {
+                    entity: Entity::Attachments,
+                    id: LoggedId::Text("att_1".into())
+                },
+                Change {
+                    entity: Entity::Users,
+                    id: LoggedId::Uuid(u)
+                },
+                Change {
+                    entity: Entity::Jobs,
+                    id: LoggedId::Text(u.simple().to_string().into())
+                },
+            ]
+        );
+        assert_eq!(back[2].id.to_string(), u.to_string());
+        assert!(decode(&e.as_bytes()[..5]).is_err());
+        assert!(decode(&[0x7f]).is_err());
+    }
+
+    #[test]
+    fn tokens_are_signed_and_name_their_workspace() {
+        let key = CursorKey::new([7; 32]);
+        let ws = Uuid::new_v4();
+        let point = FeedPoint {
+            position: 42,
+            part: 3,
+            index: 17,
+        };
+        let token = encode_token(&key, ws, point);
+        assert_eq!(decode_token(&key, ws, &token), Ok(point));
+        assert_eq!(
+            decode_token(&key, Uuid::new_v4(), &token),
+            Err(TokenError::OtherWorkspace)
+        );
+        assert_eq!(
+            decode_token(&CursorKey::new([8; 32]), ws, &token),
+            Err(TokenError::Invalid)
+        );
+        let mut bytes = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        bytes[20] ^= 1;
+        let altered = URL_SAFE_NO_PAD.encode(&bytes);
+        assert_eq!(decode_token(&key, ws, &altered), Err(TokenError::Invalid));
+        assert_eq!(decode_token(&key, ws, "x"), Err(TokenError::Invalid));
+        // A list cursor signed with the same key is not a feed token.
+        let cursor = crate::query::Cursor {
+            entity: Entity::Notes,
+            since: None,
+            last_stamp: Stamp::from_millis(0),
+            last_id: crate::query::CursorId::Uuid(ws),
+        }
+        .encode(&key);
+        assert_eq!(decode_token(&key, ws, &cursor), Err(TokenError::Invalid));
+    }
+
+    fn state_at(position: u64) -> WorkspaceState {
+        let mut ws = WorkspaceState::new(crate::model::Workspace {
+            id: Uuid::new_v4(),
+            name: None,
+            default_region: None,
+        });
+        ws.position = position;
+        ws
+    }
+
+    #[tokio::test]
+    async fn a_point_behind_the_pruned_log_or_ahead_of_the_state_is_refused() {
+        let store = crate::store::MemoryStore::new();
+        let ws = state_at(0);
+        let id = ws.id();
+        for _ in 0..3 {
+            let changes = crate::store::ChangeSet {
+                deletes: vec![(RecordKind::Task, Uuid::new_v4().to_string())],
+                ..Default::default()
+            };
+            store.commit(id, &changes).await.unwrap();
+        }
+        let mut ws = ws;
+        ws.position = 3;
+        let page = feed_page(&*store, &ws, FeedPoint::at(0), &Entity::ALL, 100)
+            .await
+            .unwrap();
+        // Tasks the state does not hold: shown as tombstones, each once.
+        assert_eq!(page.changes, 3);
+        assert_eq!(page.next, FeedPoint::at(3));
+        assert!(!page.has_more);
+        let two = feed_page(&*store, &ws, FeedPoint::at(0), &Entity::ALL, 2)
+            .await
+            .unwrap();
+        assert_eq!(two.changes, 2);
+        assert!(two.has_more);
+        let rest = feed_page(&*store, &ws, two.next, &Entity::ALL, 2)
+            .await
+            .unwrap();
+        assert_eq!(rest.changes, 1);
+        assert!(!rest.has_more);
+        assert!(matches!(
+            feed_page(&*store, &ws, FeedPoint::at(4), &Entity::ALL, 10).await,
+            Err(FeedError::Ahead)
+        ));
+        store
+            .prune_changes(id, crate::store::now_ms() + 1)
+            .await
+            .unwrap();
+        assert!(matches!(
+            feed_page(&*store, &ws, FeedPoint::at(2), &Entity::ALL, 10).await,
+            Err(FeedError::Pruned)
+        ));
+        // At the pruned point itself nothing is missing.
+        let page = feed_page(&*store, &ws, FeedPoint::at(3), &Entity::ALL, 10)
+            .await
+            .unwrap();
+        assert_eq!(page.changes, 0);
+    }
+}

@@ -1,0 +1,474 @@
+//! The change feed: `GET /v1/changes`, `changes_since` on first list pages, tokens,
+//! long-poll; a client that syncs in full and then follows the feed ends with exactly
+//! what a fresh full sync gives, deletions and derived changes included.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const TASK: &str = "9b9318fa-d687-5079-970e-cb43c3d145bb";
+const PUBLIC_NOTE: &str = "f24845c5-af3b-5f5c-8fe0-e0ed4e993ef7";
+const RAJ: &str = "0986a580-8fc6-5461-afb0-b69c0a512919";
+const LEO_JOB_ROW: &str = "b509f583-def1-5a25-9cb1-a1532b926c94";
+
+async fn app(b: Backend) -> TestApp {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    app
+}
+
+async fn send(app: &TestApp, method: Method, path: &str, body: &Value) -> (u16, Value) {
+    let res = app
+        .req(method, path, Some(WRITE_KEY))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(res).await;
+    (s.as_u16(), v)
+}
+
+/// What a client keeps: entity → id → record.
+type Mirror = BTreeMap<String, BTreeMap<String, Value>>;
+
+/// A full sync of every entity, and the `changes_since` of the first page read.
+async fn full_sync(app: &TestApp) -> (Mirror, String) {
+    let mut mirror = Mirror::new();
+    let mut token = None;
+    for entity in ENTITIES {
+        let mut records = BTreeMap::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                None => format!("/v1/{entity}?limit=2"),
+                Some(c) => format!("/v1/{entity}?limit=2&cursor={c}"),
+            };
+            let (s, page) = app.get(&path, READ_KEY).await;
+            assert_eq!(s, 200, "{page}");
+            if cursor.is_none() {
+                let since = page["changes_since"]
+                    .as_str()
+                    .expect("changes_since on a first page");
+                token.get_or_insert_with(|| since.to_string());
+            } else {
+                assert!(
+                    page.get("changes_since").is_none(),
+                    "only first pages carry it"
+                );
+            }
+            for r in page["data"].as_array().unwrap() {
+                records.insert(r["id"].as_str().unwrap().to_string(), r.clone());
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        mirror.insert(entity.to_string(), records);
+    }
+    (mirror, token.unwrap())
+}
+
+/// Follows the feed from `since` until it is up to date, applying every change to
+/// `mirror`; returns the last `next_since` and how many changes came.
+async fn follow(
+    app: &TestApp,
+    mirror: &mut Mirror,
+    mut since: String,
+    limit: usize,
+) -> (String, usize) {
+    let mut seen = 0;
+    for _ in 0..1000 {
+        let (s, page) = app
+            .get(
+                &format!("/v1/changes?since={since}&limit={limit}"),
+                READ_KEY,
+            )
+            .await;
+        assert_eq!(s, 200, "{page}");
+        let data = page["data"].as_array().unwrap();
+        assert!(data.len() <= limit);
+        let mut ids = std::collections::HashSet::new();
+        for c in data {
+            let entity = c["entity"].as_str().unwrap().to_string();
+            let id = c["id"].as_str().unwrap().to_string();
+            assert!(
+                ids.insert((entity.clone(), id.clone())),
+                "each record once per answer: {c}"
+            );
+            match c["op"].as_str().unwrap() {
+                "upsert" => {
+                    assert_eq!(c["record"]["id"], c["id"], "{c}");
+                    mirror
+                        .entry(entity)
+                        .or_default()
+                        .insert(id, c["record"].clone());
+                }
+                "delete" => {
+                    assert!(c["deleted_at"].as_str().unwrap().ends_with('Z'), "{c}");
+                    assert!(c.get("record").is_none(), "{c}");
+                    mirror.entry(entity).or_default().remove(&id);
+                }
+                other => panic!("op {other}"),
+            }
+        }
+        seen += data.len();
+        since = page["next_since"].as_str().unwrap().to_string();
+        if data.is_empty() && page["has_more"] == false {
+            return (since, seen);
+        }
+    }
+    panic!("the feed never ran dry");
+}
+
+/// The changes after `since`, in one answer.
+async fn changes_after(app: &TestApp, since: &str) -> Vec<Value> {
+    let (s, page) = app
+        .get(&format!("/v1/changes?since={since}&limit=500"), READ_KEY)
+        .await;
+    assert_eq!(s, 200, "{page}");
+    assert_eq!(page["has_more"], false);
+    page["data"].as_array().unwrap().clone()
+}
+
+/// Renames the company FABRIKAM through the API (a key with `records:write`).
+async fn rename_fabrikam(app: &TestApp, name: &str) {
+    let key = app.key_with_scopes(&["records:write"]).await;
+    let res = app
+        .req(
+            Method::PATCH,
+            &format!("/v1/companies/{FABRIKAM}"),
+            Some(&key),
+        )
+        .json(&json!({ "name": name }))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_eq!(s, 200, "{body}");
+}
+
+fn find<'a>(changes: &'a [Value], entity: &str, id: &str) -> Option<&'a Value> {
+    changes
+        .iter()
+        .find(|c| c["entity"] == entity && c["id"] == id)
+}
+
+async fn writes_deletions_and_derived_changes_reach_the_feed(b: Backend) {
+    let app = app(b).await;
+    let (_, since) = full_sync(&app).await;
+    assert!(
+        changes_after(&app, &since).await.is_empty(),
+        "nothing happened yet"
+    );
+
+    let (s, created) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "<p>new</p>"}),
+    )
+    .await;
+    assert_eq!(s, 201, "{created}");
+    let new_note = created["data"]["id"].as_str().unwrap().to_string();
+    let (s, _) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/tasks/{TASK}"),
+        &json!({"title": "Renamed task"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/notes/{PUBLIC_NOTE}"),
+        &json!({"is_private": true}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = send(
+        &app,
+        Method::DELETE,
+        &format!("/v1/notes/{new_note}"),
+        &json!({}),
+    )
+    .await;
+    assert!(s == 200 || s == 204, "{s}");
+    rename_fabrikam(&app, "Fabrikam Renamed").await;
+
+    let changes = changes_after(&app, &since).await;
+    // A record created and deleted since: its latest state, a tombstone.
+    assert_eq!(find(&changes, "notes", &new_note).unwrap()["op"], "delete");
+    // Made private: a tombstone, never the private record.
+    assert_eq!(
+        find(&changes, "notes", PUBLIC_NOTE).unwrap()["op"],
+        "delete"
+    );
+    // Patched: exactly what GET by id gives.
+    let task = find(&changes, "tasks", TASK).unwrap();
+    assert_eq!(task["op"], "upsert");
+    let (_, by_id) = app.get(&format!("/v1/tasks/{TASK}"), READ_KEY).await;
+    assert_eq!(task["record"], by_id["data"]);
+    assert_eq!(
+        find(&changes, "companies", FABRIKAM).unwrap()["record"]["name"],
+        "Fabrikam Renamed"
+    );
+    // Derived: the company's contacts and jobs show its name, though not written.
+    let (_, contacts) = app.get("/v1/contacts?limit=100", READ_KEY).await;
+    let of_fabrikam: Vec<&Value> = contacts["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["company_id"] == FABRIKAM)
+        .collect();
+    assert!(
+        !of_fabrikam.is_empty(),
+        "the example has contacts at Fabrikam"
+    );
+    for contact in of_fabrikam {
+        let change = find(&changes, "contacts", contact["id"].as_str().unwrap())
+            .unwrap_or_else(|| panic!("derived change of {contact} missing from {changes:?}"));
+        assert_eq!(change["record"]["company"], "Fabrikam Renamed");
+    }
+    // In commit order: the task's patch came before the company's.
+    let at = |entity: &str, id: &str| {
+        changes
+            .iter()
+            .position(|c| c["entity"] == entity && c["id"] == id)
+            .unwrap()
+    };
+    assert!(at("tasks", TASK) < at("companies", FABRIKAM));
+    app.stop().await;
+}
+
+async fn a_mirror_that_follows_the_feed_equals_a_fresh_full_sync(b: Backend) {
+    let app = app(b).await;
+    let (mut mirror, since) = full_sync(&app).await;
+    let mut created = Vec::new();
+    for i in 0..7 {
+        let (s, body) = send(
+            &app,
+            Method::POST,
+            "/v1/notes",
+            &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": format!("<p>{i}</p>")}),
+        )
+        .await;
+        assert_eq!(s, 201, "{body}");
+        created.push(body["data"]["id"].as_str().unwrap().to_string());
+    }
+    for id in created.iter().step_by(2) {
+        let (s, _) = send(&app, Method::DELETE, &format!("/v1/notes/{id}"), &json!({})).await;
+        assert!(s == 200 || s == 204);
+    }
+    send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/notes/{}", created[1]),
+        &json!({"is_private": true}),
+    )
+    .await;
+    send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/tasks/{TASK}"),
+        &json!({"title": "Renamed task"}),
+    )
+    .await;
+    rename_fabrikam(&app, "F2").await;
+    // Small pages: answers end inside a commit's entries and go on from there.
+    let (since, seen) = follow(&app, &mut mirror, since, 2).await;
+    assert!(seen > 0);
+    let (fresh, _) = full_sync(&app).await;
+    assert_eq!(
+        mirror, fresh,
+        "the mirror missed, kept stale or kept ghost records"
+    );
+    // Up to date: nothing more, and the token is stable.
+    let (s, page) = app
+        .get(&format!("/v1/changes?since={since}"), READ_KEY)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(page["data"], json!([]));
+    assert_eq!(page["has_more"], false);
+    app.stop().await;
+}
+
+async fn entities_filter_the_feed(b: Backend) {
+    let app = app(b).await;
+    let (_, since) = full_sync(&app).await;
+    send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/tasks/{TASK}"),
+        &json!({"title": "Renamed task"}),
+    )
+    .await;
+    rename_fabrikam(&app, "F3").await;
+    let (s, page) = app
+        .get(
+            &format!("/v1/changes?since={since}&entities=tasks"),
+            READ_KEY,
+        )
+        .await;
+    assert_eq!(s, 200);
+    let data = page["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{page}");
+    assert_eq!(data[0]["id"], TASK);
+    app.stop().await;
+}
+
+async fn bad_parameters_get_400(b: Backend) {
+    let app = app(b).await;
+    let (_, since) = full_sync(&app).await;
+    let mut tampered = since.clone().into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    for query in [
+        String::new(),
+        "?since=".to_string(),
+        "?since=not-a-token".to_string(),
+        format!("?since={tampered}"),
+        format!("?since={since}&entities=people"),
+        format!("?since={since}&limit=0"),
+        format!("?since={since}&limit=-1"),
+        format!("?since={since}&wait=31"),
+        format!("?since={since}&wait=1.5"),
+        format!("?since={since}&wait=-1"),
+    ] {
+        let (s, body) = app.get(&format!("/v1/changes{query}"), READ_KEY).await;
+        assert_error(s, &body, 400, "BAD_REQUEST");
+        assert!(
+            body["error"].get("resync_required").is_none(),
+            "{query}: {body}"
+        );
+    }
+    // A list cursor is no feed token, nor the other way round.
+    let (_, page) = app.get("/v1/notes?limit=1", READ_KEY).await;
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let (s, body) = app
+        .get(&format!("/v1/changes?since={cursor}"), READ_KEY)
+        .await;
+    assert_error(s, &body, 400, "BAD_REQUEST");
+    let (s, body) = app
+        .get(&format!("/v1/notes?cursor={since}"), READ_KEY)
+        .await;
+    assert_error(s, &body, 400, "BAD_REQUEST");
+    // Above 500 is clamped, as lists do.
+    let (s, _) = app
+        .get(&format!("/v1/changes?since={since}&limit=501"), READ_KEY)
+        .await;
+    assert_eq!(s, 200);
+    let (s, body) = app
+        .req(Method::POST, "/v1/changes", Some(READ_KEY))
+        .send()
+        .await
+        .map(|r| (r.status(), r))
+        .unwrap();
+    assert_eq!(s, 405, "{:?}", body.headers());
+    app.stop().await;
+}
+
+async fn a_long_poll_answers_when_a_change_commits(b: Backend) {
+    let app = app(b).await;
+    let (_, since) = full_sync(&app).await;
+    // Nothing comes: the answer waits `wait` seconds, then says so.
+    let started = Instant::now();
+    let (s, page) = app
+        .get(&format!("/v1/changes?since={since}&wait=1"), READ_KEY)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(page["data"], json!([]));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+
+    let poll = app.req(
+        Method::GET,
+        &format!("/v1/changes?since={since}&wait=30"),
+        Some(READ_KEY),
+    );
+    let waiting = actix_web::rt::spawn(async move { json_of(poll.send().await.unwrap()).await });
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "answered before anything changed");
+    let (s, _) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/tasks/{TASK}"),
+        &json!({"title": "Renamed task"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, page) = actix_web::rt::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the long poll answered once the change committed")
+        .unwrap();
+    assert_eq!(s, 200);
+    let data = page["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{page}");
+    assert_eq!(data[0]["id"], TASK);
+    app.stop().await;
+}
+
+async fn an_import_shows_its_changes_and_deletions(b: Backend) {
+    let app = app(b).await;
+    let (mut mirror, since) = full_sync(&app).await;
+    // A delta: one note deleted, a company renamed, a user removed.
+    let example = example();
+    let gone = PUBLIC_NOTE.to_string();
+    let mut company = example["companies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == FABRIKAM)
+        .unwrap()
+        .clone();
+    company["name"] = json!("Fabrikam Imported");
+    company["updated_at"] = json!("2030-01-01T00:00:00.000Z");
+    // Raj, the recruiter assigned to the example's job, loses access: the candidate row
+    // on that job, which showed him as its owning recruiter, changes with him.
+    let mut raj = example["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["id"] == RAJ)
+        .unwrap()
+        .clone();
+    raj["status"] = json!("removed");
+    raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
+    let (_, before) = app
+        .get(&format!("/v1/candidates/{LEO_JOB_ROW}"), READ_KEY)
+        .await;
+    assert_eq!(before["data"]["owning_recruiter_id"], RAJ);
+    let snap = json!({
+        "format": example["format"],
+        "workspace": example["workspace"],
+        "users": [raj],
+        "companies": [company],
+        "notes": [{"id": gone, "deleted": true}],
+    });
+    app.import_ok(&snap).await;
+    let changes = changes_after(&app, &since).await;
+    assert_eq!(find(&changes, "notes", &gone).unwrap()["op"], "delete");
+    assert_eq!(
+        find(&changes, "companies", FABRIKAM).unwrap()["record"]["name"],
+        "Fabrikam Imported"
+    );
+    assert_eq!(find(&changes, "users", RAJ).unwrap()["op"], "delete");
+    let row = find(&changes, "candidates", LEO_JOB_ROW).expect("derived change");
+    assert_eq!(row["record"]["owning_recruiter_id"], Value::Null);
+    follow(&app, &mut mirror, since, 3).await;
+    let (fresh, _) = full_sync(&app).await;
+    assert_eq!(mirror, fresh);
+    app.stop().await;
+}
+
+store_test!(
+    writes_deletions_and_derived_changes_reach_the_feed,
+    a_mirror_that_follows_the_feed_equals_a_fresh_full_sync,
+    entities_filter_the_feed,
+    bad_parameters_get_400,
+    a_long_poll_answers_when_a_change_commits,
+    an_import_shows_its_changes_and_deletions,
+);
