@@ -318,7 +318,7 @@ async def main(args):
     others = [asyncio.create_task(sampler(args, stats))]
     await asyncio.sleep(args.hold)
     held_at_end = stats.held
-    _, fds_end = sample(args.pid)
+    rss_end, fds_end = sample(args.pid)
     stats.done = True
     stats.probe_ok, stats.probe_failed = await asyncio.get_running_loop().run_in_executor(None, results.get)
     prober.join()
@@ -348,6 +348,7 @@ async def main(args):
         "server_rss_mib_peak": round(stats.peak_rss) if args.pid else None,
         "server_fds_before": fds0,
         "server_fds_peak": stats.peak_fds if args.pid else None,
+        "server_rss_mib_end": round(rss_end) if rss_end else None,
         "server_fds_end": fds_end,
     }))
 

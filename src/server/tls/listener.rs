@@ -850,6 +850,51 @@ mod tests {
         server.stop().await;
     }
 
+    /// Reads until the server ends the connection; what it sent (a `408` at most).
+    async fn until_closed(
+        stream: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    ) -> Vec<u8> {
+        let mut received = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received));
+        // A reset instead of a TLS close_notify is an end too.
+        let _ = read.await.expect("the server closed the idle connection");
+        received
+    }
+
+    #[actix_rt::test]
+    async fn idle_connections_are_closed_whatever_the_client_sends_in_between() {
+        let opts = HttpsOptions {
+            keep_alive: KeepAlive::Timeout(Duration::from_millis(300)),
+            client_request_timeout: Duration::from_secs(1),
+            ..caps_options(100, 20, 20)
+        };
+        let metrics = opts.metrics.clone();
+        let server = TestServer::start(opts).await;
+        // Handshake done, no request ever: closed (after a 408).
+        let mut silent = tls_connect(&server, LOCAL).await.unwrap();
+        let said = String::from_utf8_lossy(&until_closed(&mut silent).await).into_owned();
+        assert!(
+            said.is_empty() || said.starts_with("HTTP/1.1 408"),
+            "{said}"
+        );
+        // One request, then nothing: closed after the keep-alive.
+        let mut kept = tls_connect(&server, LOCAL).await.unwrap();
+        get_ok(&mut kept).await;
+        until_closed(&mut kept).await;
+        // An HTTP/2 preface and pings inside the session are no request: closed too.
+        let mut pinging = tls_connect(&server, LOCAL).await.unwrap();
+        let _ = pinging.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+        until_closed(&mut pinging).await;
+        for _ in 0..100 {
+            if metrics.open.get() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(metrics.open.get(), 0, "every idle connection was closed");
+        server.stop().await;
+    }
+
     #[actix_rt::test]
     async fn a_client_that_stops_reading_is_closed_after_the_stall_timeout() {
         let opts = HttpsOptions {
