@@ -18,6 +18,11 @@ Attacks:
   no-read         HTTP/1.1 requests for --path (with --key) on connections that never read
                   their answers (receive buffer 4 KiB).
   slow-handshake  TCP connections that send the first byte of a ClientHello and stop.
+  bad-keys        keep-alive connections sending requests with unknown keys as fast as
+                  answered; the report counts the answers by status (with --log, the
+                  bytes the server's log grew by).
+  admin-body      uploads of --body-mib MiB to the admin import with a wrong token, on
+                  the admin port (--admin-port).
 
 Standard library only. Example:
   python3 loadtest/attacks.py --port 8443 --attack idle-h2 --count 3000 --hold 30 --pid $PID
@@ -69,6 +74,7 @@ class Stats:
         self.probe_failed = 0
         self.peak_rss = 0.0
         self.peak_fds = 0
+        self.statuses = {}
 
     def hold(self, delta):
         self.held += delta
@@ -264,6 +270,66 @@ def probe_process(args, results):
     results.put((stats.probe_ok, stats.probe_failed))
 
 
+async def bad_keys_conn(args, stats, n):
+    try:
+        reader, writer = await open_tls(args.host, args.port, ["http/1.1"])
+    except (OSError, asyncio.TimeoutError, ssl.SSLError):
+        stats.refused += 1
+        return
+    stats.opened += 1
+    stats.hold(1)
+    i = 0
+    try:
+        while not stats.done:
+            i += 1
+            writer.write(
+                f"GET /v1/counts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer rk_bad_{n}_{i}_0123456789abcdef\r\n\r\n".encode()
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            await reader.readexactly(length)
+            stats.statuses[status] = stats.statuses.get(status, 0) + 1
+    except (OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError):
+        pass
+    finally:
+        stats.hold(-1)
+        writer.close()
+
+
+async def admin_body_conn(args, stats):
+    try:
+        reader, writer = await asyncio.open_connection(args.host, args.admin_port)
+    except OSError:
+        stats.refused += 1
+        return
+    stats.opened += 1
+    stats.hold(1)
+    total = args.body_mib << 20
+    try:
+        writer.write(
+            f"POST /admin/v1/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-token\r\nContent-Type: application/json\r\nContent-Length: {total}\r\n\r\n".encode()
+        )
+        chunk = b" " * (1 << 20)
+        sent = 0
+        while sent < total and not stats.done and not writer.transport.is_closing():
+            writer.write(chunk)
+            sent += len(chunk)
+            await writer.drain()
+        stats.sent_mib = getattr(stats, "sent_mib", 0) + sent / (1 << 20)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), args.hold)
+        status = int(head.split(b" ", 2)[1])
+        stats.statuses[status] = stats.statuses.get(status, 0) + 1
+    except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError):
+        pass
+    finally:
+        stats.hold(-1)
+        writer.close()
+
+
 async def probe(args, stats):
     request = f"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
     while not stats.done:
@@ -296,6 +362,7 @@ async def main(args):
     stats = Stats()
     stats.done = False
     rss0, fds0 = sample(args.pid)
+    log0 = os.path.getsize(args.log) if args.log else None
     workers = []
     for i in range(args.count):
         if args.attack == "idle-h2":
@@ -308,6 +375,10 @@ async def main(args):
             workers.append(asyncio.create_task(no_read_conn(args, stats)))
         elif args.attack == "slow-handshake":
             workers.append(asyncio.create_task(slow_handshake_conn(args, stats)))
+        elif args.attack == "bad-keys":
+            workers.append(asyncio.create_task(bad_keys_conn(args, stats, i)))
+        elif args.attack == "admin-body":
+            workers.append(asyncio.create_task(admin_body_conn(args, stats)))
         if i % 50 == 49:
             await asyncio.sleep(0.01)
     # Spawned, not forked: a fork would inherit this process's running event loop.
@@ -348,6 +419,9 @@ async def main(args):
         "server_rss_mib_peak": round(stats.peak_rss) if args.pid else None,
         "server_fds_before": fds0,
         "server_fds_peak": stats.peak_fds if args.pid else None,
+        "answers_by_status": {str(k): v for k, v in sorted(stats.statuses.items())},
+        "log_bytes_written": os.path.getsize(args.log) - log0 if args.log else None,
+        "body_mib_sent": round(getattr(stats, "sent_mib", 0)) if args.attack == "admin-body" else None,
         "server_rss_mib_end": round(rss_end) if rss_end else None,
         "server_fds_end": fds_end,
     }))
@@ -358,7 +432,8 @@ if __name__ == "__main__":
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8443)
     p.add_argument("--attack", required=True,
-                   choices=["idle-h2", "idle-h1", "big-headers", "no-read", "slow-handshake"])
+                   choices=["idle-h2", "idle-h1", "big-headers", "no-read", "slow-handshake",
+                            "bad-keys", "admin-body"])
     p.add_argument("--count", type=int, default=1000, help="attacking connections")
     p.add_argument("--hold", type=float, default=30, help="seconds the attack lasts")
     p.add_argument("--pid", type=int, help="the server's pid, to sample its memory and descriptors")
@@ -367,4 +442,7 @@ if __name__ == "__main__":
     p.add_argument("--key", default="", help="API key for no-read")
     p.add_argument("--path", default="/v1/candidates?limit=100")
     p.add_argument("--pipeline", type=int, default=16, help="requests per no-read connection")
+    p.add_argument("--admin-port", type=int, default=8444)
+    p.add_argument("--body-mib", type=int, default=1024, help="admin-body upload size")
+    p.add_argument("--log", help="the server's log file, to measure what the attack wrote to it")
     asyncio.run(main(p.parse_args()))

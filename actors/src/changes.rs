@@ -37,8 +37,9 @@ use uuid::Uuid;
 /// Entries per log part: a part is one row of the store's log, read whole.
 pub const ENTRIES_PER_PART: usize = 4096;
 
-/// The id of a logged record: a UUID, or (attachments) text.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// The id of a logged record: a UUID, or (attachments) text. Ordered as the tables
+/// order their keys (UUIDs by their bytes, texts as strings).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LoggedId {
     Uuid(Uuid),
     Text(Box<str>),
@@ -54,6 +55,24 @@ impl LoggedId {
     }
 }
 
+impl From<crate::query::CursorId> for LoggedId {
+    fn from(id: crate::query::CursorId) -> Self {
+        match id {
+            crate::query::CursorId::Uuid(u) => LoggedId::Uuid(u),
+            crate::query::CursorId::Text(t) => LoggedId::Text(t.into()),
+        }
+    }
+}
+
+impl From<&LoggedId> for crate::query::CursorId {
+    fn from(id: &LoggedId) -> Self {
+        match id {
+            LoggedId::Uuid(u) => crate::query::CursorId::Uuid(*u),
+            LoggedId::Text(t) => crate::query::CursorId::Text(t.to_string()),
+        }
+    }
+}
+
 impl std::fmt::Display for LoggedId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -64,7 +83,7 @@ impl std::fmt::Display for LoggedId {
 }
 
 /// One change: a record of an entity that changed.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Change {
     pub entity: Entity,
     pub id: LoggedId,
@@ -80,11 +99,19 @@ pub struct EncodedEntries {
 
 const UUID_TAG: u8 = 0x80;
 
-fn entity_index(entity: Entity) -> u8 {
+/// An entity as the log and the tombstone rows store it: its index in `Entity::ALL`.
+pub fn entity_index(entity: Entity) -> u8 {
     Entity::ALL
         .iter()
         .position(|e| *e == entity)
         .expect("every entity is in ALL") as u8
+}
+
+/// The entity stored as `code` ([`entity_index`]).
+pub fn entity_of_index(code: i64) -> Option<Entity> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| Entity::ALL.get(i).copied())
 }
 
 impl EncodedEntries {
@@ -166,60 +193,92 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Change>, String> {
     Ok(out)
 }
 
-/// The direct entries of one transaction's upserts and deletes, then `extra` (the
-/// derived ones), in parts of at most [`ENTRIES_PER_PART`].
-pub fn encode_parts<'a>(
-    upserts: impl IntoIterator<Item = &'a Record>,
-    deletes: impl IntoIterator<Item = (RecordKind, &'a str)>,
-    extra: &[Change],
-) -> Vec<EncodedEntries> {
+/// The records of entities that upserts and deletes change directly: a candidate row
+/// names its candidate and, on a job, its application; a deleted one both (whether it
+/// was an application is not known here: a tombstone for an id that was not one tells
+/// a client nothing it keeps). Pipeline stages are no entity's records.
+pub fn direct<'a, U, D>(upserts: U, deletes: D) -> impl Iterator<Item = Change> + 'a
+where
+    U: IntoIterator<Item = &'a Record>,
+    U::IntoIter: 'a,
+    D: IntoIterator<Item = (RecordKind, &'a str)>,
+    D::IntoIter: 'a,
+{
+    let upserted = upserts.into_iter().flat_map(|r| {
+        let id = match (r.uuid(), r) {
+            (Some(u), _) => Some(LoggedId::Uuid(u)),
+            (None, Record::Attachment(a)) => Some(LoggedId::parse(&a.id)),
+            _ => None,
+        };
+        let on_job = matches!(r, Record::Candidate(c) if c.job_id.is_some());
+        row_changes(r.kind(), id, on_job)
+    });
+    let deleted = deletes
+        .into_iter()
+        .flat_map(|(kind, raw)| row_changes(kind, Some(LoggedId::parse(raw)), true));
+    upserted.chain(deleted)
+}
+
+/// The changes of one record of `kind` (`on_job`: a candidate row that is, or may be, an
+/// application).
+fn row_changes(kind: RecordKind, id: Option<LoggedId>, on_job: bool) -> Vec<Change> {
+    let Some(id) = id else { return Vec::new() };
+    match kind {
+        RecordKind::Candidate if on_job => vec![
+            Change {
+                entity: Entity::Candidates,
+                id: id.clone(),
+            },
+            Change {
+                entity: Entity::Applications,
+                id,
+            },
+        ],
+        other => crate::entities::entity_of(other)
+            .map(|entity| vec![Change { entity, id }])
+            .unwrap_or_default(),
+    }
+}
+
+/// The direct changes of the records an import writes packed (candidate rows, notes,
+/// attachments).
+pub fn packed_direct(packed: &crate::snapshot::PackedUpserts) -> impl Iterator<Item = Change> + '_ {
+    let rows = packed.candidates.iter().flat_map(|c| {
+        row_changes(
+            RecordKind::Candidate,
+            Some(LoggedId::Uuid(c.id())),
+            c.job_id().is_some(),
+        )
+    });
+    let notes = packed.notes.iter().map(|n| Change {
+        entity: Entity::Notes,
+        id: LoggedId::Uuid(n.id()),
+    });
+    let attachments = packed.attachments.iter().map(|a| Change {
+        entity: Entity::Attachments,
+        id: LoggedId::parse(a.id()),
+    });
+    rows.chain(notes).chain(attachments)
+}
+
+/// The direct entries of one transaction's upserts and deletes ([`direct`]), then
+/// `extra` (the derived ones), in parts of at most [`ENTRIES_PER_PART`].
+pub fn encode_parts<'a, U, D>(upserts: U, deletes: D, extra: &[Change]) -> Vec<EncodedEntries>
+where
+    U: IntoIterator<Item = &'a Record>,
+    U::IntoIter: 'a,
+    D: IntoIterator<Item = (RecordKind, &'a str)>,
+    D::IntoIter: 'a,
+{
     let mut parts = vec![EncodedEntries::default()];
-    let mut push = |entity: Entity, id: LoggedId| {
+    for change in direct(upserts, deletes).chain(extra.iter().cloned()) {
         if parts.last().is_some_and(|p| p.len() >= ENTRIES_PER_PART) {
             parts.push(EncodedEntries::default());
         }
-        parts.last_mut().expect("never empty").push(entity, &id);
-    };
-    for r in upserts {
-        let id = match r.uuid() {
-            Some(u) => LoggedId::Uuid(u),
-            None => match r {
-                Record::Attachment(a) => LoggedId::parse(&a.id),
-                _ => continue,
-            },
-        };
-        match r {
-            Record::Candidate(c) => {
-                push(Entity::Candidates, id.clone());
-                if c.job_id.is_some() {
-                    push(Entity::Applications, id);
-                }
-            }
-            other => {
-                if let Some(entity) = crate::entities::entity_of(other.kind()) {
-                    push(entity, id);
-                }
-            }
-        }
-    }
-    for (kind, raw) in deletes {
-        let id = LoggedId::parse(raw);
-        match kind {
-            // Whether it was an application is not known here: a tombstone for an id
-            // that was not one tells a client nothing it keeps.
-            RecordKind::Candidate => {
-                push(Entity::Candidates, id.clone());
-                push(Entity::Applications, id);
-            }
-            other => {
-                if let Some(entity) = crate::entities::entity_of(other) {
-                    push(entity, id);
-                }
-            }
-        }
-    }
-    for c in extra {
-        push(c.entity, c.id.clone());
+        parts
+            .last_mut()
+            .expect("never empty")
+            .push(change.entity, &change.id);
     }
     parts.retain(|p| !p.is_empty());
     parts
@@ -336,6 +395,54 @@ pub fn derived(
                 }
             }
         }
+    }
+    out
+}
+
+/// The records behind `derived` changes, rewritten with `updated_at` at `stamp`: a
+/// representation that changed moves the record's `updated_at` too, so that a
+/// watermark client (`updated_since`) sees it as the feed does. Attachments are left
+/// out: a CV's stamps are its candidate row's, which the change moved already.
+pub fn touch(ws: &WorkspaceState, derived: &[Change], stamp: crate::time::Stamp) -> Vec<Record> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for change in derived {
+        let LoggedId::Uuid(id) = change.id else {
+            continue;
+        };
+        let kind = match change.entity {
+            Entity::Candidates | Entity::Applications => RecordKind::Candidate,
+            Entity::Contacts => RecordKind::Contact,
+            Entity::Jobs => RecordKind::Job,
+            Entity::Notes => RecordKind::Note,
+            _ => continue,
+        };
+        if !seen.insert((kind, id)) {
+            continue;
+        }
+        let record = match kind {
+            RecordKind::Candidate => ws.candidates.get(&id).map(|c| {
+                let mut raw = c.raw();
+                raw.updated_at = stamp;
+                Record::Candidate(Box::new(raw))
+            }),
+            RecordKind::Contact => ws.contacts.get(&id).map(|c| {
+                let mut raw = c.raw.clone();
+                raw.updated_at = stamp;
+                Record::Contact(raw)
+            }),
+            RecordKind::Job => ws.jobs.get(&id).map(|j| {
+                let mut raw = (**j).clone();
+                raw.updated_at = stamp;
+                Record::Job(raw)
+            }),
+            _ => ws.notes.get(&id).map(|n| {
+                let mut raw = n.raw();
+                raw.updated_at = stamp;
+                Record::Note(raw)
+            }),
+        };
+        out.extend(record);
     }
     out
 }

@@ -30,6 +30,7 @@
 //!   trait and object naming.
 //! - [`changes`]: the change log every commit writes beside its records (which records
 //!   of which entities changed, derived changes included), behind `GET /v1/changes`.
+//! - [`tombstones`]: records that left what the API shows, for `include_deleted` lists.
 //! - [`reclaim`]: the sweep at load that collects the blobs a crash left behind.
 //! - [`env`](mod@env): what an actor works with (store, blobs, key ring, settings, the observer of
 //!   commits), built once at start-up.
@@ -81,5 +82,6 @@ pub mod store;
 pub mod subresources;
 pub mod table;
 pub mod time;
+pub mod tombstones;
 pub mod views;
 pub mod writes;

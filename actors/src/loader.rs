@@ -65,7 +65,10 @@ impl Loader {
             let position = self.store.position(w.id).await?;
             let started = Instant::now();
             match keeper.dir().load(&w, position) {
-                Ok(Some(state)) => {
+                Ok(Some(mut state)) => {
+                    // Not in the checkpoint: few, and read in one query.
+                    state.tombstones =
+                        crate::tombstones::Tombstones::build(self.store.tombstones(w.id).await?);
                     keeper.on_disk(w.id, position);
                     tracing::info!(workspace = %w.id, %position, elapsed_ms = started.elapsed().as_millis() as u64, "restored from the checkpoint");
                     return Ok(state);

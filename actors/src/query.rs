@@ -148,8 +148,14 @@ impl CursorKey {
         CursorKey(bytes)
     }
 
-    fn mac(&self, payload: &[u8]) -> [u8; 16] {
-        self.sign(b"recruitd-cursor-v1", payload)
+    /// A cursor's signature: listings with and without tombstones sign under different
+    /// names, so that a cursor of one is refused by the other.
+    fn mac(&self, payload: &[u8], with_tombstones: bool) -> [u8; 16] {
+        if with_tombstones {
+            self.sign(b"recruitd-cursor-v1+deleted", payload)
+        } else {
+            self.sign(b"recruitd-cursor-v1", payload)
+        }
     }
 
     /// A 16-byte HMAC-SHA256 of `payload` under this key, for the token kind `domain`
@@ -169,6 +175,21 @@ const CURSOR_VERSION: u8 = 1;
 
 impl Cursor {
     pub fn encode(&self, key: &CursorKey) -> String {
+        self.encode_listing(key, false)
+    }
+
+    /// Decodes and checks a cursor for `entity` issued under `since`.
+    pub fn decode(
+        raw: &str,
+        key: &CursorKey,
+        entity: Entity,
+        since: Option<Stamp>,
+    ) -> Result<Cursor, String> {
+        Cursor::decode_listing(raw, key, entity, since, false)
+    }
+
+    /// The cursor of a listing with tombstones (`include_deleted=true`) or without.
+    pub fn encode_listing(&self, key: &CursorKey, with_tombstones: bool) -> String {
         let mut p = Vec::with_capacity(64);
         p.push(CURSOR_VERSION);
         p.push(self.entity.tag());
@@ -191,17 +212,19 @@ impl Cursor {
                 p.extend_from_slice(t.as_bytes());
             }
         }
-        let mac = key.mac(&p);
+        let mac = key.mac(&p, with_tombstones);
         p.extend_from_slice(&mac);
         URL_SAFE_NO_PAD.encode(p)
     }
 
-    /// Decodes and checks a cursor for `entity` issued under `since`.
-    pub fn decode(
+    /// Decodes and checks a cursor for `entity` issued under `since`, by a listing with
+    /// tombstones or without.
+    pub fn decode_listing(
         raw: &str,
         key: &CursorKey,
         entity: Entity,
         since: Option<Stamp>,
+        with_tombstones: bool,
     ) -> Result<Cursor, String> {
         let bad = || "cursor is not valid: pass back next_cursor verbatim".to_string();
         let bytes = URL_SAFE_NO_PAD.decode(raw.as_bytes()).map_err(|_| bad())?;
@@ -210,7 +233,7 @@ impl Cursor {
         }
         let (payload, mac) = bytes.split_at(bytes.len() - 16);
         use subtle::ConstantTimeEq;
-        if !bool::from(key.mac(payload).ct_eq(mac)) {
+        if !bool::from(key.mac(payload, with_tombstones).ct_eq(mac)) {
             return Err(bad());
         }
         let mut r = Reader(payload);

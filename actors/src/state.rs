@@ -154,6 +154,8 @@ pub struct WorkspaceState {
     /// The store's commit position this state reflects (`CommitPosition::seq`): the
     /// change log up to it is what the feed may show of it (see [`crate::changes`]).
     pub position: u64,
+    /// Records that left what the API shows, for `include_deleted` lists.
+    pub tombstones: crate::tombstones::Tombstones,
     /// Phone and e-mail indexes of candidate persons, contacts and companies.
     pub search: SearchIndexes,
     /// Idempotency keys of API-created notes and tasks: `reference` → id.
@@ -197,6 +199,7 @@ impl WorkspaceState {
             attachments_by_parent: AttachmentsByParent::default(),
             last_stamp: Stamp::MIN,
             position: 0,
+            tombstones: Default::default(),
             search: SearchIndexes::default(),
             note_refs: HashMap::default(),
             bulk: None,
@@ -218,6 +221,7 @@ impl WorkspaceState {
         let started = std::time::Instant::now();
         state.begin_bulk();
         store.load_records(id, &mut |r| state.put(r)).await?;
+        state.tombstones = crate::tombstones::Tombstones::build(store.tombstones(id).await?);
         let read = started.elapsed();
         state.end_bulk();
         tracing::debug!(workspace = %id, read_ms = read.as_millis() as u64, index_ms = (started.elapsed() - read).as_millis() as u64, "workspace read and indexed");

@@ -7,6 +7,7 @@
 
 use crate::changes::Change;
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
+use crate::time::Stamp;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -47,6 +48,8 @@ pub struct ChangeSet {
     /// [`crate::changes`]): logged with the upserts and deletes, which the store logs
     /// itself.
     pub derived: Vec<Change>,
+    /// Tombstones the commit sets and clears (see [`crate::tombstones`]).
+    pub tombstones: Vec<crate::tombstones::TombstoneChange>,
 }
 
 impl ChangeSet {
@@ -55,6 +58,8 @@ impl ChangeSet {
             && self.upserts.is_empty()
             && self.deletes.is_empty()
             && self.keys.is_empty()
+            && self.derived.is_empty()
+            && self.tombstones.is_empty()
     }
 
     /// Whether committing it moves the workspace's [`CommitPosition`]: it changes the
@@ -65,6 +70,7 @@ impl ChangeSet {
             || !self.upserts.is_empty()
             || !self.deletes.is_empty()
             || !self.derived.is_empty()
+            || !self.tombstones.is_empty()
     }
 
     /// The change log's parts of this change set (see [`crate::changes`]).
@@ -168,8 +174,12 @@ pub trait Store: Send + Sync + 'static {
         max_parts: usize,
     ) -> Result<LogRead, StoreError>;
 
-    /// Removes the log parts written before `before_ms` (milliseconds since the epoch)
-    /// and returns the position the log is now pruned through. Pruning never blocks a
+    /// The workspace's tombstones (see [`crate::tombstones`]).
+    async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError>;
+
+    /// Removes the log parts written before `before_ms` (milliseconds since the epoch),
+    /// and the tombstones older than that, and returns the position the log is now
+    /// pruned through. Pruning never blocks a
     /// commit for long: stores delete in small transactions.
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError>;
 
@@ -222,6 +232,7 @@ struct MemoryInner {
     keys: BTreeMap<String, ApiKey>,
     log: BTreeMap<(Uuid, u64, u32), LogPart>,
     pruned: BTreeMap<Uuid, u64>,
+    tombstones: BTreeMap<(Uuid, Change), Stamp>,
 }
 
 impl MemoryStore {
@@ -284,6 +295,12 @@ impl Store for MemoryStore {
             at.tag = Uuid::new_v4();
             let position = at.seq;
             let committed_at_ms = now_ms();
+            for (change, left) in &changes.tombstones {
+                match left {
+                    Some(left) => g.tombstones.insert((workspace, change.clone()), *left),
+                    None => g.tombstones.remove(&(workspace, change.clone())),
+                };
+            }
             for (part, entries) in changes.log_parts().into_iter().enumerate() {
                 g.log.insert(
                     (workspace, position, part as u32),
@@ -324,9 +341,23 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError> {
+        self.check()?;
+        Ok(self
+            .inner
+            .lock()
+            .tombstones
+            .iter()
+            .filter(|((w, _), _)| *w == workspace)
+            .map(|((_, c), at)| (c.clone(), *at))
+            .collect())
+    }
+
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
         self.check()?;
         let mut g = self.inner.lock();
+        g.tombstones
+            .retain(|(w, _), at| *w != workspace || at.millis() >= before_ms);
         let doomed: Vec<(Uuid, u64, u32)> = g
             .log
             .iter()

@@ -43,7 +43,10 @@ pub async fn load_workspace(
     };
     let position = store.position(id).await?;
     match checkpoints.load(&w, position) {
-        Ok(Some(state)) => return Ok(Some(state)),
+        Ok(Some(mut state)) => {
+            state.tombstones = actors::tombstones::Tombstones::build(store.tombstones(id).await?);
+            return Ok(Some(state));
+        }
         Ok(None) => {}
         Err(why) => {
             tracing::info!(workspace = %id, %why, "checkpoint not used; loading from the store")

@@ -8,9 +8,10 @@ use super::errors::ApiError;
 use super::query::{LimitParam, QueryParams};
 use super::AppState;
 use actix_web::{web, HttpResponse};
+use actors::changes::LoggedId;
 use actors::entities::{self, EntityVisitor};
 use actors::model::Entity;
-use actors::query::{parse_updated_since, Cursor, CursorKey};
+use actors::query::{parse_updated_since, Cursor, CursorId, CursorKey};
 use actors::rendered::Rendered;
 use actors::state::WorkspaceState;
 use actors::table::{write_rows, TableKey, TableRef};
@@ -46,6 +47,8 @@ struct ListParams {
     limit: usize,
     since: Option<Stamp>,
     cursor: Option<Cursor>,
+    /// `include_deleted=true`: tombstones in the listing too.
+    with_tombstones: bool,
 }
 
 fn list_params(
@@ -66,21 +69,32 @@ fn list_params(
         .map(parse_updated_since)
         .transpose()
         .map_err(ApiError::bad_request)?;
+    let with_tombstones = match q.get("include_deleted")? {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "include_deleted must be true or false, got {other:?}"
+            )))
+        }
+    };
     let cursor = q
         .get("cursor")?
-        .map(|raw| Cursor::decode(raw, key, entity, since))
+        .map(|raw| Cursor::decode_listing(raw, key, entity, since, with_tombstones))
         .transpose()
         .map_err(ApiError::bad_request)?;
     Ok(ListParams {
         limit: limit.get(),
         since,
         cursor,
+        with_tombstones,
     })
 }
 
 /// One page of a table as the list response body, each record written straight into
 /// it (`actors::rendered`).
 struct Page<'a> {
+    ws: &'a WorkspaceState,
     entity: Entity,
     params: ListParams,
     key: &'a CursorKey,
@@ -113,23 +127,40 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
         let mut page = Envelope::new(256 + p.limit * 1024);
         let buf = page.data_buf();
         buf.push(b'[');
-        let mut rows = Vec::with_capacity(p.limit);
-        let mut last: Option<(Stamp, &K)> = None;
-        for (stamp, k, row) in table.rows_from(p.since, after).take(p.limit) {
-            rows.push(row);
-            last = Some((stamp, k));
-        }
-        let n = rows.len();
-        write_rows(&rows, view, buf).map_err(ApiError::internal)?;
+        let (n, last) = if p.with_tombstones {
+            let tombstones_after = after
+                .as_ref()
+                .map(|(stamp, k)| (*stamp, LoggedId::from(k.to_cursor_id())));
+            write_with_tombstones(
+                self.ws,
+                self.entity,
+                table.rows_from(p.since, after),
+                self.ws
+                    .tombstones
+                    .from(self.entity, p.since, tombstones_after),
+                p.limit,
+                view,
+                buf,
+            )?
+        } else {
+            let mut rows = Vec::with_capacity(p.limit);
+            let mut last: Option<(Stamp, &K)> = None;
+            for (stamp, k, row) in table.rows_from(p.since, after).take(p.limit) {
+                rows.push(row);
+                last = Some((stamp, k));
+            }
+            write_rows(&rows, view, buf).map_err(ApiError::internal)?;
+            (rows.len(), last.map(|(stamp, k)| (stamp, k.to_cursor_id())))
+        };
         buf.push(b']');
-        let next = last.filter(|_| n == p.limit).map(|(stamp, k)| {
+        let next = last.filter(|_| n == p.limit).map(|(stamp, id)| {
             Cursor {
                 entity: self.entity,
                 since: p.since,
                 last_stamp: stamp,
-                last_id: k.to_cursor_id(),
+                last_id: id,
             }
-            .encode(self.key)
+            .encode_listing(self.key, p.with_tombstones)
         });
         page.next_cursor(next.as_deref())?;
         if with_total {
@@ -140,6 +171,59 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
         }
         page.close(self.rid.as_str())
     }
+}
+
+/// Writes up to `limit` rows and tombstones merged in list order (`updated_at`, id),
+/// comma-separated; how many, and the position of the last. A tombstone whose record
+/// is shown again (it can only be stale) is left out.
+fn write_with_tombstones<'s, 't, K, V, T, F>(
+    ws: &WorkspaceState,
+    entity: Entity,
+    rows: impl Iterator<Item = (Stamp, &'s K, &'s actors::table::Row<V>)>,
+    tombstones: impl Iterator<Item = &'t (Stamp, LoggedId)>,
+    limit: usize,
+    view: F,
+    buf: &mut Vec<u8>,
+) -> Result<(usize, Option<(Stamp, CursorId)>), ApiError>
+where
+    K: TableKey + 's,
+    V: ?Sized + 's,
+    T: Rendered,
+    F: Fn(&'s V) -> T + Copy,
+{
+    let mut rows = rows.peekable();
+    let mut tombstones = tombstones
+        .filter(|(_, id)| !actors::tombstones::shown(ws, entity, id))
+        .peekable();
+    let (mut n, mut last) = (0, None);
+    while n < limit {
+        let row_first = match (rows.peek(), tombstones.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some((rs, rk, _)), Some((ts, tid))) => {
+                (*rs, LoggedId::from(rk.to_cursor_id())) < (*ts, tid.clone())
+            }
+        };
+        if n > 0 {
+            buf.push(b',');
+        }
+        if row_first {
+            let (stamp, k, row) = rows.next().expect("peeked");
+            row.write_json(view, buf).map_err(ApiError::internal)?;
+            last = Some((stamp, k.to_cursor_id()));
+        } else {
+            let (stamp, id) = tombstones.next().expect("peeked");
+            buf.extend_from_slice(b"{\"id\":");
+            serde_json::to_writer(&mut *buf, &id.to_string()).map_err(ApiError::internal)?;
+            buf.extend_from_slice(b",\"deleted\":true,\"updated_at\":\"");
+            buf.extend_from_slice(stamp.to_string().as_bytes());
+            buf.extend_from_slice(b"\"}");
+            last = Some((*stamp, CursorId::from(id)));
+        }
+        n += 1;
+    }
+    Ok((n, last))
 }
 
 pub async fn list(
@@ -159,6 +243,7 @@ pub async fn list(
         .is_none()
         .then(|| super::changes::changes_since(&app, ws));
     let page = Page {
+        ws,
         entity,
         params,
         key: &app.cursor_key,

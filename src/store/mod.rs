@@ -547,11 +547,15 @@ mod tests;
 
 /// The change log's parts of one transaction: its upserts and deletes, and the derived
 /// changes it carries (see `actors::changes`).
-pub(crate) fn log_parts<'a>(
+pub(crate) fn log_parts<'a, D>(
     upserts: &'a [Upsert<'a>],
-    deletes: impl IntoIterator<Item = (RecordKind, &'a str)>,
+    deletes: D,
     derived: &[actors::changes::Change],
-) -> Vec<actors::changes::EncodedEntries> {
+) -> Vec<actors::changes::EncodedEntries>
+where
+    D: IntoIterator<Item = (RecordKind, &'a str)>,
+    D::IntoIter: 'a,
+{
     actors::changes::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
 }
 
@@ -568,3 +572,22 @@ pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart 
 /// Change log parts deleted per transaction when retention prunes (each some tens of
 /// kilobytes): short enough that commits never wait long behind a prune.
 pub(crate) const PRUNE_PARTS_PER_TX: usize = 64;
+
+/// Tombstone rows as both stores read them (entity index, id, deleted_at).
+pub(crate) fn tombstone_rows(
+    rows: Vec<(i64, String, i64)>,
+) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+    rows.into_iter()
+        .map(|(entity, id, at)| {
+            let entity = actors::changes::entity_of_index(entity)
+                .ok_or_else(|| StoreError::Corrupt(format!("a tombstone names entity {entity}")))?;
+            Ok((
+                actors::changes::Change {
+                    entity,
+                    id: actors::changes::LoggedId::parse(&id),
+                },
+                actors::time::Stamp::from_millis(at),
+            ))
+        })
+        .collect()
+}

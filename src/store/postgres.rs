@@ -67,6 +67,8 @@ struct Part<'a> {
     bulk: bool,
     /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
     derived: &'a [actors::changes::Change],
+    /// Tombstones set and cleared (`ChangeSet::tombstones`).
+    tombstones: &'a [actors::tombstones::TombstoneChange],
 }
 
 /// Pooled connections: one per concurrent workspace commit or load is plenty; the
@@ -224,6 +226,7 @@ impl PostgresStore {
                 marks: true,
                 bulk: false,
                 derived: &changes.derived,
+                tombstones: &changes.tombstones,
             },
         )
         .await
@@ -385,10 +388,48 @@ impl PostgresStore {
             .map_err(&fail)?;
         }
 
+        if !part.tombstones.is_empty() {
+            let (mut set, mut cleared) = (Vec::new(), Vec::new());
+            for (change, left) in part.tombstones {
+                let entity = i16::from(actors::changes::entity_index(change.entity));
+                match left {
+                    Some(at) => set.push((entity, change.id.to_string(), at.millis())),
+                    None => cleared.push((entity, change.id.to_string())),
+                }
+            }
+            let (entities, ids): (Vec<i16>, Vec<String>) = cleared.into_iter().unzip();
+            sqlx::query(
+                "DELETE FROM tombstones t USING UNNEST($2::smallint[], $3::text[]) AS d(e, i) \
+                 WHERE t.workspace_id = $1 AND t.entity = d.e AND t.id = d.i",
+            )
+            .bind(&ws)
+            .bind(&entities)
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+            let entities: Vec<i16> = set.iter().map(|s| s.0).collect();
+            let ids: Vec<&str> = set.iter().map(|s| s.1.as_str()).collect();
+            let ats: Vec<i64> = set.iter().map(|s| s.2).collect();
+            sqlx::query(
+                "INSERT INTO tombstones (workspace_id, entity, id, deleted_at) \
+                 SELECT $1, e, i, a FROM UNNEST($2::smallint[], $3::text[], $4::bigint[]) AS t(e, i, a) \
+                 ON CONFLICT (workspace_id, entity, id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at",
+            )
+            .bind(&ws)
+            .bind(&entities)
+            .bind(&ids)
+            .bind(&ats)
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        }
+
         if part.workspace.is_some()
             || !part.upserts.is_empty()
             || !part.deletes.is_empty()
             || !part.derived.is_empty()
+            || !part.tombstones.is_empty()
         {
             sqlx::query(BUMP_POSITION)
                 .bind(&ws)
@@ -588,6 +629,7 @@ impl Store for PostgresStore {
                     marks: tx.last,
                     bulk: true,
                     derived: if tx.last { &changes.derived } else { &[] },
+                    tombstones: if tx.last { &changes.tombstones } else { &[] },
                 },
             )
             .await?;
@@ -648,9 +690,28 @@ impl Store for PostgresStore {
         })
     }
 
+    async fn tombstones(
+        &self,
+        workspace: Uuid,
+    ) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+        let rows: Vec<(i16, String, i64)> =
+            sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1")
+                .bind(workspace.to_string())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err("reading the tombstones"))?;
+        super::tombstone_rows(rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect())
+    }
+
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
         let fail = err("pruning the change log");
         let ws = workspace.to_string();
+        sqlx::query("DELETE FROM tombstones WHERE workspace_id = $1 AND deleted_at < $2")
+            .bind(&ws)
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(&fail)?;
         let through: Option<i64> = sqlx::query_scalar(
             "SELECT max(position) FROM change_log WHERE workspace_id = $1 AND committed_at < $2",
         )

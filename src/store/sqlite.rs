@@ -71,6 +71,8 @@ struct Part<'a> {
     batch: Option<Uuid>,
     /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
     derived: &'a [actors::changes::Change],
+    /// Tombstones set and cleared (`ChangeSet::tombstones`).
+    tombstones: &'a [actors::tombstones::TombstoneChange],
     /// Whether the commit syncs the log (`synchronous=FULL`). An import's transactions
     /// but its last do not: in WAL mode a commit is durable once any later commit's
     /// sync is done, since the log is synced in order, so the last one makes the whole
@@ -393,10 +395,34 @@ impl SqliteStore {
             .map_err(&fail)?;
         }
 
+        for (change, left) in part.tombstones {
+            let entity = i64::from(actors::changes::entity_index(change.entity));
+            let id = change.id.to_string();
+            let q = match left {
+                Some(at) => sqlx::query(
+                    "INSERT INTO tombstones (workspace_id, entity, id, deleted_at) \
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (workspace_id, entity, id) \
+                     DO UPDATE SET deleted_at = excluded.deleted_at",
+                )
+                .bind(&ws)
+                .bind(entity)
+                .bind(id)
+                .bind(at.millis()),
+                None => sqlx::query(
+                    "DELETE FROM tombstones WHERE workspace_id = ?1 AND entity = ?2 AND id = ?3",
+                )
+                .bind(&ws)
+                .bind(entity)
+                .bind(id),
+            };
+            q.execute(&mut *tx).await.map_err(&fail)?;
+        }
+
         if part.workspace.is_some()
             || !part.upserts.is_empty()
             || !part.deletes.is_empty()
             || !part.derived.is_empty()
+            || !part.tombstones.is_empty()
         {
             sqlx::query(BUMP_POSITION)
                 .bind(&ws)
@@ -584,6 +610,7 @@ impl Store for SqliteStore {
                 keys: &changes.keys,
                 batch: changes.batch,
                 derived: &changes.derived,
+                tombstones: &changes.tombstones,
                 durable: true,
             },
         )
@@ -626,6 +653,7 @@ impl Store for SqliteStore {
                     keys: if tx.last { &changes.keys } else { &[] },
                     batch: changes.batch.filter(|_| tx.last),
                     derived: if tx.last { &changes.derived } else { &[] },
+                    tombstones: if tx.last { &changes.tombstones } else { &[] },
                     // With a rollback journal, a commit that skips a sync risks the
                     // file itself on power loss, not just the latest transactions.
                     durable: tx.last || self.import_fold_every.is_none(),
@@ -702,9 +730,28 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn tombstones(
+        &self,
+        workspace: Uuid,
+    ) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+        let rows: Vec<(i64, String, i64)> =
+            sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = ?1")
+                .bind(workspace.to_string())
+                .fetch_all(&self.readers)
+                .await
+                .map_err(err("reading the tombstones"))?;
+        super::tombstone_rows(rows)
+    }
+
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
         let fail = err("pruning the change log");
         let ws = workspace.to_string();
+        sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
+            .bind(&ws)
+            .bind(before_ms)
+            .execute(&self.writer)
+            .await
+            .map_err(&fail)?;
         let through: Option<i64> = sqlx::query_scalar(
             "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
         )

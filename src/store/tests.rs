@@ -1119,6 +1119,7 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "commit_marks",
             "commit_positions",
             "records",
+            "tombstones",
             "workspaces"
         ]
     );

@@ -124,6 +124,69 @@ async fn follow(
     panic!("the feed never ran dry");
 }
 
+/// One round of the watermark loop with `include_deleted=true` over every entity:
+/// pages from each entity's watermark, records stored, tombstones removed, the
+/// watermark moved to the last item's `updated_at`.
+async fn watermark_round(app: &TestApp, mirror: &mut Mirror, marks: &mut BTreeMap<String, String>) {
+    for entity in ENTITIES {
+        let mut cursor: Option<String> = None;
+        // Fixed for the round: a cursor belongs to its `updated_since`.
+        let since = marks.get(entity).cloned();
+        loop {
+            let mut path = format!("/v1/{entity}?limit=3&include_deleted=true");
+            if let Some(w) = &since {
+                path.push_str(&format!("&updated_since={w}"));
+            }
+            if let Some(c) = &cursor {
+                path.push_str(&format!("&cursor={c}"));
+            }
+            let (s, page) = app.get(&path, READ_KEY).await;
+            assert_eq!(s, 200, "{page}");
+            for item in page["data"].as_array().unwrap() {
+                let id = item["id"].as_str().unwrap().to_string();
+                let records = mirror.entry(entity.to_string()).or_default();
+                if item["deleted"] == true {
+                    records.remove(&id);
+                } else {
+                    records.insert(id, item.clone());
+                }
+                marks.insert(
+                    entity.to_string(),
+                    item["updated_at"].as_str().unwrap().to_string(),
+                );
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+    }
+}
+
+/// Entity by entity, what a mirror missed, kept stale, or kept as a ghost.
+fn assert_same(name: &str, mirror: &Mirror, fresh: &Mirror) {
+    for entity in ENTITIES {
+        let empty = BTreeMap::new();
+        let got = mirror.get(entity).unwrap_or(&empty);
+        let want = fresh.get(entity).unwrap_or(&empty);
+        let missed: Vec<&String> = want.keys().filter(|k| !got.contains_key(*k)).collect();
+        let ghosts: Vec<&String> = got.keys().filter(|k| !want.contains_key(*k)).collect();
+        let stale: Vec<&String> = want
+            .iter()
+            .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            missed.is_empty() && ghosts.is_empty() && stale.is_empty(),
+            "{name}, {entity}: missed {missed:?}, ghosts {ghosts:?}, stale {stale:?} {:?}",
+            stale
+                .iter()
+                .map(|k| (&got[*k], &want[*k]))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
 /// The changes after `since`, in one answer.
 async fn changes_after(app: &TestApp, since: &str) -> Vec<Value> {
     let (s, page) = app
@@ -474,6 +537,10 @@ async fn concurrent_writers_and_imports_never_lose_a_change(b: Backend) {
     let app = std::sync::Arc::new(app(b).await);
     let records_key = app.key_with_scopes(&["records:write"]).await;
     let (mirror, since) = full_sync(&app).await;
+    // The second client: the watermark loop with tombstones, from the same full sync.
+    let mut marks = BTreeMap::new();
+    let mut watermark_mirror = Mirror::new();
+    watermark_round(&app, &mut watermark_mirror, &mut marks).await;
 
     // The follower: long-polls until told the writers are done and it is up to date.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -595,42 +662,219 @@ async fn concurrent_writers_and_imports_never_lose_a_change(b: Backend) {
     raj["status"] = json!("removed");
     raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
     let importer = {
-        let app = app.clone();
+        let (app, format, workspace) = (app.clone(), format.clone(), workspace.clone());
         actix_web::rt::spawn(async move {
             app.import_ok(&json!({
                 "format": format, "workspace": workspace,
                 "notes": [{"id": PUBLIC_NOTE, "deleted": true}],
             }))
             .await;
-            actix_web::rt::time::sleep(Duration::from_millis(50)).await;
-            app.import_ok(&json!({"format": format, "workspace": workspace, "users": [raj]}))
-                .await;
         })
     };
+    // Rounds of the watermark loop while they write.
+    while writers.iter().any(|w| !w.is_finished()) || !importer.is_finished() {
+        watermark_round(&app, &mut watermark_mirror, &mut marks).await;
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
     for w in writers {
         w.await.unwrap();
     }
     importer.await.unwrap();
+    // Last, so that no write of the row after it hides what it derives: Raj, the job's
+    // recruiter, removed, changes the job row's owning_recruiter_id without writing it.
+    // A newer candidate first moves the watermark past the job row (an inclusive
+    // watermark would otherwise read the row again anyway).
+    let mut newer = example["candidates"][0].clone();
+    newer["id"] = json!("6f7d3c1e-0000-4000-8000-000000000001");
+    newer["person_id"] = json!("6f7d3c1e-0000-4000-8000-000000000002");
+    newer["name"] = json!("Zed Newer");
+    newer["job_id"] = Value::Null;
+    newer["stage_id"] = Value::Null;
+    newer["email"] = Value::Null;
+    newer["phone"] = Value::Null;
+    newer["mobile"] = Value::Null;
+    newer["created_at"] = json!("2099-01-01T00:00:00.000Z");
+    newer["updated_at"] = json!("2099-01-01T00:00:00.000Z");
+    app.import_ok(&json!({"format": format, "workspace": workspace, "candidates": [newer]}))
+        .await;
+    watermark_round(&app, &mut watermark_mirror, &mut marks).await;
+    assert!(marks["candidates"].starts_with("2099"), "{marks:?}");
+    app.import_ok(&json!({"format": format, "workspace": workspace, "users": [raj]}))
+        .await;
+    watermark_round(&app, &mut watermark_mirror, &mut marks).await;
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let mirror = actix_web::rt::time::timeout(Duration::from_secs(60), follower)
         .await
         .expect("the follower caught up")
         .unwrap();
     let (fresh, _) = full_sync(&app).await;
-    for entity in ENTITIES {
-        let (got, want) = (&mirror[entity], &fresh[entity]);
-        let missed: Vec<&String> = want.keys().filter(|k| !got.contains_key(*k)).collect();
-        let ghosts: Vec<&String> = got.keys().filter(|k| !want.contains_key(*k)).collect();
-        let stale: Vec<&String> = want
-            .iter()
-            .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
-            .map(|(k, _)| k)
-            .collect();
-        assert!(
-            missed.is_empty() && ghosts.is_empty() && stale.is_empty(),
-            "{entity}: missed {missed:?}, ghosts {ghosts:?}, stale {stale:?}"
-        );
+    assert_same("the feed client", &mirror, &fresh);
+    assert_same("the watermark client", &watermark_mirror, &fresh);
+    app.stop().await;
+}
+
+/// `include_deleted=true`: lists also carry tombstones `{id, deleted: true, updated_at}`
+/// in their (`updated_at`, id) order, for deleted, hidden and removed records; counts
+/// count shown records only; cursors keep to their listing.
+async fn lists_with_include_deleted_carry_tombstones(b: Backend) {
+    let app = app(b).await;
+    let (_, before) = app.get("/v1/notes?limit=100", READ_KEY).await;
+    let (s, created) = send(
+        &app,
+        Method::POST,
+        "/v1/notes",
+        &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "<p>x</p>"}),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let gone = created["data"]["id"].as_str().unwrap().to_string();
+    let (s, _) = send(
+        &app,
+        Method::DELETE,
+        &format!("/v1/notes/{gone}"),
+        &json!({}),
+    )
+    .await;
+    assert!(s == 200 || s == 204);
+    let (s, _) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/notes/{PUBLIC_NOTE}"),
+        &json!({"is_private": true}),
+    )
+    .await;
+    assert_eq!(s, 200);
+
+    let (s, page) = app
+        .get("/v1/notes?limit=100&include_deleted=true", READ_KEY)
+        .await;
+    assert_eq!(s, 200, "{page}");
+    let data = page["data"].as_array().unwrap();
+    let tombstones: Vec<&Value> = data.iter().filter(|r| r["deleted"] == true).collect();
+    let ids: Vec<&str> = tombstones
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&gone.as_str()) && ids.contains(&PUBLIC_NOTE),
+        "{page}"
+    );
+    for t in &tombstones {
+        assert_eq!(t.as_object().unwrap().len(), 3, "{t}");
+        assert!(t["updated_at"].as_str().unwrap().ends_with('Z'));
     }
+    // Shown records only are counted; the order is (updated_at, id) throughout.
+    assert_eq!(
+        page["total_count"],
+        before["total_count"].as_u64().unwrap() - 1
+    );
+    let keys: Vec<(String, String)> = data
+        .iter()
+        .map(|r| {
+            (
+                r["updated_at"].as_str().unwrap().to_string(),
+                r["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    // Without the flag, no tombstone; with updated_since past them, none either.
+    let (_, plain) = app
+        .get("/v1/notes?limit=100&include_deleted=false", READ_KEY)
+        .await;
+    assert!(plain["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r.get("deleted").is_none()));
+    let (_, later) = app
+        .get(
+            "/v1/notes?include_deleted=true&updated_since=2099-01-01",
+            READ_KEY,
+        )
+        .await;
+    assert_eq!(later["data"], json!([]));
+    // Paged one at a time, the same items; a cursor keeps to its listing.
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            None => "/v1/notes?limit=1&include_deleted=true".to_string(),
+            Some(c) => format!("/v1/notes?limit=1&include_deleted=true&cursor={c}"),
+        };
+        let (s, page) = app.get(&path, READ_KEY).await;
+        assert_eq!(s, 200, "{page}");
+        paged.extend(page["data"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(&paged, data);
+    let (_, first) = app
+        .get("/v1/notes?limit=1&include_deleted=true", READ_KEY)
+        .await;
+    let c = first["next_cursor"].as_str().unwrap();
+    let (s, body) = app
+        .get(&format!("/v1/notes?limit=1&cursor={c}"), READ_KEY)
+        .await;
+    assert_error(s, &body, 400, "BAD_REQUEST");
+    for bad in ["yes", "1", "TRUE", ""] {
+        let (s, body) = app
+            .get(&format!("/v1/notes?include_deleted={bad}"), READ_KEY)
+            .await;
+        assert_error(s, &body, 400, "BAD_REQUEST");
+    }
+    app.stop().await;
+}
+
+/// The ids of an entity's tombstones, as `include_deleted=true` lists them.
+async fn tombstones(app: &TestApp, entity: &str) -> Vec<String> {
+    let (_, page) = app
+        .get(
+            &format!("/v1/{entity}?limit=100&include_deleted=true"),
+            READ_KEY,
+        )
+        .await;
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["deleted"] == true)
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Tombstones outlive a restart: the store keeps them, and an import's deletions and a
+/// removed user come back as tombstones after it.
+async fn tombstones_are_kept_by_the_store(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = spawn_app_in(b.clone(), dir).await;
+    app.import_ok(&example()).await;
+    let example = example();
+    let mut raj = example["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["id"] == RAJ)
+        .unwrap()
+        .clone();
+    raj["status"] = json!("removed");
+    raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
+    app.import_ok(&json!({
+        "format": example["format"], "workspace": example["workspace"],
+        "users": [raj], "notes": [{"id": PUBLIC_NOTE, "deleted": true}],
+    }))
+    .await;
+    assert_eq!(tombstones(&app, "users").await, [RAJ]);
+    assert_eq!(tombstones(&app, "notes").await, [PUBLIC_NOTE]);
+    app.stop().await;
+    let TestApp { data_dir, .. } = app;
+    let app = spawn_app_in(b, data_dir).await;
+    assert_eq!(tombstones(&app, "users").await, [RAJ]);
+    assert_eq!(tombstones(&app, "notes").await, [PUBLIC_NOTE]);
     app.stop().await;
 }
 
@@ -642,4 +886,6 @@ store_test!(
     a_long_poll_answers_when_a_change_commits,
     an_import_shows_its_changes_and_deletions,
     concurrent_writers_and_imports_never_lose_a_change,
+    lists_with_include_deleted_carry_tombstones,
+    tombstones_are_kept_by_the_store,
 );

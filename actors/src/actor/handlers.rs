@@ -156,6 +156,26 @@ impl WorkspaceActor {
         }
         changes.derived =
             crate::changes::derived(&before, &next, crate::changes::written(&changes));
+        if !changes.derived.is_empty() {
+            let stamp = next.next_stamp();
+            for record in crate::changes::touch(&next, &changes.derived, stamp) {
+                next.put(record.clone());
+                changes.upserts.push(record);
+            }
+        }
+        let changed: Vec<crate::changes::Change> = crate::changes::direct(
+            &changes.upserts,
+            changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
+        )
+        .chain(changes.derived.iter().cloned())
+        .collect();
+        let left_at = next.stamp_after_last();
+        changes.tombstones = crate::tombstones::changes_of(&before, &next, changed, left_at);
+        if !changes.tombstones.is_empty() {
+            // The clock never issues a stamp at or behind a tombstone's.
+            next.next_stamp();
+            next.tombstones.apply(&changes.tombstones);
+        }
         drop(before);
         if changes.moves_position() {
             // One transaction: the store's position moves by one (`Store::commit`).

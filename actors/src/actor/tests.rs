@@ -82,6 +82,12 @@ impl Store for SlowStore {
             .read_changes(workspace, after, upto, max_parts)
             .await
     }
+    async fn tombstones(
+        &self,
+        workspace: Uuid,
+    ) -> Result<Vec<(crate::changes::Change, crate::time::Stamp)>, StoreError> {
+        self.inner.tombstones(workspace).await
+    }
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
         self.inner.prune_changes(workspace, before_ms).await
     }

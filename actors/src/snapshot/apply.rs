@@ -199,6 +199,7 @@ impl ImportPlan {
             keys: self.changes.keys.clone(),
             batch: Some(batch),
             derived: std::mem::take(&mut self.changes.derived),
+            tombstones: std::mem::take(&mut self.changes.tombstones),
             ..ChangeSet::default()
         })
         .await

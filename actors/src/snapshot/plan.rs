@@ -236,7 +236,9 @@ pub fn plan_import(
 
     // What the API shows of records the import does not write, but which show something
     // of records it does (a company's name on its jobs, a user on candidate rows, …).
-    if let (Some(before), Some(after)) = (current, &next) {
+    // And the records it takes out of what the API shows, or brings back (tombstones).
+    let mut next = next;
+    if let (Some(before), Some(after)) = (current, next.as_mut()) {
         let written = crate::changes::written(&changes).into_iter().chain(
             packed
                 .candidates
@@ -244,6 +246,27 @@ pub fn plan_import(
                 .map(|c| (RecordKind::Candidate, c.id())),
         );
         changes.derived = crate::changes::derived(before, after, written);
+        if !changes.derived.is_empty() {
+            let stamp = after.next_stamp();
+            for record in crate::changes::touch(after, &changes.derived, stamp) {
+                after.put(record.clone());
+                changes.upserts.push(record);
+            }
+        }
+        let changed = crate::changes::direct(
+            &changes.upserts,
+            changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
+        )
+        .chain(crate::changes::packed_direct(&packed))
+        .chain(changes.derived.iter().cloned());
+        let left_at = after.stamp_after_last();
+        let tombstones = crate::tombstones::changes_of(before, after, changed, left_at);
+        if !tombstones.is_empty() {
+            // The clock never issues a stamp at or behind a tombstone's.
+            after.next_stamp();
+            after.tombstones.apply(&tombstones);
+        }
+        changes.tombstones = tombstones;
     }
 
     Ok(ImportPlan {

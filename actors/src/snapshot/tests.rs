@@ -582,6 +582,12 @@ impl crate::store::Store for CheckingStore {
             .read_changes(workspace, after, upto, max_parts)
             .await
     }
+    async fn tombstones(
+        &self,
+        workspace: uuid::Uuid,
+    ) -> Result<Vec<(crate::changes::Change, crate::time::Stamp)>, StoreError> {
+        self.inner.tombstones(workspace).await
+    }
     async fn prune_changes(
         &self,
         workspace: uuid::Uuid,

@@ -18,6 +18,7 @@ pub(super) fn components() -> Value {
         ("EmailMatch", email_match()),
         ("Counts", counts()),
         ("Change", change()),
+        ("Tombstone", tombstone()),
         ("DownloadLink", download_link()),
         ("IdOnly", id_only()),
         ("Deleted", deleted()),
@@ -296,6 +297,15 @@ pub(super) fn parameters() -> Value {
                 "offset": {"value": "2026-09-01T10:00:00.000+01:00"},
                 "date": {"value": "2026-09-01"},
             },
+        },
+        "IncludeDeleted": {
+            "name": "include_deleted",
+            "in": "query",
+            "required": false,
+            "description": "`true`: the list also returns tombstones `{ id, deleted: true, updated_at }` (`updated_at` is when the record left what the API shows) \
+    in the same (`updated_at`, `id`) order as records, with or without `updated_since`. `total_count` counts records only. A cursor belongs to its listing, \
+    with or without tombstones. Any value other than `true` or `false`: 400 BAD_REQUEST.",
+            "schema": {"type": "boolean", "default": false},
         },
         "NotesLimit": limit(subresources::NOTES_DEFAULT_LIMIT, subresources::NOTES_MAX_LIMIT,
             "Plain decimal digits, at least 1; larger values are treated as 500. Anything else: 400 BAD_REQUEST."),

@@ -346,13 +346,13 @@ An id that does not exist or belongs to another workspace gives 200 with empty `
                 "Order is oldest-first by (`updated_at`, `id`); stable across pages, ties broken by id. `next_cursor` is null on the last page; \
 that is the only end signal. A page that fills `limit` exactly always carries a cursor, so a final empty page (`data: []`, `next_cursor: null`) can occur.",
                 "read",
-                vec![pref("ListLimit"), pref("Cursor"), pref("ListSort"), pref("UpdatedSince")],
+                vec![pref("ListLimit"), pref("Cursor"), pref("ListSort"), pref("UpdatedSince"), pref("IncludeDeleted")],
                 None,
                 responses(vec![("200", ok("`{ data: [record], next_cursor: string|null, total_count: integer, request_id }`.", json!({
                     "type": "object",
                     "required": ["data", "next_cursor", "request_id"],
                     "properties": {
-                        "data": {"type": "array", "items": sref(schema_name(e))},
+                        "data": {"type": "array", "items": {"oneOf": [sref(schema_name(e)), sref("Tombstone")]}, "description": "Records; with `include_deleted=true` also tombstones."},
                         "next_cursor": {"type": ["string", "null"], "description": "Null on the last page; that is the only end signal."},
                         "total_count": {"type": "integer", "minimum": 0, "description": "Present only when no `cursor` is supplied; absent on later pages. \
 It respects `updated_since` (records modified at or after that instant)."},

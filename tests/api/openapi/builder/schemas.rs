@@ -479,6 +479,19 @@ pub(super) fn change() -> Value {
     })
 }
 
+pub(super) fn tombstone() -> Value {
+    json!({
+        "type": "object",
+        "description": "A record that left what the API shows (deleted, made private, a removed user, an application whose job went): only in lists with `include_deleted=true`.",
+        "required": ["id", "deleted", "updated_at"],
+        "properties": {
+            "id": {"type": "string"},
+            "deleted": {"type": "boolean", "const": true},
+            "updated_at": {"type": "string", "format": "date-time", "description": "When it left."},
+        },
+    })
+}
+
 pub(super) fn download_link() -> Value {
     object(vec![
         (

@@ -1,0 +1,11 @@
+-- Records that left what the API shows (deleted, made private, a removed user, …), by
+-- entity (`Entity` index in `actors::model::Entity::ALL`), with when they left, in
+-- milliseconds since the epoch: what lists answer with include_deleted=true. Written
+-- in the transaction of the commit that decides them; pruned with the change log.
+CREATE TABLE tombstones (
+    workspace_id TEXT NOT NULL,
+    entity       INTEGER NOT NULL,
+    id           TEXT NOT NULL,
+    deleted_at   INTEGER NOT NULL,
+    PRIMARY KEY (workspace_id, entity, id)
+) WITHOUT ROWID;
