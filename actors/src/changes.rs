@@ -396,7 +396,20 @@ pub fn derived(
             }
         }
     }
+    // The scans above find what may have changed (a job's applications, whatever of the
+    // job changed); only what the API now shows differently is a change: each is
+    // rendered in both states and compared.
+    out.retain(|c| rendered(before, c) != rendered(after, c));
     out
+}
+
+/// What the API shows of a record in `ws`: its JSON, or nothing when it is not shown.
+fn rendered(ws: &WorkspaceState, change: &Change) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match entities::write_visible(ws, change.entity, &change.id.to_string(), &mut out) {
+        Ok(true) => Some(out),
+        _ => None,
+    }
 }
 
 /// The records behind `derived` changes, rewritten with `updated_at` at `stamp`: a

@@ -878,6 +878,40 @@ async fn tombstones_are_kept_by_the_store(b: Backend) {
     app.stop().await;
 }
 
+/// Derived changes are what the API shows differently, nothing more: a job's new title
+/// shows on none of its candidate rows, which keep their `updated_at` and stay out of
+/// the feed; a company's new name shows on its contacts, which move.
+async fn only_what_shows_differently_is_derived(b: Backend) {
+    let app = app(b).await;
+    let records_key = app.key_with_scopes(&["records:write"]).await;
+    let (_, since) = full_sync(&app).await;
+    let (_, row_before) = app
+        .get(&format!("/v1/candidates/{LEO_JOB_ROW}"), READ_KEY)
+        .await;
+    let res = app
+        .req(
+            Method::PATCH,
+            &format!("/v1/jobs/{JOB}"),
+            Some(&records_key),
+        )
+        .json(&json!({"title": "Principal SRE"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(res).await.0, 200);
+    let changes = changes_after(&app, &since).await;
+    let ids: Vec<(&str, &str)> = changes
+        .iter()
+        .map(|c| (c["entity"].as_str().unwrap(), c["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ids, [("jobs", JOB)], "{changes:?}");
+    let (_, row_after) = app
+        .get(&format!("/v1/candidates/{LEO_JOB_ROW}"), READ_KEY)
+        .await;
+    assert_eq!(row_before["data"], row_after["data"]);
+    app.stop().await;
+}
+
 store_test!(
     writes_deletions_and_derived_changes_reach_the_feed,
     a_mirror_that_follows_the_feed_equals_a_fresh_full_sync,
@@ -888,4 +922,5 @@ store_test!(
     concurrent_writers_and_imports_never_lose_a_change,
     lists_with_include_deleted_carry_tombstones,
     tombstones_are_kept_by_the_store,
+    only_what_shows_differently_is_derived,
 );
