@@ -50,6 +50,10 @@ pub struct ChangeSet {
     pub derived: Vec<Change>,
     /// Tombstones the commit sets and clears (see [`crate::tombstones`]).
     pub tombstones: Vec<crate::tombstones::TombstoneChange>,
+    /// Write no change log for it: the workspace's first commit, which no reader can be
+    /// behind (every reader starts from a full sync of a workspace that exists, so at or
+    /// after this commit's position).
+    pub unlogged: bool,
 }
 
 impl ChangeSet {
@@ -75,6 +79,9 @@ impl ChangeSet {
 
     /// The change log's parts of this change set (see [`crate::changes`]).
     pub fn log_parts(&self) -> Vec<crate::changes::EncodedEntries> {
+        if self.unlogged {
+            return Vec::new();
+        }
         crate::changes::encode_parts(
             &self.upserts,
             self.deletes.iter().map(|(k, id)| (*k, id.as_str())),

@@ -69,6 +69,8 @@ struct Part<'a> {
     derived: &'a [actors::changes::Change],
     /// Tombstones set and cleared (`ChangeSet::tombstones`).
     tombstones: &'a [actors::tombstones::TombstoneChange],
+    /// `ChangeSet::unlogged`: no change log parts.
+    unlogged: bool,
 }
 
 /// Pooled connections: one per concurrent workspace commit or load is plenty; the
@@ -227,6 +229,7 @@ impl PostgresStore {
                 bulk: false,
                 derived: &changes.derived,
                 tombstones: &changes.tombstones,
+                unlogged: changes.unlogged,
             },
         )
         .await
@@ -441,7 +444,11 @@ impl PostgresStore {
                 .deletes
                 .iter()
                 .filter_map(|(k, id)| Some((RecordKind::parse(k)?, *id)));
-            let parts = super::log_parts(part.upserts, deletes, part.derived);
+            let parts = if part.unlogged {
+                Vec::new()
+            } else {
+                super::log_parts(part.upserts, deletes, part.derived)
+            };
             if !parts.is_empty() {
                 let numbers: Vec<i32> = (0..parts.len() as i32).collect();
                 let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
@@ -630,6 +637,7 @@ impl Store for PostgresStore {
                     bulk: true,
                     derived: if tx.last { &changes.derived } else { &[] },
                     tombstones: if tx.last { &changes.tombstones } else { &[] },
+                    unlogged: changes.unlogged,
                 },
             )
             .await?;

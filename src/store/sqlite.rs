@@ -73,6 +73,8 @@ struct Part<'a> {
     derived: &'a [actors::changes::Change],
     /// Tombstones set and cleared (`ChangeSet::tombstones`).
     tombstones: &'a [actors::tombstones::TombstoneChange],
+    /// `ChangeSet::unlogged`: no change log parts.
+    unlogged: bool,
     /// Whether the commit syncs the log (`synchronous=FULL`). An import's transactions
     /// but its last do not: in WAL mode a commit is durable once any later commit's
     /// sync is done, since the log is synced in order, so the last one makes the whole
@@ -431,7 +433,11 @@ impl SqliteStore {
                 .await
                 .map_err(&fail)?;
             let committed_at = actors::store::now_ms();
-            let parts = super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived);
+            let parts = if part.unlogged {
+                Vec::new()
+            } else {
+                super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived)
+            };
             for (i, entries) in parts.iter().enumerate() {
                 sqlx::query(
                     "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
@@ -611,6 +617,7 @@ impl Store for SqliteStore {
                 batch: changes.batch,
                 derived: &changes.derived,
                 tombstones: &changes.tombstones,
+                unlogged: changes.unlogged,
                 durable: true,
             },
         )
@@ -654,6 +661,7 @@ impl Store for SqliteStore {
                     batch: changes.batch.filter(|_| tx.last),
                     derived: if tx.last { &changes.derived } else { &[] },
                     tombstones: if tx.last { &changes.tombstones } else { &[] },
+                    unlogged: changes.unlogged,
                     // With a rollback journal, a commit that skips a sync risks the
                     // file itself on power loss, not just the latest transactions.
                     durable: tx.last || self.import_fold_every.is_none(),

@@ -912,6 +912,28 @@ async fn only_what_shows_differently_is_derived(b: Backend) {
     app.stop().await;
 }
 
+/// A workspace's first import logs nothing (no reader can be behind it: every reader
+/// starts from a full sync of the workspace it creates); later commits do.
+async fn a_workspace_s_first_import_writes_no_log(b: Backend) {
+    let app = app(b.clone()).await;
+    let parts = |sql: &'static str| {
+        let (b, dir) = (b.clone(), app.data_dir.path().to_path_buf());
+        async move { store_sql(&b, &dir, sql).await.unwrap() }
+    };
+    let count = "SELECT CAST(count(*) AS TEXT) FROM change_log";
+    assert_eq!(parts(count).await, "0");
+    let (s, _) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/tasks/{TASK}"),
+        &json!({"title": "Renamed task"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(parts(count).await, "1");
+    app.stop().await;
+}
+
 store_test!(
     writes_deletions_and_derived_changes_reach_the_feed,
     a_mirror_that_follows_the_feed_equals_a_fresh_full_sync,
@@ -923,4 +945,5 @@ store_test!(
     lists_with_include_deleted_carry_tombstones,
     tombstones_are_kept_by_the_store,
     only_what_shows_differently_is_derived,
+    a_workspace_s_first_import_writes_no_log,
 );

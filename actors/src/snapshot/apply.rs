@@ -150,7 +150,9 @@ impl ImportPlan {
         blobs: &mut BlobWrite,
     ) -> Result<(), ApplyError> {
         let id = self.workspace.id;
-        let part = async |changes: ChangeSet| {
+        let unlogged = self.changes.unlogged;
+        let part = async |mut changes: ChangeSet| {
+            changes.unlogged = unlogged;
             env.store
                 .commit_import(id, &changes)
                 .await

@@ -269,6 +269,10 @@ pub fn plan_import(
         changes.tombstones = tombstones;
     }
 
+    // A workspace's first commit logs nothing: no reader can be behind it, and a large
+    // first import would otherwise write every record a second time.
+    changes.unlogged = current.is_none_or(|c| c.position == 0);
+
     Ok(ImportPlan {
         workspace,
         changes,
