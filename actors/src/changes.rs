@@ -221,7 +221,7 @@ where
 
 /// The changes of one record of `kind` (`on_job`: a candidate row that is, or may be, an
 /// application).
-fn row_changes(kind: RecordKind, id: Option<LoggedId>, on_job: bool) -> Vec<Change> {
+pub fn row_changes(kind: RecordKind, id: Option<LoggedId>, on_job: bool) -> Vec<Change> {
     let Some(id) = id else { return Vec::new() };
     match kind {
         RecordKind::Candidate if on_job => vec![
@@ -238,27 +238,6 @@ fn row_changes(kind: RecordKind, id: Option<LoggedId>, on_job: bool) -> Vec<Chan
             .map(|entity| vec![Change { entity, id }])
             .unwrap_or_default(),
     }
-}
-
-/// The direct changes of the records an import writes packed (candidate rows, notes,
-/// attachments).
-pub fn packed_direct(packed: &crate::snapshot::PackedUpserts) -> impl Iterator<Item = Change> + '_ {
-    let rows = packed.candidates.iter().flat_map(|c| {
-        row_changes(
-            RecordKind::Candidate,
-            Some(LoggedId::Uuid(c.id())),
-            c.job_id().is_some(),
-        )
-    });
-    let notes = packed.notes.iter().map(|n| Change {
-        entity: Entity::Notes,
-        id: LoggedId::Uuid(n.id()),
-    });
-    let attachments = packed.attachments.iter().map(|a| Change {
-        entity: Entity::Attachments,
-        id: LoggedId::parse(a.id()),
-    });
-    rows.chain(notes).chain(attachments)
 }
 
 /// The direct entries of one transaction's upserts and deletes ([`direct`]), then
@@ -720,30 +699,6 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 
 /// How often retention prunes each workspace's log.
 pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// Prunes every workspace's change log of parts older than `retention`, now and then
-/// every [`PRUNE_EVERY`], for as long as the process runs. A failed prune is logged and
-/// tried again next time; it never holds a commit (stores delete in small
-/// transactions).
-pub async fn prune_forever(
-    store: std::sync::Arc<dyn Store>,
-    registry: std::sync::Arc<crate::registry::Registry>,
-    retention: std::time::Duration,
-) {
-    let mut every = tokio::time::interval(PRUNE_EVERY);
-    loop {
-        every.tick().await;
-        let cutoff = crate::store::now_ms() - retention.as_millis() as i64;
-        for (workspace, _) in registry.slots() {
-            match store.prune_changes(workspace, cutoff).await {
-                Ok(through) => {
-                    tracing::debug!(%workspace, pruned_through = through, "change log pruned")
-                }
-                Err(e) => tracing::warn!(%workspace, error = %e, "pruning the change log failed"),
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -210,7 +210,7 @@ impl Application {
                 interval,
             )
         });
-        actix_web::rt::spawn(actors::changes::prune_forever(
+        actix_web::rt::spawn(prune_changes_forever(
             store.clone(),
             registry.clone(),
             s.changes_retention,
@@ -388,5 +388,29 @@ impl Application {
         self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)
+    }
+}
+
+/// Prunes every workspace's change log of parts older than `retention`, now and then
+/// every [`actors::changes::PRUNE_EVERY`], for as long as the process runs. A failed prune is logged and
+/// tried again next time; it never holds a commit (stores delete in small
+/// transactions).
+async fn prune_changes_forever(
+    store: Arc<dyn Store>,
+    registry: Arc<actors::registry::Registry>,
+    retention: std::time::Duration,
+) {
+    let mut every = tokio::time::interval(actors::changes::PRUNE_EVERY);
+    loop {
+        every.tick().await;
+        let cutoff = actors::store::now_ms() - retention.as_millis() as i64;
+        for (workspace, _) in registry.slots() {
+            match store.prune_changes(workspace, cutoff).await {
+                Ok(through) => {
+                    tracing::debug!(%workspace, pruned_through = through, "change log pruned")
+                }
+                Err(e) => tracing::warn!(%workspace, error = %e, "pruning the change log failed"),
+            }
+        }
     }
 }

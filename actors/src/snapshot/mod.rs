@@ -220,6 +220,29 @@ pub struct PackedUpserts {
 }
 
 impl PackedUpserts {
+    /// The changes these records make, for the change log and tombstones (see
+    /// `crate::changes::direct`, which gives those of unpacked records).
+    pub fn changes(&self) -> impl Iterator<Item = crate::changes::Change> + '_ {
+        use crate::changes::{row_changes, Change, LoggedId};
+        use crate::model::Entity;
+        let rows = self.candidates.iter().flat_map(|c| {
+            row_changes(
+                RecordKind::Candidate,
+                Some(LoggedId::Uuid(c.id())),
+                c.job_id().is_some(),
+            )
+        });
+        let notes = self.notes.iter().map(|n| Change {
+            entity: Entity::Notes,
+            id: LoggedId::Uuid(n.id()),
+        });
+        let attachments = self.attachments.iter().map(|a| Change {
+            entity: Entity::Attachments,
+            id: LoggedId::parse(a.id()),
+        });
+        rows.chain(notes).chain(attachments)
+    }
+
     pub fn len(&self) -> usize {
         self.candidates.len() + self.notes.len() + self.attachments.len()
     }

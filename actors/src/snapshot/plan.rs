@@ -257,7 +257,7 @@ pub fn plan_import(
             &changes.upserts,
             changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
         )
-        .chain(crate::changes::packed_direct(&packed))
+        .chain(packed.changes())
         .chain(changes.derived.iter().cloned());
         let left_at = after.stamp_after_last();
         let tombstones = crate::tombstones::changes_of(before, after, changed, left_at);
