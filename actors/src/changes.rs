@@ -99,15 +99,7 @@ pub struct EncodedEntries {
 
 const UUID_TAG: u8 = 0x80;
 
-/// An entity as the log and the tombstone rows store it: its index in `Entity::ALL`.
-pub fn entity_index(entity: Entity) -> u8 {
-    Entity::ALL
-        .iter()
-        .position(|e| *e == entity)
-        .expect("every entity is in ALL") as u8
-}
-
-/// The entity stored as `code` ([`entity_index`]).
+/// The entity stored as `code` (`Entity::tag`, its place in `Entity::ALL`).
 pub fn entity_of_index(code: i64) -> Option<Entity> {
     usize::try_from(code)
         .ok()
@@ -116,7 +108,7 @@ pub fn entity_of_index(code: i64) -> Option<Entity> {
 
 impl EncodedEntries {
     pub fn push(&mut self, entity: Entity, id: &LoggedId) {
-        let tag = entity_index(entity);
+        let tag = entity.tag();
         match id {
             LoggedId::Uuid(u) => {
                 self.bytes.push(tag | UUID_TAG);
@@ -703,6 +695,14 @@ pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entity_is_stored_as_its_place_in_all() {
+        for (i, e) in Entity::ALL.iter().enumerate() {
+            assert_eq!(usize::from(e.tag()), i);
+            assert_eq!(entity_of_index(i as i64), Some(*e));
+        }
+    }
 
     #[test]
     fn entries_round_trip() {

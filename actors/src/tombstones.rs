@@ -32,13 +32,6 @@ pub struct Tombstones {
 /// shown again), as a commit writes it.
 pub type TombstoneChange = (Change, Option<Stamp>);
 
-fn index(entity: Entity) -> usize {
-    Entity::ALL
-        .iter()
-        .position(|e| *e == entity)
-        .expect("every entity is in ALL")
-}
-
 impl Tombstones {
     /// From the store's rows.
     pub fn build(rows: Vec<(Change, Stamp)>) -> Tombstones {
@@ -53,7 +46,7 @@ impl Tombstones {
         if self.order.is_empty() {
             self.order = Entity::ALL.iter().map(|_| SortedSet::default()).collect();
         }
-        &mut self.order[index(entity)]
+        &mut self.order[usize::from(entity.tag())]
     }
 
     pub fn set(&mut self, change: Change, at: Stamp) {
@@ -99,18 +92,19 @@ impl Tombstones {
         since: Option<Stamp>,
         after: Option<(Stamp, LoggedId)>,
     ) -> Box<dyn Iterator<Item = &(Stamp, LoggedId)> + '_> {
-        let Some(set) = self.order.get(index(entity)) else {
+        let Some(set) = self.order.get(usize::from(entity.tag())) else {
             return Box::new(std::iter::empty());
         };
-        let since = since.unwrap_or(Stamp::MIN);
+        // The least id orders first among equal stamps (UUIDs before texts, nil first).
+        let from = (
+            since.unwrap_or(Stamp::MIN),
+            LoggedId::Uuid(uuid::Uuid::nil()),
+        );
         match after {
-            Some(after) if after.0 >= since => {
+            Some(after) if after >= from => {
                 Box::new(set.range(Bound::Excluded(&after), Bound::Unbounded))
             }
-            _ => Box::new(
-                set.range(Bound::Unbounded, Bound::Unbounded)
-                    .skip_while(move |(at, _)| *at < since),
-            ),
+            _ => Box::new(set.range(Bound::Included(&from), Bound::Unbounded)),
         }
     }
 

@@ -202,7 +202,7 @@ where
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (Some((rs, rk, _)), Some((ts, tid))) => {
-                (*rs, LoggedId::from(rk.to_cursor_id())) < (*ts, tid.clone())
+                rs < ts || (rs == ts && &LoggedId::from(rk.to_cursor_id()) < tid)
             }
         };
         if n > 0 {

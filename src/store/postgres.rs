@@ -394,7 +394,7 @@ impl PostgresStore {
         if !part.tombstones.is_empty() {
             let (mut set, mut cleared) = (Vec::new(), Vec::new());
             for (change, left) in part.tombstones {
-                let entity = i16::from(actors::changes::entity_index(change.entity));
+                let entity = i16::from(change.entity.tag());
                 match left {
                     Some(at) => set.push((entity, change.id.to_string(), at.millis())),
                     None => cleared.push((entity, change.id.to_string())),

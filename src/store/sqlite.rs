@@ -398,7 +398,7 @@ impl SqliteStore {
         }
 
         for (change, left) in part.tombstones {
-            let entity = i64::from(actors::changes::entity_index(change.entity));
+            let entity = i64::from(change.entity.tag());
             let id = change.id.to_string();
             let q = match left {
                 Some(at) => sqlx::query(
