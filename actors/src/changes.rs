@@ -556,8 +556,21 @@ pub enum FeedError {
     Store(StoreError),
 }
 
-/// Parts read per store round trip.
-const PARTS_PER_READ: usize = 8;
+/// Most parts read per store round trip. A read asks for as many as the answer still
+/// needs at the mean size of the parts read so far, starting with two: an import's
+/// parts hold thousands of entries (one part fills a page), API write batches a few
+/// (a page spans hundreds).
+const MAX_PARTS_PER_READ: usize = 256;
+
+/// How many parts the next read asks for, to find `wanted` more entries when `parts`
+/// parts held `entries`.
+fn parts_to_read(wanted: usize, parts: usize, entries: usize) -> usize {
+    if parts == 0 || entries == 0 {
+        // The rest of the part the point is in, and the next.
+        return 2;
+    }
+    (wanted * parts / entries + 1).clamp(1, MAX_PARTS_PER_READ)
+}
 
 /// The changes after `since` as `ws` shows them, at most `limit` records, each once,
 /// in commit order (of the first of its changes in the answer): an upsert with the
@@ -581,15 +594,17 @@ pub async fn feed_page(
     let mut after = since.read_after();
     let mut skip = (since.index != WHOLE_PART).then_some((since.position, since.part, since.index));
     let mut next = since;
+    let (mut parts_read, mut entries_read) = (0, 0);
     loop {
+        let ask = parts_to_read(limit - changes, parts_read, entries_read);
         let read = store
-            .read_changes(ws.id(), after, ws.position, PARTS_PER_READ)
+            .read_changes(ws.id(), after, ws.position, ask)
             .await
             .map_err(FeedError::Store)?;
         if read.pruned_through > since.position {
             return Err(FeedError::Pruned);
         }
-        let exhausted = read.parts.len() < PARTS_PER_READ;
+        let exhausted = read.parts.len() < ask;
         for (n, part) in read.parts.iter().enumerate() {
             let entries = decode(&part.entries).map_err(|e| {
                 FeedError::Store(StoreError::Corrupt(format!(
@@ -601,6 +616,8 @@ pub async fn feed_page(
                 Some((p, q, i)) if (p, q) == (part.position, part.part) => i as usize,
                 _ => 0,
             };
+            parts_read += 1;
+            entries_read += entries.len();
             for (i, change) in entries.iter().enumerate().skip(first) {
                 if changes == limit {
                     // Full: what remains of this part, or any part after it, waits.
@@ -695,6 +712,19 @@ pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_ask_for_what_the_answer_still_needs() {
+        // Nothing read yet: the point's part and the next.
+        assert_eq!(parts_to_read(500, 0, 0), 2);
+        // Import parts of 4,096 entries: one more part fills any page.
+        assert_eq!(parts_to_read(500, 1, 4096), 1);
+        // API batches of two or three entries: a page needs some two hundred parts.
+        assert_eq!(parts_to_read(500, 4, 10), 201);
+        // Never more than the cap, never none.
+        assert_eq!(parts_to_read(500, 100, 100), MAX_PARTS_PER_READ);
+        assert_eq!(parts_to_read(0, 3, 9), 1);
+    }
 
     #[test]
     fn an_entity_is_stored_as_its_place_in_all() {

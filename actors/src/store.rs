@@ -111,6 +111,18 @@ pub struct LogRead {
     pub parts: Vec<LogPart>,
 }
 
+/// What a pruning removed, and what the workspace's log holds after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// The position the log is pruned through: a token before it must resync.
+    pub through: u64,
+    pub parts_removed: u64,
+    pub tombstones_removed: u64,
+    /// Parts left, and the bytes of their encoded entries.
+    pub parts_left: u64,
+    pub bytes_left: u64,
+}
+
 /// Milliseconds since the epoch now, as the store stamps log parts.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -185,10 +197,10 @@ pub trait Store: Send + Sync + 'static {
     async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError>;
 
     /// Removes the log parts written before `before_ms` (milliseconds since the epoch),
-    /// and the tombstones older than that, and returns the position the log is now
-    /// pruned through. Pruning never blocks a
-    /// commit for long: stores delete in small transactions.
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError>;
+    /// and the tombstones older than that, and says what it removed and what is left
+    /// (see [`Pruned`]). Pruning never blocks a commit for long: stores delete in small
+    /// transactions.
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<Pruned, StoreError>;
 
     /// Every API key, of every workspace.
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
@@ -360,11 +372,13 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<Pruned, StoreError> {
         self.check()?;
         let mut g = self.inner.lock();
+        let tombstones = g.tombstones.len();
         g.tombstones
             .retain(|(w, _), at| *w != workspace || at.millis() >= before_ms);
+        let tombstones_removed = (tombstones - g.tombstones.len()) as u64;
         let doomed: Vec<(Uuid, u64, u32)> = g
             .log
             .iter()
@@ -372,12 +386,22 @@ impl Store for MemoryStore {
             .map(|(k, _)| *k)
             .collect();
         let mut through = g.pruned.get(&workspace).copied().unwrap_or(0);
+        let parts_removed = doomed.len() as u64;
         for k in doomed {
             through = through.max(k.1);
             g.log.remove(&k);
         }
         g.pruned.insert(workspace, through);
-        Ok(through)
+        let left = g.log.iter().filter(|((w, _, _), _)| *w == workspace);
+        let (parts_left, bytes_left) =
+            left.fold((0, 0), |(n, b), (_, p)| (n + 1, b + p.entries.len() as u64));
+        Ok(Pruned {
+            through,
+            parts_removed,
+            tombstones_removed,
+            parts_left,
+            bytes_left,
+        })
     }
 
     async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {

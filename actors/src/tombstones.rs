@@ -6,7 +6,8 @@
 //! A commit decides them from the states before and after it ([`changes_of`]): each
 //! record it changed, directly or not, that was shown before and is not after gets one
 //! at the commit's time; one shown again loses it. The store keeps them in the commit's
-//! transaction (`ChangeSet::tombstones`) and retention prunes them with the change log.
+//! transaction (`ChangeSet::tombstones`) and retention prunes them with the change log,
+//! in the store and then here ([`Tombstones::forget_before`]).
 
 use crate::changes::{Change, LoggedId};
 use crate::cow::{CowMap, SortedSet};
@@ -108,6 +109,28 @@ impl Tombstones {
         }
     }
 
+    /// Forgets the tombstones of records that left before `before` (retention has pruned
+    /// them from the store); how many.
+    pub fn forget_before(&mut self, before: Stamp) -> usize {
+        let first_kept = (before, LoggedId::Uuid(uuid::Uuid::nil()));
+        let old: Vec<Change> = self
+            .order
+            .iter()
+            .zip(Entity::ALL)
+            .flat_map(|(set, entity)| {
+                set.range(Bound::Unbounded, Bound::Excluded(&first_kept))
+                    .map(move |(_, id)| Change {
+                        entity,
+                        id: id.clone(),
+                    })
+            })
+            .collect();
+        for change in &old {
+            self.clear(change);
+        }
+        old.len()
+    }
+
     /// Every tombstone (for the store and tests).
     pub fn iter(&self) -> impl Iterator<Item = (&Change, &Stamp)> + '_ {
         self.at.iter()
@@ -166,6 +189,25 @@ mod tests {
             entity,
             id: LoggedId::Uuid(Uuid::from_u128(n)),
         }
+    }
+
+    #[test]
+    fn retention_forgets_only_what_left_before_its_cutoff() {
+        let at = Stamp::from_millis;
+        let mut t = Tombstones::default();
+        t.set(change(Entity::Notes, 1), at(10));
+        t.set(change(Entity::Notes, 2), at(20));
+        t.set(change(Entity::Users, 3), at(19));
+        t.set(change(Entity::Tasks, 4), at(30));
+        assert_eq!(t.forget_before(at(20)), 2);
+        assert_eq!(t.len(), 2);
+        assert!(t.contains(&change(Entity::Notes, 2)));
+        assert!(t.contains(&change(Entity::Tasks, 4)));
+        assert!(!t.contains(&change(Entity::Users, 3)));
+        assert_eq!(t.from(Entity::Users, None, None).count(), 0);
+        assert_eq!(t.forget_before(at(20)), 0);
+        assert_eq!(t.forget_before(at(31)), 2);
+        assert!(t.is_empty());
     }
 
     #[test]

@@ -76,7 +76,9 @@ pub enum Command {
     Prepare(PrepareArgs),
     /// Phone searches in the formats softphones send, unknown numbers, e-mail searches.
     Lookup(RunArgs),
-    /// Full sync of every entity at limit=500, then incremental syncs; repeated.
+    /// Full sync of every entity at limit=500, then incremental syncs; repeated. With
+    /// `--mode changes`: follows `GET /v1/changes` (catch-up from `--since`, then
+    /// long-poll while writes run at `--write-rate`).
     Sync(RunArgs),
     /// Notes and tasks (with references), PATCHes of notes, tasks and candidates.
     Write(RunArgs),
@@ -191,13 +193,20 @@ pub struct RunArgs {
     /// sync: page size.
     #[arg(long)]
     pub limit: Option<u32>,
+    /// sync: `pages` (lists with cursors and watermarks) or `changes` (the change feed).
+    #[arg(long, value_enum)]
+    pub mode: Option<SyncMode>,
+    /// sync --mode changes: first read the feed from this token (a list's
+    /// `changes_since` or a `next_since`) as fast as it answers, and report changes/s.
+    #[arg(long)]
+    pub since: Option<String>,
     /// write: weights, e.g. `notes=40,tasks=20,note_patches=15,task_patches=10,record_patches=15`.
     #[arg(long, value_parser = parse_mix)]
     pub mix: Option<BTreeMap<String, u32>>,
     /// mixed: lookups per second.
     #[arg(long)]
     pub lookup_rate: Option<f64>,
-    /// mixed: writes per second.
+    /// mixed, and sync --mode changes: writes per second (changes: 0 for none).
     #[arg(long)]
     pub write_rate: Option<f64>,
     /// mixed: incremental syncs (one entity each) per second.
@@ -271,6 +280,19 @@ struct FileSync {
     streams: Option<usize>,
     incremental_rounds: Option<usize>,
     limit: Option<u32>,
+    mode: Option<SyncMode>,
+    since: Option<String>,
+    write_rate: Option<f64>,
+}
+
+/// How `sync` reads the workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// Lists page by page, then incremental rounds from watermarks.
+    Pages,
+    /// The change feed.
+    Changes,
 }
 
 #[derive(Deserialize, Default)]
@@ -335,6 +357,12 @@ pub struct SyncSettings {
     pub streams: usize,
     pub incremental_rounds: usize,
     pub limit: u32,
+    pub mode: SyncMode,
+    /// `--mode changes`: the token a catch-up starts from.
+    #[serde(skip)]
+    pub since: Option<String>,
+    /// `--mode changes`: writes per second while following.
+    pub write_rate: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -479,6 +507,9 @@ impl Settings {
                     .or(f.sync.incremental_rounds)
                     .unwrap_or(3),
                 limit: a.limit.or(f.sync.limit).unwrap_or(500),
+                mode: a.mode.or(f.sync.mode).unwrap_or(SyncMode::Pages),
+                since: a.since.clone().or(f.sync.since),
+                write_rate: a.write_rate.or(f.sync.write_rate).unwrap_or(500.0),
             },
             write: WriteSettings { mix },
             mixed: MixedSettings {
@@ -524,6 +555,15 @@ impl Settings {
         }
         if !(1..=500).contains(&self.sync.limit) {
             bail!("--limit must be between 1 and 500");
+        }
+        if !(self.sync.write_rate >= 0.0 && self.sync.write_rate.is_finite()) {
+            bail!("--write-rate must be 0 or more");
+        }
+        if self.sync.mode == SyncMode::Changes
+            && self.sync.write_rate == 0.0
+            && self.sync.since.is_none()
+        {
+            bail!("sync --mode changes needs --since (a catch-up), writes (--write-rate), or both");
         }
         for v in [
             self.mixed.lookup_rate,

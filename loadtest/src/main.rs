@@ -8,7 +8,7 @@
 //! - [`data`]: the harvested workspace and the answers lookups must get.
 //! - [`driver`]: open-loop (fixed arrival rate, coordinated-omission corrected) and
 //!   closed-loop drivers, the progress line.
-//! - [`scenarios`]: `lookup`, `sync`, `write`, `mixed`.
+//! - [`scenarios`]: `lookup`, `sync` (lists, or the change feed), `write`, `mixed`.
 //! - [`baseline`]: the same lookups and syncs as SQL on PostgreSQL.
 //! - [`stats`]: HDR histograms per endpoint, errors, mismatches, timelines.
 //! - [`report`]: table, JSON (raw histograms included), comparison; [`chart`]: SVG.
@@ -29,7 +29,7 @@ mod stats;
 
 use anyhow::Context;
 use clap::Parser;
-use cli::{Cli, Command, Scenario, Settings};
+use cli::{Cli, Command, Scenario, Settings, SyncMode};
 use data::Dataset;
 use driver::Load;
 use http::{Pool, Target};
@@ -120,10 +120,14 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         Duration::from_secs_f64(s.timeout),
     )?);
     let setup = Pool::new(target.clone(), 4);
-    eprintln!("harvesting the workspace from {} ...", s.url);
-    let t = Instant::now();
-    let ds = Arc::new(Dataset::harvest(&setup).await.context("harvesting")?);
-    eprintln!("{} (in {:.1} s)", ds.summary(), t.elapsed().as_secs_f64());
+    // The change feed's catch-up is measured first, on a server doing nothing else; it
+    // harvests the workspace itself, after, when writes follow.
+    let changes = s.scenario == Scenario::Sync && s.sync.mode == SyncMode::Changes;
+    let mut ds = None;
+    if !changes {
+        ds = Some(harvest(&s, &setup).await?);
+    }
+    let ds = ds.unwrap_or_default();
     let warmup = Duration::from_secs_f64(s.warmup);
     let load = match s.rate {
         Some(rate) => Load::Open { rate },
@@ -167,6 +171,9 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
                     rec.finish(),
                 ));
             }
+        }
+        Scenario::Sync if s.sync.mode == SyncMode::Changes => {
+            runs.extend(run_changes(&s, &target, &setup).await?);
         }
         Scenario::Sync => {
             let streams = s.sync.streams;
@@ -241,7 +248,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         machine,
         settings: s.clone(),
-        dataset: Some(ds.summary()),
+        dataset: (!changes || s.sync.write_rate > 0.0).then(|| ds.summary()),
         runs,
         clean,
     };
@@ -257,6 +264,14 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         print!("{}", report::compare(&before, &report));
     }
     Ok(clean)
+}
+
+async fn harvest(s: &Settings, setup: &Pool) -> anyhow::Result<Arc<Dataset>> {
+    eprintln!("harvesting the workspace from {} ...", s.url);
+    let t = Instant::now();
+    let ds = Arc::new(Dataset::harvest(setup).await.context("harvesting")?);
+    eprintln!("{} (in {:.1} s)", ds.summary(), t.elapsed().as_secs_f64());
+    Ok(ds)
 }
 
 async fn load_baseline(url: &str, api: &Pool, connections: u32) -> anyhow::Result<Backend> {
@@ -358,4 +373,157 @@ async fn run_mixed(
         ),
         report::run_report(sync_meta, syncs.finish()),
     ])
+}
+
+/// `sync --mode changes`: a catch-up from `--since` (changes/s), then a client
+/// long-polling the feed while writes run at `--write-rate` (delivery latency); every
+/// record delivered is checked against GET once the client is up to date.
+async fn run_changes(
+    s: &Settings,
+    target: &Arc<Target>,
+    setup: &Pool,
+) -> anyhow::Result<Vec<RunReport>> {
+    use scenarios::changes::{self, Feed, StopSignal};
+    if s.baseline_postgres.is_some() {
+        anyhow::bail!("--baseline-postgres: the baseline has no change feed to compare with");
+    }
+    // A long-poll holds its answer up to `wait`: its requests get that much more time.
+    let feed_timeout = s.timeout.max(f64::from(changes::WAIT_SECS) + 10.0);
+    let feed_target = Arc::new(Target::new(
+        &s.url,
+        &s.cacert,
+        &s.key,
+        Duration::from_secs_f64(feed_timeout),
+    )?);
+    let feed_pool = || Arc::new(Pool::new(feed_target.clone(), 1));
+    let check_pool = Arc::new(Pool::new(target.clone(), 8));
+    let mut runs = Vec::new();
+    let token = match &s.sync.since {
+        Some(since) => {
+            eprintln!("catching up from --since ...");
+            let start = Instant::now();
+            // Everything counts: the run is as long as the catch-up takes.
+            let rec = Arc::new(Recorder::new(start, start + Duration::from_secs(86_400)));
+            let mut feed = Feed::new(feed_pool(), rec.clone(), s.sync.limit, since.clone());
+            driver::with_progress(
+                vec![("catch-up".into(), rec.clone())],
+                Duration::ZERO,
+                s.progress,
+                feed.catch_up("GET /v1/changes (catch-up)", Some(start)),
+            )
+            .await;
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "{} changes in {} pages, {secs:.2} s: {:.0} changes/s; checking the {} records \
+                 delivered ...",
+                feed.got.changes,
+                feed.pages,
+                feed.got.changes as f64 / secs,
+                feed.got.mirror.len(),
+            );
+            let mut m = meta(
+                s,
+                "recruitd",
+                "changes: catch-up",
+                Some(Load::Closed { concurrency: 1 }),
+            );
+            m.duration_s = secs;
+            m.warmup_s = 0.0;
+            runs.push(report::run_report(m, rec.finish()));
+            let mirror = std::mem::take(&mut feed.got.mirror);
+            let name = "changes: catch-up, checked against GET";
+            runs.push(check_run(s, &check_pool, mirror, name).await);
+            feed.got.token
+        }
+        None => changes::current_token(&check_pool).await?,
+    };
+    if s.sync.write_rate == 0.0 {
+        return Ok(runs);
+    }
+    let ds = &harvest(s, setup).await?;
+    let rate = s.sync.write_rate;
+    let warmup = Duration::from_secs_f64(s.warmup);
+    let writes = recorder(s);
+    let from = writes.measure_from;
+    let feed_rec = Arc::new(Recorder::new(from, writes.measure_to));
+    let pool = Arc::new(Pool::new(target.clone(), s.connections));
+    let load = Arc::new(
+        WriteLoad::new(pool, writes.clone(), ds.clone(), s.seed, &s.write.mix)?.keeping_acks(),
+    );
+    let mut feed = Feed::new(feed_pool(), feed_rec.clone(), s.sync.limit, token);
+    feed.got.deliveries = Some(Default::default());
+    let stop = StopSignal::default();
+    driver::with_progress(
+        vec![
+            ("write".into(), writes.clone()),
+            ("feed".into(), feed_rec.clone()),
+        ],
+        warmup,
+        s.progress,
+        async {
+            tokio::join!(
+                async {
+                    let warm = s.connections.min(32);
+                    driver::run(
+                        load.clone(),
+                        writes.clone(),
+                        Load::Open { rate },
+                        warmup,
+                        s.threads,
+                        warm,
+                    )
+                    .await;
+                    stop.raise();
+                },
+                feed.follow(&stop, from),
+            )
+        },
+    )
+    .await;
+    let acks = load.take_acks();
+    let deliveries = feed.got.deliveries.take().unwrap_or_default();
+    let (matched, unchanged) = changes::match_acks(&acks, &deliveries, &feed_rec);
+    eprintln!(
+        "{} writes acknowledged: {matched} delivered, {unchanged} changed nothing; {} changes \
+         received in {} answers; checking the {} records delivered ...",
+        acks.len(),
+        feed.got.changes,
+        feed.pages,
+        feed.got.mirror.len(),
+    );
+    let mirror = std::mem::take(&mut feed.got.mirror);
+    runs.push(report::run_report(
+        meta(s, "recruitd", "changes: write", Some(Load::Open { rate })),
+        writes.finish(),
+    ));
+    runs.push(report::run_report(
+        meta(s, "recruitd", "changes: feed", None),
+        feed_rec.finish(),
+    ));
+    let name = "changes: feed, checked against GET";
+    runs.push(check_run(s, &check_pool, mirror, name).await);
+    Ok(runs)
+}
+
+/// Every record of a feed client's mirror fetched with GET and compared: a run of its
+/// own, as long as it takes.
+async fn check_run(
+    s: &Settings,
+    pool: &Arc<Pool>,
+    mirror: scenarios::changes::Mirror,
+    name: &str,
+) -> RunReport {
+    use scenarios::changes::{check_mirror, CHECKERS};
+    let start = Instant::now();
+    let rec = Arc::new(Recorder::new(start, start + Duration::from_secs(86_400)));
+    let n = check_mirror(pool.clone(), rec.clone(), mirror, start).await;
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!("checked {n} records against GET in {secs:.1} s");
+    let load = Load::Closed {
+        concurrency: CHECKERS,
+    };
+    let mut m = meta(s, "recruitd", name, Some(load));
+    m.duration_s = secs;
+    m.warmup_s = 0.0;
+    report::run_report(m, rec.finish())
 }

@@ -34,6 +34,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         changes_retention: std::time::Duration::from_secs(
             u64::from(args.changes_retention_days) * 86_400,
         ),
+        changes_prune_every: actors::changes::PRUNE_EVERY,
         clock: crate::http::signed_urls::Clock::System,
     };
     // The sockets first: an address in use is found before anything is made.

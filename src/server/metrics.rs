@@ -14,6 +14,14 @@
 //!   `recruitd_workspace_load_failures{workspace,error}`,
 //!   `recruitd_search_index_keys{workspace,index}`, `recruitd_search_index_bytes{…}`,
 //!   `recruitd_search_index_delta_keys{…}`: read from the registry when scraped.
+//! - `recruitd_change_log_position{workspace}` (the last commit's position) and
+//!   `recruitd_tombstones{workspace}` (tombstones held): read when scraped.
+//! - `recruitd_change_log_pruned_through{workspace}` (a token before it must resync),
+//!   `recruitd_change_log_parts{workspace}` and `recruitd_change_log_bytes{workspace}`
+//!   (the log's size), as of the last pruning (hourly);
+//!   `recruitd_change_log_pruned_parts_total{workspace}`,
+//!   `recruitd_tombstones_pruned_total{workspace}` and
+//!   `recruitd_change_log_prune_duration_seconds{outcome}`: what pruning did.
 
 use actors::env::{CommitKind, CommitObserver, ReclaimedBy};
 use actors::loader::Loader;
@@ -113,6 +121,16 @@ struct IndexLabels {
     index: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkspaceLabels {
+    workspace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Request latencies from 25 µs to about 13 s.
@@ -139,6 +157,14 @@ pub struct Metrics {
     index_bytes: Family<IndexLabels, Gauge>,
     index_delta: Family<IndexLabels, Gauge>,
     connections: ConnectionMetrics,
+    log_position: Family<WorkspaceLabels, Gauge>,
+    tombstones: Family<WorkspaceLabels, Gauge>,
+    log_pruned_through: Family<WorkspaceLabels, Gauge>,
+    log_parts: Family<WorkspaceLabels, Gauge>,
+    log_bytes: Family<WorkspaceLabels, Gauge>,
+    log_pruned_parts: Family<WorkspaceLabels, Counter>,
+    tombstones_pruned: Family<WorkspaceLabels, Counter>,
+    prunes: HistogramFamily<OutcomeLabels>,
 }
 
 impl Default for Metrics {
@@ -163,6 +189,14 @@ impl Metrics {
             index_bytes: Family::default(),
             index_delta: Family::default(),
             connections: ConnectionMetrics::default(),
+            log_position: Family::default(),
+            tombstones: Family::default(),
+            log_pruned_through: Family::default(),
+            log_parts: Family::default(),
+            log_bytes: Family::default(),
+            log_pruned_parts: Family::default(),
+            tombstones_pruned: Family::default(),
+            prunes: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
             registry: prometheus_client::registry::Registry::default(),
         };
         registry.register(
@@ -230,7 +264,74 @@ impl Metrics {
             "API connections closed on arrival because a cap was reached, by the cap",
             m.connections.refused.clone(),
         );
+        registry.register(
+            "recruitd_change_log_position",
+            "A workspace's last commit position: the change feed's newest point",
+            m.log_position.clone(),
+        );
+        registry.register(
+            "recruitd_tombstones",
+            "Tombstones a workspace holds (records that left the API, within retention)",
+            m.tombstones.clone(),
+        );
+        registry.register(
+            "recruitd_change_log_pruned_through",
+            "The position a workspace's change log is pruned through: older tokens must resync (as of the last pruning)",
+            m.log_pruned_through.clone(),
+        );
+        registry.register(
+            "recruitd_change_log_parts",
+            "Parts in a workspace's change log (as of the last pruning)",
+            m.log_parts.clone(),
+        );
+        registry.register(
+            "recruitd_change_log_bytes",
+            "Bytes of a workspace's change log entries (as of the last pruning)",
+            m.log_bytes.clone(),
+        );
+        registry.register(
+            "recruitd_change_log_pruned_parts",
+            "Change log parts removed by retention",
+            m.log_pruned_parts.clone(),
+        );
+        registry.register(
+            "recruitd_tombstones_pruned",
+            "Tombstones removed from the store by retention",
+            m.tombstones_pruned.clone(),
+        );
+        registry.register(
+            "recruitd_change_log_prune_duration_seconds",
+            "Time to prune one workspace's change log and tombstones, by outcome",
+            m.prunes.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Records one workspace's pruning.
+    pub fn pruned(&self, workspace: uuid::Uuid, p: &actors::store::Pruned, took: Duration) {
+        let l = WorkspaceLabels {
+            workspace: workspace.to_string(),
+        };
+        self.log_pruned_through
+            .get_or_create(&l)
+            .set(p.through as i64);
+        self.log_parts.get_or_create(&l).set(p.parts_left as i64);
+        self.log_bytes.get_or_create(&l).set(p.bytes_left as i64);
+        self.log_pruned_parts
+            .get_or_create(&l)
+            .inc_by(p.parts_removed);
+        self.tombstones_pruned
+            .get_or_create(&l)
+            .inc_by(p.tombstones_removed);
+        self.prunes
+            .get_or_create(&OutcomeLabels { outcome: "ok" })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn prune_failed(&self, took: Duration) {
+        self.prunes
+            .get_or_create(&OutcomeLabels { outcome: "failed" })
+            .observe(took.as_secs_f64());
     }
 
     /// The figures the API listener keeps of its connections.
@@ -263,7 +364,17 @@ impl Metrics {
                 Slot::Loading => loading += 1,
                 Slot::Ready(h) => {
                     ready += 1;
-                    let stats = h.state().search.stats();
+                    let state = h.state();
+                    let l = WorkspaceLabels {
+                        workspace: id.to_string(),
+                    };
+                    self.log_position
+                        .get_or_create(&l)
+                        .set(state.position as i64);
+                    self.tombstones
+                        .get_or_create(&l)
+                        .set(state.tombstones.len() as i64);
+                    let stats = state.search.stats();
                     for (index, keys, bytes, delta) in [
                         (
                             "phone",

@@ -67,6 +67,8 @@ pub struct Settings {
     /// How long the change log keeps changes (and so tombstones): a feed client
     /// further behind is asked to sync afresh.
     pub changes_retention: std::time::Duration,
+    /// How often retention prunes (the first time as soon as the workspaces are known).
+    pub changes_prune_every: std::time::Duration,
     /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
     pub clock: Clock,
 }
@@ -105,6 +107,7 @@ impl Settings {
             changes_retention: std::time::Duration::from_secs(
                 u64::from(actors::changes::DEFAULT_RETENTION_DAYS) * 86_400,
             ),
+            changes_prune_every: actors::changes::PRUNE_EVERY,
             clock: Clock::System,
         }
     }
@@ -210,16 +213,19 @@ impl Application {
                 interval,
             )
         });
-        actix_web::rt::spawn(prune_changes_forever(
-            store.clone(),
-            registry.clone(),
-            s.changes_retention,
-        ));
         let loader = Loader::with_checkpoints(store.clone(), registry.clone(), keeper.clone());
         if let Some(keeper) = &keeper {
             actix_web::rt::spawn(keeper.clone().run());
         }
         let list = loader.discover().await.context("listing workspaces")?;
+        // After discovery, so that the first pruning covers every workspace of the store.
+        actix_web::rt::spawn(prune_changes_forever(
+            store.clone(),
+            registry.clone(),
+            metrics.clone(),
+            s.changes_retention,
+            s.changes_prune_every,
+        ));
 
         // Workspaces load on a thread of their own; until each is loaded its requests
         // answer 503 with Retry-After, and /admin/v1/ready answers 503.
@@ -391,25 +397,50 @@ impl Application {
     }
 }
 
-/// Prunes every workspace's change log of parts older than `retention`, now and then
-/// every [`actors::changes::PRUNE_EVERY`], for as long as the process runs. A failed prune is logged and
+/// Prunes every workspace's change log and tombstones older than `retention`, now and
+/// then `every` ([`actors::changes::PRUNE_EVERY`]), for as long as the process runs: in the
+/// store first, then in the workspace's state. A failed prune is logged, counted and
 /// tried again next time; it never holds a commit (stores delete in small
 /// transactions).
 async fn prune_changes_forever(
     store: Arc<dyn Store>,
     registry: Arc<actors::registry::Registry>,
+    metrics: Arc<crate::server::metrics::Metrics>,
     retention: std::time::Duration,
+    every: std::time::Duration,
 ) {
-    let mut every = tokio::time::interval(actors::changes::PRUNE_EVERY);
+    let mut every = tokio::time::interval(every);
     loop {
         every.tick().await;
         let cutoff = actors::store::now_ms() - retention.as_millis() as i64;
-        for (workspace, _) in registry.slots() {
+        for (workspace, slot) in registry.slots() {
+            let started = std::time::Instant::now();
             match store.prune_changes(workspace, cutoff).await {
-                Ok(through) => {
-                    tracing::debug!(%workspace, pruned_through = through, "change log pruned")
+                Ok(pruned) => {
+                    let mut forgotten = 0;
+                    if let actors::registry::Slot::Ready(h) = slot {
+                        let cutoff = actors::time::Stamp::from_millis(cutoff);
+                        forgotten = h
+                            .addr
+                            .send(actors::actor::ForgetTombstones(cutoff))
+                            .await
+                            .unwrap_or(0);
+                    }
+                    metrics.pruned(workspace, &pruned, started.elapsed());
+                    tracing::debug!(
+                        %workspace,
+                        pruned_through = pruned.through,
+                        parts_removed = pruned.parts_removed,
+                        tombstones_removed = pruned.tombstones_removed,
+                        tombstones_forgotten = forgotten,
+                        parts_left = pruned.parts_left,
+                        "change log pruned"
+                    );
                 }
-                Err(e) => tracing::warn!(%workspace, error = %e, "pruning the change log failed"),
+                Err(e) => {
+                    metrics.prune_failed(started.elapsed());
+                    tracing::warn!(%workspace, error = %e, "pruning the change log failed");
+                }
             }
         }
     }

@@ -751,15 +751,22 @@ impl Store for SqliteStore {
         super::tombstone_rows(rows)
     }
 
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+    async fn prune_changes(
+        &self,
+        workspace: Uuid,
+        before_ms: i64,
+    ) -> Result<actors::store::Pruned, StoreError> {
         let fail = err("pruning the change log");
         let ws = workspace.to_string();
-        sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
-            .bind(&ws)
-            .bind(before_ms)
-            .execute(&self.writer)
-            .await
-            .map_err(&fail)?;
+        let tombstones_removed =
+            sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
+                .bind(&ws)
+                .bind(before_ms)
+                .execute(&self.writer)
+                .await
+                .map_err(&fail)?
+                .rows_affected();
+        let mut parts_removed = 0;
         let through: Option<i64> = sqlx::query_scalar(
             "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
         )
@@ -768,43 +775,63 @@ impl Store for SqliteStore {
         .fetch_one(&self.readers)
         .await
         .map_err(&fail)?;
-        let Some(through) = through else {
-            let pruned: Option<i64> = sqlx::query_scalar(
-                "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
-            )
-            .bind(&ws)
-            .fetch_optional(&self.readers)
-            .await
-            .map_err(&fail)?;
-            return Ok(pruned.unwrap_or(0) as u64);
+        let (through, older) = match through {
+            Some(through) => (through, true),
+            None => {
+                let pruned: Option<i64> = sqlx::query_scalar(
+                    "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
+                )
+                .bind(&ws)
+                .fetch_optional(&self.readers)
+                .await
+                .map_err(&fail)?;
+                (pruned.unwrap_or(0), false)
+            }
         };
-        // The mark moves first: a reader that finds parts missing is told it is behind.
-        sqlx::query(
-            "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
+        if older {
+            // The mark moves first: a reader that finds parts missing is told it is behind.
+            sqlx::query(
+                "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
              WHERE workspace_id = ?1",
-        )
-        .bind(&ws)
-        .bind(through)
-        .execute(&self.writer)
-        .await
-        .map_err(&fail)?;
-        // Then the parts, a few at a time: each delete holds the one writer briefly.
-        loop {
-            let deleted = sqlx::query(
-                "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
-                 WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
             )
             .bind(&ws)
             .bind(through)
-            .bind(super::PRUNE_PARTS_PER_TX as i64)
             .execute(&self.writer)
             .await
-            .map_err(&fail)?
-            .rows_affected();
-            if deleted == 0 {
-                return Ok(through as u64);
+            .map_err(&fail)?;
+            // Then the parts, a few at a time: each delete holds the one writer briefly.
+            loop {
+                let deleted = sqlx::query(
+                    "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
+                 WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
+                )
+                .bind(&ws)
+                .bind(through)
+                .bind(super::PRUNE_PARTS_PER_TX as i64)
+                .execute(&self.writer)
+                .await
+                .map_err(&fail)?
+                .rows_affected();
+                if deleted == 0 {
+                    break;
+                }
+                parts_removed += deleted;
             }
         }
+        let (parts_left, bytes_left): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), coalesce(sum(length(entries)), 0) FROM change_log WHERE workspace_id = ?1",
+        )
+        .bind(&ws)
+        .fetch_one(&self.readers)
+        .await
+        .map_err(&fail)?;
+        Ok(actors::store::Pruned {
+            through: through as u64,
+            parts_removed,
+            tombstones_removed,
+            parts_left: parts_left as u64,
+            bytes_left: bytes_left as u64,
+        })
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

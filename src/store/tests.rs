@@ -600,8 +600,13 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
 
     // Pruning: nothing is older than an hour ago; everything is older than the future.
     let now = actors::store::now_ms();
-    assert_eq!(store.prune_changes(w, now - 3_600_000).await.unwrap(), 0);
-    assert_eq!(store.prune_changes(w, now + 60_000).await.unwrap(), end);
+    let kept = store.prune_changes(w, now - 3_600_000).await.unwrap();
+    assert_eq!((kept.through, kept.parts_removed), (0, 0), "{}", b.name);
+    assert!(kept.parts_left > 0 && kept.bytes_left > 0, "{}", b.name);
+    let pruned = store.prune_changes(w, now + 60_000).await.unwrap();
+    assert_eq!(pruned.through, end, "{}", b.name);
+    assert_eq!(pruned.parts_removed, kept.parts_left, "{}", b.name);
+    assert_eq!((pruned.parts_left, pruned.bytes_left), (0, 0), "{}", b.name);
     let read = store.read_changes(w, (0, 0), end, 100).await.unwrap();
     assert_eq!(read.pruned_through, end, "{}", b.name);
     assert!(read.parts.is_empty());

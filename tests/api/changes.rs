@@ -934,7 +934,111 @@ async fn a_workspace_s_first_import_writes_no_log(b: Backend) {
     app.stop().await;
 }
 
+/// A note created and deleted through the API: its id.
+async fn create_and_delete_note(app: &TestApp) -> String {
+    let (s, created) = send(
+        app,
+        Method::POST,
+        "/v1/notes",
+        &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": "<p>brief</p>"}),
+    )
+    .await;
+    assert_eq!(s, 201, "{created}");
+    let id = created["data"]["id"].as_str().unwrap().to_string();
+    let (s, body) = send(app, Method::DELETE, &format!("/v1/notes/{id}"), &json!({})).await;
+    assert_eq!(s, 200, "{body}");
+    id
+}
+
+/// The `changes_since` of a first list page: a token of now.
+async fn token_now(app: &TestApp) -> String {
+    let (_, page) = app.get("/v1/users?limit=1", READ_KEY).await;
+    page["changes_since"].as_str().unwrap().to_string()
+}
+
+/// One sample of the metrics text.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Retention prunes the log and the tombstones older than the setting, in the store and
+/// in memory, and nothing newer: a tombstone older than the setting leaves the lists, a
+/// newer one stays; a token from before the pruned part must resync, one after it reads
+/// on; the metrics count what pruning did.
+async fn retention_prunes_only_what_is_older_than_the_setting(b: Backend) {
+    const RETENTION: Duration = Duration::from_secs(6);
+    const GAP: Duration = Duration::from_secs(4);
+    let app = spawn_app_with(b, tempfile::tempdir().unwrap(), |s| {
+        s.changes_retention = RETENTION;
+        s.changes_prune_every = Duration::from_millis(200);
+    })
+    .await;
+    app.import_ok(&example()).await;
+    let before = token_now(&app).await;
+    let old = create_and_delete_note(&app).await;
+    let old_at = Instant::now();
+    tokio::time::sleep(GAP).await;
+    let newer = create_and_delete_note(&app).await;
+    let after = token_now(&app).await;
+    assert_eq!(tombstones(&app, "notes").await.len(), 2);
+    // Wait for the first deletion to pass the retention and a pruning to follow; the
+    // newer one has GAP more to go.
+    let deadline = old_at + RETENTION + Duration::from_secs(3);
+    loop {
+        let shown = tombstones(&app, "notes").await;
+        if !shown.contains(&old) {
+            assert_eq!(shown, std::slice::from_ref(&newer));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never pruned: {shown:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = app.metrics_text().await;
+    app.stop().await;
+    let ws = "{workspace=\"b2574901-bbf6-5245-9d3f-3dd074396143\"}";
+    for (name, least) in [
+        ("recruitd_change_log_pruned_parts_total", 1.0),
+        ("recruitd_tombstones_pruned_total", 1.0),
+        ("recruitd_change_log_pruned_through", 2.0),
+        ("recruitd_change_log_position", 4.0),
+        ("recruitd_tombstones", 1.0),
+    ] {
+        let got = metric(&text, &format!("{name}{ws}"));
+        assert!(got >= Some(least), "{name}: {got:?}");
+    }
+    let pruned = metric(
+        &text,
+        "recruitd_change_log_prune_duration_seconds_count{outcome=\"ok\"}",
+    );
+    assert!(pruned >= Some(1.0), "{pruned:?}");
+    // The store pruned too: after a restart (which prunes nothing more) the old
+    // tombstone stays gone, and a token from before the pruned part must resync.
+    let TestApp {
+        data_dir, backend, ..
+    } = app;
+    let app = spawn_app_with(backend, data_dir, |s| {
+        s.changes_retention = Duration::from_secs(3600);
+    })
+    .await;
+    assert_eq!(tombstones(&app, "notes").await, [newer]);
+    let (s, body) = app
+        .get(&format!("/v1/changes?since={before}"), READ_KEY)
+        .await;
+    assert_eq!(s, 400, "{body}");
+    assert_eq!(body["error"]["code"], "BAD_REQUEST", "{body}");
+    assert_eq!(body["error"]["resync_required"], true, "{body}");
+    let (s, body) = app
+        .get(&format!("/v1/changes?since={after}"), READ_KEY)
+        .await;
+    assert_eq!(s, 200, "{body}");
+    app.stop().await;
+}
+
 store_test!(
+    retention_prunes_only_what_is_older_than_the_setting,
     writes_deletions_and_derived_changes_reach_the_feed,
     a_mirror_that_follows_the_feed_equals_a_fresh_full_sync,
     entities_filter_the_feed,

@@ -2,8 +2,8 @@
 
 use super::InDoubt;
 use super::{
-    Import, ImportError, ImportReport, IndexRebuilt, Job, Positioned, ReadPosition, WorkspaceActor,
-    Write, WriteDone,
+    ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt, Job, Positioned,
+    ReadPosition, WorkspaceActor, Write, WriteDone,
 };
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
@@ -71,6 +71,29 @@ impl Handler<IndexRebuilt> for WorkspaceActor {
             self.view.store(std::sync::Arc::new(next));
         }
         self.maybe_rebuild(ctx);
+    }
+}
+
+impl Handler<ForgetTombstones> for WorkspaceActor {
+    type Result = usize;
+
+    /// As [`IndexRebuilt`]: while a batch commits, its next state (planned from the
+    /// current one) would bring them back, so the cutoff goes into that state instead.
+    fn handle(&mut self, msg: ForgetTombstones, _: &mut Context<Self>) -> usize {
+        if self.committing {
+            let cutoff = self.forget_before.map_or(msg.0, |c| c.max(msg.0));
+            self.forget_before = Some(cutoff);
+            return 0;
+        }
+        let current = self.view.load_full();
+        let mut tombstones = current.tombstones.clone();
+        let forgotten = tombstones.forget_before(msg.0);
+        if forgotten > 0 {
+            let mut next = (*current).clone();
+            next.tombstones = tombstones;
+            self.view.store(std::sync::Arc::new(next));
+        }
+        forgotten
     }
 }
 

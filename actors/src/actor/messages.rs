@@ -45,6 +45,13 @@ pub struct WriteDone {
 #[rtype(result = "()")]
 pub struct IndexRebuilt(pub SearchRebuilt);
 
+/// Forget the tombstones of records that left before this time: retention has pruned
+/// them from the store. Applied to the published state (or, while a batch commits, to
+/// the state it publishes); answers how many were forgotten.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct ForgetTombstones(pub crate::time::Stamp);
+
 /// Sweep the workspace's blob store of objects no attachment of the current state names
 /// (what a crash between an import's commit and its removals, or an import whose commit
 /// failed after its bytes were written, left behind). Sent once, when the workspace has

@@ -110,6 +110,9 @@ pub struct WorkspaceActor {
     in_doubt: Option<InDoubt>,
     /// A timer is set for the oldest queued write's deadline.
     expiry_armed: bool,
+    /// A retention cutoff that arrived while a batch was committing: tombstones older
+    /// than it are forgotten from the state that batch publishes.
+    forget_before: Option<crate::time::Stamp>,
 }
 
 /// A batch whose commit outcome is unknown, and what to publish if it did commit.
@@ -155,6 +158,7 @@ impl WorkspaceActor {
             rebuilt: None,
             in_doubt: None,
             expiry_armed: false,
+            forget_before: None,
         }
     }
 
@@ -167,6 +171,9 @@ impl WorkspaceActor {
     ) -> Arc<WorkspaceState> {
         if let Some(done) = self.rebuilt.take() {
             next.search.install(done);
+        }
+        if let Some(cutoff) = self.forget_before.take() {
+            next.tombstones.forget_before(cutoff);
         }
         let next = Arc::new(next);
         self.view.store(next.clone());

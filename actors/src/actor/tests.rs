@@ -88,7 +88,11 @@ impl Store for SlowStore {
     ) -> Result<Vec<(crate::changes::Change, crate::time::Stamp)>, StoreError> {
         self.inner.tombstones(workspace).await
     }
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<u64, StoreError> {
+    async fn prune_changes(
+        &self,
+        workspace: Uuid,
+        before_ms: i64,
+    ) -> Result<crate::store::Pruned, StoreError> {
         self.inner.prune_changes(workspace, before_ms).await
     }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
@@ -511,4 +515,44 @@ async fn an_import_commit_holds_no_other_workspace() {
         10,
         "the import ran at a lower priority"
     );
+}
+
+#[actix::test]
+async fn retention_forgets_tombstones_without_undoing_a_commit() {
+    use super::ForgetTombstones;
+    use crate::time::Stamp;
+    let (_store, h, _) = workspace(Duration::from_millis(100)).await;
+    let created = |done: super::WriteDone| match done.written {
+        Written::Created(_, id) => id,
+        other => panic!("{other:?}"),
+    };
+    let send = |op| h.addr.send(Write(op));
+    let gone = created(send(note("gone", None)).await.unwrap().unwrap());
+    send(WriteOp::DeleteNote(gone)).await.unwrap().unwrap();
+    assert_eq!(h.state().tombstones.len(), 1);
+    let left_at = Stamp::from_millis(crate::store::now_ms());
+    // A cutoff before the deletion keeps it.
+    let early = Stamp::from_millis(left_at.millis() - 60_000);
+    assert_eq!(h.addr.send(ForgetTombstones(early)).await.unwrap(), 0);
+    assert_eq!(h.state().tombstones.len(), 1);
+    // While a batch commits, the cutoff goes into the state it publishes: that batch's
+    // own tombstone (newer than the cutoff) stays, the old one goes.
+    let kept = created(send(note("kept", None)).await.unwrap().unwrap());
+    let committing = actix::spawn(send(WriteOp::DeleteNote(kept)));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let late = Stamp::from_millis(left_at.millis() + 1);
+    assert_eq!(h.addr.send(ForgetTombstones(late)).await.unwrap(), 0);
+    committing.await.unwrap().unwrap().unwrap();
+    let state = h.state();
+    assert_eq!(state.tombstones.len(), 1);
+    let left: Vec<String> = state
+        .tombstones
+        .iter()
+        .map(|(c, _)| c.id.to_string())
+        .collect();
+    assert_eq!(left, [kept.to_string()]);
+    // Between batches it applies at once.
+    let now = Stamp::from_millis(crate::store::now_ms() + 1);
+    assert_eq!(h.addr.send(ForgetTombstones(now)).await.unwrap(), 1);
+    assert!(h.state().tombstones.is_empty());
 }

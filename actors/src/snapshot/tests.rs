@@ -592,7 +592,7 @@ impl crate::store::Store for CheckingStore {
         &self,
         workspace: uuid::Uuid,
         before_ms: i64,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<crate::store::Pruned, StoreError> {
         self.inner.prune_changes(workspace, before_ms).await
     }
     async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> Result<bool, StoreError> {

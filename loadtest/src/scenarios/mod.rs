@@ -7,10 +7,13 @@
 //! - [`write`]: note and task creation (with idempotency references, some repeated),
 //!   PATCHes of notes, tasks and candidates.
 //! - [`mixed`]: the three together, each at its own open-loop rate.
+//! - [`changes`]: a client following `GET /v1/changes` (catch-up, and long-poll while
+//!   `write` runs), every delivery matched to its write and checked against GET.
 //!
 //! Lookups and syncs run against a [`Backend`]: recruitd over HTTPS, or the PostgreSQL
 //! baseline.
 
+pub mod changes;
 pub mod lookup;
 pub mod mixed;
 pub mod sync;

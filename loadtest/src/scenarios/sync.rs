@@ -46,7 +46,7 @@ struct Rec<'a> {
 /// the record, so it is a member of the record itself. It is read off the end then
 /// (serde would match every key of the record against it); any other record is
 /// decoded.
-fn updated_at(record: &str) -> Result<Cow<'_, str>, serde_json::Error> {
+pub(super) fn updated_at(record: &str) -> Result<Cow<'_, str>, serde_json::Error> {
     const KEY: &str = "\"updated_at\":\"";
     static FINDER: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(KEY));

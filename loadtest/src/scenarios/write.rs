@@ -12,6 +12,7 @@
 //! lookups check is changed (no number or address is edited), so `mixed` can verify
 //! lookups while writing.
 
+use super::changes::Ack;
 use super::judge;
 use crate::data::Dataset;
 use crate::driver::Workload;
@@ -93,6 +94,15 @@ pub struct WriteLoad {
     overlaps: Overlaps,
     /// Distinguishes references of separate runs against one server.
     run_id: u64,
+    /// Each acknowledged write's record, when a feed follower matches them to its
+    /// deliveries (`sync --mode changes`).
+    acks: Option<Mutex<Vec<Ack>>>,
+}
+
+/// When a write left, to match it with its delivery in the feed.
+struct Sent {
+    at: Instant,
+    wall: Option<String>,
 }
 
 impl WriteLoad {
@@ -127,7 +137,49 @@ impl WriteLoad {
             created: Mutex::new(Created::default()),
             overlaps: Overlaps::default(),
             run_id,
+            acks: None,
         })
+    }
+
+    /// Keeps every acknowledged write's record and `updated_at` for [`Self::take_acks`].
+    pub fn keeping_acks(mut self) -> Self {
+        self.acks = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    pub fn take_acks(&self) -> Vec<Ack> {
+        self.acks
+            .as_ref()
+            .map(|a| std::mem::take(&mut *a.lock().expect("lock")))
+            .unwrap_or_default()
+    }
+
+    /// Notes an acknowledged write (an answer of status `want`) of an `entity` record.
+    fn acked(
+        &self,
+        entity: &'static str,
+        r: &Result<crate::http::Answer, crate::http::Failure>,
+        want: u16,
+        sent: Sent,
+    ) {
+        let (Some(acks), Ok(a), Some(wall)) = (&self.acks, r, sent.wall) else {
+            return;
+        };
+        if a.status != want {
+            return;
+        }
+        let Ok(v) = a.json() else { return };
+        if let (Some(id), Some(updated_at)) =
+            (v["data"]["id"].as_str(), v["data"]["updated_at"].as_str())
+        {
+            acks.lock().expect("lock").push(Ack {
+                entity,
+                id: id.to_string(),
+                updated_at: updated_at.to_string(),
+                sent_wall: wall,
+                sent: sent.at,
+            });
+        }
     }
 
     fn kind(&self, rng: &mut SmallRng) -> &str {
@@ -158,10 +210,18 @@ impl WriteLoad {
         method: Method,
         path: &str,
         body: serde_json::Value,
-    ) -> (Result<crate::http::Answer, crate::http::Failure>, Instant) {
+    ) -> (
+        Result<crate::http::Answer, crate::http::Failure>,
+        Sent,
+        Instant,
+    ) {
         let bytes = Bytes::from(serde_json::to_vec(&body).expect("JSON"));
+        let sent = Sent {
+            wall: self.acks.is_some().then(super::changes::wall_now),
+            at: Instant::now(),
+        };
         let r = self.pool.send(method, path, Some(bytes)).await;
-        (r, Instant::now())
+        (r, sent, Instant::now())
     }
 
     async fn create_note(&self, rng: &mut SmallRng, seq: u64, intended: Instant) {
@@ -204,10 +264,11 @@ impl WriteLoad {
         let turn = want_id
             .as_ref()
             .map(|id| self.overlaps.begin(format!("note:{id}")));
-        let (r, done) = self.send(Method::POST, "/v1/notes", body).await;
+        let (r, sent, done) = self.send(Method::POST, "/v1/notes", body).await;
         if let Some(t) = turn {
             self.overlaps.end(t);
         }
+        self.acked("notes", &r, want, sent);
         let mut new_id = None;
         let verdict = judge(r, want, |a| {
             let id = match a.json() {
@@ -250,7 +311,8 @@ impl WriteLoad {
             "is_private": false,
             "reference": format!("loadtest-task-{}-{seq}", self.run_id),
         });
-        let (r, done) = self.send(Method::POST, "/v1/tasks", body).await;
+        let (r, sent, done) = self.send(Method::POST, "/v1/tasks", body).await;
+        self.acked("tasks", &r, 201, sent);
         let mut new_id = None;
         let verdict = judge(r, 201, |a| {
             new_id = match a.json() {
@@ -279,13 +341,14 @@ impl WriteLoad {
         };
         let html = format!("<p>Edited after the call ({seq}).</p>");
         let turn = self.overlaps.begin(format!("note:{id}"));
-        let (r, done) = self
+        let (r, sent, done) = self
             .send(
                 Method::PATCH,
                 &format!("/v1/notes/{id}"),
                 json!({ "body_html": &html }),
             )
             .await;
+        self.acked("notes", &r, 200, sent);
         let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {
@@ -320,13 +383,14 @@ impl WriteLoad {
             "open"
         };
         let turn = self.overlaps.begin(format!("task:{id}"));
-        let (r, done) = self
+        let (r, sent, done) = self
             .send(
                 Method::PATCH,
                 &format!("/v1/tasks/{id}"),
                 json!({ "status": status }),
             )
             .await;
+        self.acked("tasks", &r, 200, sent);
         let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {
@@ -354,13 +418,14 @@ impl WriteLoad {
         let turn = self
             .overlaps
             .begin(format!("person:{}", self.ds.row_person[row]));
-        let (r, done) = self
+        let (r, sent, done) = self
             .send(
                 Method::PATCH,
                 &format!("/v1/candidates/{id}"),
                 json!({ "job_title": &title }),
             )
             .await;
+        self.acked("candidates", &r, 200, sent);
         let overlapped = self.overlaps.end(turn);
         let verdict = judge(r, 200, |a| {
             let v = match a.json() {

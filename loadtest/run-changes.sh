@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Measures the change feed: a catch-up of about a million changes, then delivery while
+# writes run. Starts recruitd on a fresh store, prepares PEOPLE people (the first
+# import of a workspace writes no change history), takes a token from a list's
+# `changes_since`, imports the same workspace again with every record's `updated_at`
+# moved (so every record changes: about 6.4 records per person, 160,000 people give
+# about a million changes), and then runs
+#   1. `sync --mode changes --since <token> --write-rate 0`: the catch-up, changes/s;
+#   2. `sync --mode changes --write-rate RATE`: one client long-polls the feed while
+#      writes run, commit-to-delivery latency;
+# every change delivered is checked against GET in both.
+#
+# Settings (environment): PEOPLE (160000), RATE (500 writes/s), DURATION (30 s measured
+# after a 5 s warm-up), STORE (sqlite, or a postgres:// URL: a fresh database is made
+# from it, named recruitd_changes), OUT (bench-results/changes-<UTC time>), API_PORT
+# (18463), ADMIN_PORT (18464), CARGO_TARGET_DIR (target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PEOPLE="${PEOPLE:-160000}"
+RATE="${RATE:-500}"
+DURATION="${DURATION:-30}"
+STORE="${STORE:-sqlite}"
+OUT="${OUT:-bench-results/changes-$(date -u +%Y%m%dT%H%M%SZ)}"
+API_PORT="${API_PORT:-18463}"
+ADMIN_PORT="${ADMIN_PORT:-18464}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+cargo build --release -p recruitd -p recruitd-loadtest
+BIN="$CARGO_TARGET_DIR/release"
+
+DATA="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+store=()
+if [ "$STORE" != sqlite ]; then
+  server_url="${STORE%/*}/postgres"
+  psql "$server_url" -qc 'DROP DATABASE IF EXISTS recruitd_changes' -c 'CREATE DATABASE recruitd_changes'
+  store=(--database-url "${STORE%/*}/recruitd_changes")
+fi
+
+"$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
+  --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  >"$OUT/server.out" 2>"$OUT/server.log" &
+server_pid=$!
+for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+
+LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
+ADMIN=(--admin-url "http://127.0.0.1:$ADMIN_PORT")
+"${LT[@]}" prepare --people "$PEOPLE" "${ADMIN[@]}" 2>&1 | tee "$OUT/prepare.log"
+snapshot="$DATA/workspace-$PEOPLE-seed1.json"
+
+# A point before the second import: the first page of any list carries one.
+token="$(curl -sS --cacert "$DATA/tls/cert.pem" -H "Authorization: Bearer $(cat "$DATA/loadtest.key")" \
+  "https://127.0.0.1:$API_PORT/v1/users?limit=1" | grep -o '"changes_since":"[^"]*"' | cut -d'"' -f4)"
+[ -n "$token" ] || { echo "no changes_since on the first page" >&2; exit 1; }
+
+# Every record's updated_at moved within its second (never before its created_at):
+# the workspace imported again changes every record it holds.
+sed -E 's/("updated_at":"[0-9-]{10}T[0-9:]{8}\.)[0-9]{3}Z"/\1999Z"/g' "$snapshot" >"$DATA/moved.json"
+"${LT[@]}" prepare --people "$PEOPLE" --snapshot "$DATA/moved.json" "${ADMIN[@]}" 2>&1 | tee -a "$OUT/prepare.log"
+
+status=0
+echo "== catch-up" | tee -a "$OUT/summary.txt"
+"${LT[@]}" --name catch-up sync --mode changes --since "$token" --write-rate 0 \
+  2>"$OUT/catch-up.log" | tee -a "$OUT/summary.txt" || status=$?
+echo "== live at $RATE writes/s" | tee -a "$OUT/summary.txt"
+"${LT[@]}" --name live sync --mode changes --write-rate "$RATE" --duration "$DURATION" --warmup 5 \
+  2>"$OUT/live.log" | tee -a "$OUT/summary.txt" || status=$?
+grep -h "changes in\|acknowledged\|checked" "$OUT/catch-up.log" "$OUT/live.log" | tee -a "$OUT/summary.txt"
+echo "reports in $OUT"
+exit "$status"

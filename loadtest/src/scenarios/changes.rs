@@ -1,0 +1,833 @@
+//! `sync --mode changes`: what a mirror that follows `GET /v1/changes` sees.
+//!
+//! Two measurements, each optional:
+//! - **catch-up**: from an earlier token (`--since`), the feed is read as fast as it
+//!   answers (`limit` a page, no `wait`) until it says the client is up to date;
+//!   changes/s is the changes received over the wall time.
+//! - **live**: the `write` scenario runs at `--write-rate` while one client long-polls
+//!   the feed (`wait=30`). Each acknowledged write is matched to the first delivery of
+//!   its record whose `updated_at` is at least the one the write's answer showed, and
+//!   its delivery latency is measured from when the write was *sent*: the commit lies
+//!   between the write's send and its answer, so this is an upper bound of
+//!   commit-to-delivery that also holds the write's own latency.
+//!
+//! Checked: every answer is 200 and decodes; each change names one of the nine entities,
+//! an upsert carries a record and a tombstone a `deleted_at`; a record appears at most
+//! once per answer; every acknowledged write that moved its record's `updated_at` is
+//! delivered (one that is not counts as an error); and, once the writes stop and the
+//! client has caught up, every record the feed delivered is fetched with
+//! `GET /v1/{entity}/{id}`: an upsert's last delivery must be byte for byte the `data`
+//! that GET returns, a tombstone's GET must be 404.
+
+use crate::data::ENTITIES;
+use crate::http::{encode, Pool};
+use crate::stats::{Recorder, Verdict};
+use hyper::Method;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// A long-poll's `wait`, in seconds (the contract's largest).
+pub const WAIT_SECS: u32 = 30;
+
+/// Concurrent requests of the final check.
+pub const CHECKERS: usize = 8;
+
+#[derive(Deserialize)]
+struct FeedAnswer<'a> {
+    #[serde(borrow)]
+    data: Vec<Change<'a>>,
+    next_since: String,
+    has_more: bool,
+}
+
+#[derive(Deserialize)]
+struct Change<'a> {
+    #[serde(borrow)]
+    entity: &'a str,
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    op: &'a str,
+    #[serde(borrow, default)]
+    record: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    deleted_at: Option<&'a str>,
+}
+
+/// A record as the feed last showed it: the hash of its bytes, or gone.
+type Shown = Option<u64>;
+
+/// Every record a client received, as last shown.
+pub type Mirror = HashMap<(&'static str, String), Shown, Quick>;
+
+/// The mirror's hasher: [`mix`] rather than SipHash, whose share of a catch-up's client
+/// time was larger than the parse's (the keys are the server's ids, not an attacker's).
+pub type Quick = std::hash::BuildHasherDefault<Mixer>;
+
+#[derive(Default)]
+pub struct Mixer(u64);
+
+impl std::hash::Hasher for Mixer {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = mix(self.0, bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A record's fingerprint: a multiply-rotate mix over 8-byte words (as FxHash and
+/// wyhash mix). It tells a record from its GET, not from an adversary, and costs a
+/// fraction of SipHash, which would be a good part of the client's time in a catch-up.
+fn hash_of(bytes: &[u8]) -> u64 {
+    mix(0, bytes)
+}
+
+fn mix(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = seed ^ (bytes.len() as u64) ^ 0x9e37_79b9_7f4a_7c15;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// An acknowledged write, as [`super::write::WriteLoad`] reports it.
+pub struct Ack {
+    pub entity: &'static str,
+    pub id: String,
+    /// The record's `updated_at` in the write's answer.
+    pub updated_at: String,
+    /// The wall clock when the write was sent, as the API writes timestamps: a write
+    /// whose answer shows an older `updated_at` changed nothing.
+    pub sent_wall: String,
+    pub sent: Instant,
+}
+
+/// The wall clock as the API writes timestamps (fixed width, so they compare as text).
+pub fn wall_now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// Each record's deliveries: (`updated_at`, when), in order.
+pub type Deliveries = HashMap<(&'static str, String), Vec<(String, Instant)>, Quick>;
+
+/// What a client following the feed has received.
+pub struct Received {
+    pub token: String,
+    /// Every record delivered, as last shown.
+    pub mirror: Mirror,
+    /// Kept only when writes are to be matched to their deliveries.
+    pub deliveries: Option<Deliveries>,
+    pub changes: u64,
+}
+
+/// One client following the feed.
+pub struct Feed {
+    pool: Arc<Pool>,
+    rec: Arc<Recorder>,
+    limit: u32,
+    pub got: Received,
+    pub pages: u64,
+    pub failed: bool,
+}
+
+/// What one answer said.
+struct Step {
+    changes: u64,
+    has_more: bool,
+}
+
+fn entity_name(name: &str) -> Option<&'static str> {
+    ENTITIES.iter().copied().find(|e| *e == name)
+}
+
+impl Feed {
+    pub fn new(pool: Arc<Pool>, rec: Arc<Recorder>, limit: u32, token: String) -> Self {
+        Feed {
+            pool,
+            rec,
+            limit,
+            got: Received {
+                token,
+                mirror: Mirror::default(),
+                deliveries: None,
+                changes: 0,
+            },
+            pages: 0,
+            failed: false,
+        }
+    }
+
+    /// Sends one request from `token` on a task of its own.
+    fn send(&self, token: &str, wait: u32) -> tokio::task::JoinHandle<Sent> {
+        let path = format!(
+            "/v1/changes?since={}&limit={}&wait={wait}",
+            encode(token),
+            self.limit
+        );
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            let sent = Instant::now();
+            let result = pool.send(Method::GET, &path, None).await;
+            (result, sent, Instant::now())
+        })
+    }
+
+    /// Takes in an answer; `None` when it is no usable one. Samples count when `unit`
+    /// (default: the request's send) is inside the window.
+    fn take(
+        &mut self,
+        (result, sent, done): Sent,
+        label: &str,
+        unit: Option<Instant>,
+    ) -> Option<Step> {
+        self.pages += 1;
+        let mut step = None;
+        let verdict = match result {
+            Ok(a) if a.status == 200 => {
+                match self.got.take(&a.body, done, self.pages % PARSE_EVERY == 1) {
+                    Ok(s) => {
+                        step = Some(Step {
+                            changes: s.changes,
+                            has_more: s.has_more,
+                        });
+                        match s.problem {
+                            None => Verdict::Ok,
+                            Some(p) => Verdict::Mismatch(p),
+                        }
+                    }
+                    Err(e) => Verdict::Mismatch(format!("feed answer: {e}")),
+                }
+            }
+            Ok(a) => Verdict::Status(a.status, a.error_code()),
+            Err(f) => Verdict::Failed(f.label(), f.to_string()),
+        };
+        self.failed |= !matches!(verdict, Verdict::Ok);
+        let n = step.as_ref().map_or(0, |s| s.changes);
+        self.rec
+            .record_in(label, unit.unwrap_or(sent), sent, done, verdict, n);
+        step
+    }
+
+    /// One request from the current token, answered and taken in.
+    async fn step(&mut self, wait: u32, label: &str, unit: Option<Instant>) -> Option<Step> {
+        let answer = self.send(&self.got.token.clone(), wait).await.ok()?;
+        self.take(answer, label, unit)
+    }
+
+    /// Reads without waiting until the feed says the client is up to date. The next
+    /// request leaves as soon as an answer's `next_since` is read off its end, before the
+    /// answer is taken in: the client's work overlaps the server's, as a client that
+    /// ingests while it fetches does.
+    pub async fn catch_up(&mut self, label: &str, unit: Option<Instant>) -> bool {
+        let mut pending = self.send(&self.got.token.clone(), 0);
+        loop {
+            let Ok(answer) = pending.await else {
+                return false;
+            };
+            let ahead = match &answer.0 {
+                Ok(a) if a.status == 200 => peek(&a.body),
+                _ => None,
+            };
+            let next = ahead
+                .as_ref()
+                .filter(|(_, more)| *more)
+                .map(|(token, _)| (token.clone(), self.send(token, 0)));
+            let step = self.take(answer, label, unit);
+            if let (Some((peeked, _)), true) = (&next, step.is_some()) {
+                if *peeked != self.got.token {
+                    self.failed = true;
+                    self.rec.record_in(
+                        label,
+                        unit.unwrap_or_else(Instant::now),
+                        Instant::now(),
+                        Instant::now(),
+                        Verdict::Mismatch(
+                            "next_since read off the end differs from the parse".into(),
+                        ),
+                        0,
+                    );
+                    return false;
+                }
+            }
+            pending = match (step, next) {
+                (None, _) => return false,
+                (Some(_), Some((_, request))) => request,
+                (Some(s), None) if s.changes == 0 && !s.has_more => return true,
+                // Changes, and nothing more waiting as the answer was made: ask again.
+                (Some(_), None) => self.send(&self.got.token.clone(), 0),
+            };
+        }
+    }
+
+    /// Long-polls until `stop` is raised, then catches up.
+    pub async fn follow(&mut self, stop: &StopSignal, unit: Instant) -> bool {
+        while !stop.raised() {
+            let polled = tokio::select! {
+                s = self.step(WAIT_SECS, "GET /v1/changes?wait=30", None) => Some(s),
+                _ = stop.wait() => None,
+            };
+            match polled {
+                // No usable answer: back off briefly rather than spin.
+                Some(None) => tokio::time::sleep(Duration::from_millis(100)).await,
+                // A long-poll given up mid-answer leaves its connection busy: the rest
+                // is read on fresh ones.
+                None => self.pool = Arc::new(Pool::new(self.pool.target.clone(), 1)),
+                Some(Some(_)) => {}
+            }
+        }
+        // The tail counts whenever it comes: a failure there is a failure of the run.
+        self.catch_up("GET /v1/changes (after the writes)", Some(unit))
+            .await
+    }
+}
+
+impl Received {
+    /// Takes an answer's changes into the mirror: read by [`scan_answer`], or parsed
+    /// whole (`check`, and whenever the scan does not recognise it), in which case the
+    /// scan must agree.
+    fn take(&mut self, body: &[u8], at: Instant, check: bool) -> Result<Taken, String> {
+        let scanned = scan_answer(body);
+        let (data, tail) = match scanned {
+            Some(scanned) if !check => scanned,
+            scanned => {
+                let answer: FeedAnswer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+                let parsed = (
+                    answer.data.into_iter().map(Seen::from).collect::<Vec<_>>(),
+                    Tail {
+                        next_since: answer.next_since,
+                        has_more: answer.has_more,
+                    },
+                );
+                if scanned.is_some_and(|s| s != parsed) {
+                    return Err("the answer's scan and its parse disagree".into());
+                }
+                parsed
+            }
+        };
+        let mut problem = None;
+        let mut seen = HashSet::with_capacity(data.len());
+        for c in &data {
+            let Some(entity) = entity_name(c.entity) else {
+                problem.get_or_insert(format!("unknown entity {:?}", c.entity));
+                continue;
+            };
+            if !seen.insert((entity, &*c.id)) {
+                problem.get_or_insert(format!("{entity} {} twice in one answer", c.id));
+            }
+            let shown = match (c.op, c.record, c.deleted_at) {
+                ("upsert", Some(r), None) => {
+                    if let Some(d) = self.deliveries.as_mut() {
+                        match super::sync::updated_at(r) {
+                            Ok(u) => d
+                                .entry((entity, c.id.to_string()))
+                                .or_default()
+                                .push((u.into_owned(), at)),
+                            Err(_) => {
+                                problem.get_or_insert(format!(
+                                    "{entity} {}: record without updated_at",
+                                    c.id
+                                ));
+                            }
+                        }
+                    }
+                    Some(hash_of(r.as_bytes()))
+                }
+                ("delete", None, Some(_)) => None,
+                (op, ..) => {
+                    problem.get_or_insert(format!(
+                        "{entity} {}: op {op:?} with the wrong members",
+                        c.id
+                    ));
+                    continue;
+                }
+            };
+            self.mirror.insert((entity, c.id.to_string()), shown);
+        }
+        let n = data.len() as u64;
+        self.changes += n;
+        self.token = tail.next_since;
+        Ok(Taken {
+            changes: n,
+            has_more: tail.has_more,
+            problem,
+        })
+    }
+}
+
+/// Every how many answers one is parsed as JSON whole, and must agree with its scan.
+const PARSE_EVERY: u64 = 32;
+
+/// A change as the client reads it.
+#[derive(Debug, PartialEq)]
+struct Seen<'a> {
+    entity: &'a str,
+    id: Cow<'a, str>,
+    op: &'a str,
+    record: Option<&'a str>,
+    deleted_at: Option<&'a str>,
+}
+
+impl<'a> From<Change<'a>> for Seen<'a> {
+    fn from(c: Change<'a>) -> Self {
+        Seen {
+            entity: c.entity,
+            id: c.id,
+            op: c.op,
+            record: c.record.map(RawValue::get),
+            deleted_at: c.deleted_at,
+        }
+    }
+}
+
+/// What follows an answer's changes.
+#[derive(Debug, PartialEq, Deserialize)]
+struct Tail {
+    next_since: String,
+    has_more: bool,
+}
+
+/// Reads a text the way recruitd writes an answer, without parsing the records:
+/// `{"data":[` then each change as `{"entity":"…","id":"…","op":"…","record":{…}}` or
+/// `{…,"op":"delete","deleted_at":"…"}`, then `],"next_since":…`. A record is found
+/// by its braces outside strings. Parsing every member of every record would be most
+/// of the client's time in a catch-up, on the cores the server uses; one answer in
+/// [`PARSE_EVERY`] is parsed whole and must agree, and the final check compares every
+/// record with its GET byte for byte. `None` when the text is not of that shape.
+fn scan_answer(body: &[u8]) -> Option<(Vec<Seen<'_>>, Tail)> {
+    let mut c = Scan { b: body, at: 0 };
+    c.lit(b"{\"data\":[")?;
+    let mut data = Vec::with_capacity(512);
+    if c.lit(b"]").is_none() {
+        loop {
+            c.lit(b"{\"entity\":\"")?;
+            let entity = c.plain()?;
+            c.lit(b",\"id\":\"")?;
+            let id = Cow::Borrowed(c.plain()?);
+            c.lit(b",\"op\":\"")?;
+            let op = c.plain()?;
+            let (record, deleted_at) = if c.lit(b",\"record\":").is_some() {
+                (Some(c.object()?), None)
+            } else {
+                c.lit(b",\"deleted_at\":\"")?;
+                (None, Some(c.plain()?))
+            };
+            c.lit(b"}")?;
+            data.push(Seen {
+                entity,
+                id,
+                op,
+                record,
+                deleted_at,
+            });
+            if c.lit(b",").is_none() {
+                c.lit(b"]")?;
+                break;
+            }
+        }
+    }
+    let rest = body[c.at..].strip_prefix(b",")?;
+    let mut tail = Vec::with_capacity(rest.len() + 1);
+    tail.push(b'{');
+    tail.extend_from_slice(rest);
+    Some((data, serde_json::from_slice(&tail).ok()?))
+}
+
+/// A position in a text being scanned.
+struct Scan<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn lit(&mut self, s: &[u8]) -> Option<()> {
+        self.b[self.at..].starts_with(s).then(|| self.at += s.len())
+    }
+
+    /// A string's text up to its closing quote, which is consumed; `None` when it holds
+    /// an escape.
+    fn plain(&mut self) -> Option<&'a str> {
+        let rest = &self.b[self.at..];
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        self.at += end + 1;
+        std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// An object from its `{` to the matching `}`, whole.
+    fn object(&mut self) -> Option<&'a str> {
+        let b = self.b;
+        let start = self.at;
+        if b.get(start) != Some(&b'{') {
+            return None;
+        }
+        let (mut i, mut depth) = (start, 0usize);
+        loop {
+            i += memchr::memchr3(b'"', b'{', b'}', &b[i..])?;
+            match b[i] {
+                b'"' => {
+                    i += 1;
+                    loop {
+                        i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+                        if b[i] == b'\\' {
+                            i += 2;
+                        } else {
+                            i += 1;
+                            break;
+                        }
+                    }
+                }
+                b'{' => {
+                    depth += 1;
+                    i += 1;
+                }
+                _ => {
+                    depth -= 1;
+                    i += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.at = i;
+        std::str::from_utf8(&b[start..i]).ok()
+    }
+}
+
+/// An answer, when its request left, and when it came.
+type Sent = (
+    Result<crate::http::Answer, crate::http::Failure>,
+    Instant,
+    Instant,
+);
+
+/// An answer's `next_since` and `has_more`, read off its end: recruitd ends an answer
+/// with `"next_since":"…","has_more":…,"request_id":"…"}`. `None` when it does not.
+fn peek(body: &[u8]) -> Option<(String, bool)> {
+    const KEY: &[u8] = b"\"next_since\":\"";
+    let at = memchr::memmem::rfind(body, KEY)?;
+    let rest = &body[at + KEY.len()..];
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    let token = std::str::from_utf8(&rest[..end]).ok()?.to_string();
+    let tail = &rest[end..];
+    let more = memchr::memmem::find(tail, b"\"has_more\":true").is_some();
+    let less = memchr::memmem::find(tail, b"\"has_more\":false").is_some();
+    (rest[end] == b'"' && more != less).then_some((token, more))
+}
+
+struct Taken {
+    changes: u64,
+    has_more: bool,
+    problem: Option<String>,
+}
+
+/// Raised once, awaited by the follower.
+#[derive(Default)]
+pub struct StopSignal {
+    raised: AtomicBool,
+    notify: Notify,
+}
+
+impl StopSignal {
+    pub fn raise(&self) {
+        self.raised.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        let notified = self.notify.notified();
+        if !self.raised() {
+            notified.await;
+        }
+    }
+}
+
+/// The token of "now": a list's `changes_since`.
+pub async fn current_token(pool: &Pool) -> anyhow::Result<String> {
+    let a = pool
+        .send(Method::GET, "/v1/notes?limit=1", None)
+        .await
+        .map_err(|f| anyhow::anyhow!("GET /v1/notes: {f}"))?;
+    if a.status != 200 {
+        anyhow::bail!("GET /v1/notes answered {}", a.status);
+    }
+    a.json()?["changes_since"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("the first list page carries no changes_since"))
+}
+
+/// Matches acknowledged writes to their deliveries: records each one's latency from its
+/// send to the first delivery that shows it, and an error for one never delivered.
+/// Returns (matched, changed nothing).
+pub fn match_acks(acks: &[Ack], deliveries: &Deliveries, rec: &Recorder) -> (u64, u64) {
+    let (mut matched, mut unchanged) = (0, 0);
+    for ack in acks {
+        if ack.updated_at < ack.sent_wall {
+            // Its answer shows the record as it was before: nothing to deliver.
+            unchanged += 1;
+            continue;
+        }
+        let first = deliveries
+            .get(&(ack.entity, ack.id.clone()))
+            .and_then(|d| d.iter().find(|(u, _)| *u >= ack.updated_at));
+        let label = "change delivered (write sent → feed)";
+        match first {
+            Some((_, at)) => {
+                matched += 1;
+                rec.record(label, ack.sent, *at, Verdict::Ok, 1);
+            }
+            // An error, not a latency: it must not lower the delivery percentiles.
+            None => rec.record(
+                label,
+                ack.sent,
+                ack.sent,
+                Verdict::Failed(
+                    "never delivered",
+                    format!(
+                        "{} {} (updated_at {}) acknowledged but never delivered",
+                        ack.entity, ack.id, ack.updated_at
+                    ),
+                ),
+                0,
+            ),
+        }
+    }
+    (matched, unchanged)
+}
+
+/// Fetches every record of the mirror and compares it with what the feed last showed.
+pub async fn check_mirror(
+    pool: Arc<Pool>,
+    rec: Arc<Recorder>,
+    mirror: Mirror,
+    unit: Instant,
+) -> u64 {
+    let work = Arc::new(Mutex::new(mirror.into_iter().collect::<Vec<_>>()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..CHECKERS {
+        let (pool, rec, work) = (pool.clone(), rec.clone(), work.clone());
+        tasks.spawn(async move {
+            let mut checked = 0u64;
+            let mut lease = pool.lease().await;
+            loop {
+                let Some(((entity, id), shown)) = work.lock().expect("lock").pop() else {
+                    return checked;
+                };
+                let sent = Instant::now();
+                let r = lease
+                    .send(Method::GET, &format!("/v1/{entity}/{}", encode(&id)), None)
+                    .await;
+                let done = Instant::now();
+                let verdict = match (r, shown) {
+                    (Ok(a), Some(hash)) if a.status == 200 => {
+                        #[derive(Deserialize)]
+                        struct One<'a> {
+                            #[serde(borrow)]
+                            data: &'a RawValue,
+                        }
+                        match serde_json::from_slice::<One>(&a.body) {
+                            Ok(one) if hash_of(one.data.get().as_bytes()) == hash => Verdict::Ok,
+                            Ok(_) => Verdict::Mismatch(format!(
+                                "{entity} {id}: the feed's last record differs from GET"
+                            )),
+                            Err(e) => Verdict::Mismatch(format!("{entity} {id}: {e}")),
+                        }
+                    }
+                    (Ok(a), None) if a.status == 404 => Verdict::Ok,
+                    (Ok(a), None) if a.status == 200 => Verdict::Mismatch(format!(
+                        "{entity} {id}: the feed's tombstone, but GET finds it"
+                    )),
+                    (Ok(a), Some(_)) if a.status == 404 => Verdict::Mismatch(format!(
+                        "{entity} {id}: the feed shows it, GET answers 404"
+                    )),
+                    (Ok(a), _) => Verdict::Status(a.status, a.error_code()),
+                    (Err(f), _) => Verdict::Failed(f.label(), f.to_string()),
+                };
+                rec.record_in(
+                    "GET /v1/{entity}/{id} (check)",
+                    unit,
+                    sent,
+                    done,
+                    verdict,
+                    0,
+                );
+                checked += 1;
+            }
+        });
+    }
+    let mut checked = 0;
+    while let Some(n) = tasks.join_next().await {
+        checked += n.unwrap_or(0);
+    }
+    checked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deliveries(list: &[(&'static str, &str, &str, Instant)]) -> Deliveries {
+        let mut m = Deliveries::default();
+        for (e, id, u, at) in list {
+            m.entry((*e, id.to_string()))
+                .or_default()
+                .push((u.to_string(), *at));
+        }
+        m
+    }
+
+    #[test]
+    fn an_answer_is_scanned_as_it_parses() {
+        let body = br#"{"data":[{"entity":"notes","id":"n1","op":"upsert","record":{"id":"n1","body_html":"<p>a \"}{\" b</p>","nested":{"x":[1,{"y":"}"}]},"updated_at":"2026-01-01T00:00:00.001Z"}},{"entity":"tasks","id":"t1","op":"delete","deleted_at":"2026-01-01T00:00:00.002Z"}],"next_since":"tok","has_more":false,"request_id":"r"}"#;
+        let (data, tail) = scan_answer(body).unwrap();
+        let parsed: FeedAnswer = serde_json::from_slice(body).unwrap();
+        let parsed: Vec<Seen> = parsed.data.into_iter().map(Seen::from).collect();
+        assert_eq!(data, parsed);
+        assert_eq!(
+            tail,
+            Tail {
+                next_since: "tok".into(),
+                has_more: false
+            }
+        );
+        let empty = br#"{"data":[],"next_since":"t","has_more":true,"request_id":"r"}"#;
+        assert_eq!(scan_answer(empty).unwrap().0, []);
+        // Not the shape recruitd writes (members reordered, an escaped id): not scanned.
+        assert!(scan_answer(br#"{"next_since":"t","data":[],"has_more":true}"#).is_none());
+        assert!(scan_answer(br#"{"data":[{"entity":"notes","id":"n\u0031","op":"delete","deleted_at":"x"}],"next_since":"t","has_more":true}"#).is_none());
+        // A record cut short is no record.
+        assert!(scan_answer(
+            br#"{"data":[{"entity":"notes","id":"n","op":"upsert","record":{"id":"n""#
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn the_next_token_is_read_off_the_end() {
+        let body = br#"{"data":[{"entity":"notes","id":"n","op":"delete","deleted_at":"x"}],"next_since":"AbC-_1","has_more":true,"request_id":"r"}"#;
+        assert_eq!(peek(body), Some(("AbC-_1".into(), true)));
+        let body = br#"{"data":[],"next_since":"Z","has_more":false,"request_id":"r"}"#;
+        assert_eq!(peek(body), Some(("Z".into(), false)));
+        assert_eq!(peek(br#"{"error":{"code":"BAD_REQUEST"}}"#), None);
+    }
+
+    #[test]
+    fn fingerprints_tell_records_apart() {
+        let a = br#"{"id":"n1","body_html":"<p>one</p>","updated_at":"2026-01-01T00:00:00.001Z"}"#;
+        let mut b = *a;
+        b[b.len() - 5] = b'2';
+        assert_eq!(hash_of(a), hash_of(&a.clone()));
+        assert_ne!(hash_of(a), hash_of(&b));
+        assert_ne!(hash_of(b"abc"), hash_of(b"abc\0"));
+        assert_ne!(hash_of(b""), hash_of(b"\0"));
+    }
+
+    #[test]
+    fn a_write_is_matched_to_the_first_delivery_that_shows_it() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let d = deliveries(&[
+            ("notes", "a", "2026-01-01T00:00:00.010Z", t0 + ms(1)),
+            ("notes", "a", "2026-01-01T00:00:00.020Z", t0 + ms(25)),
+            ("notes", "a", "2026-01-01T00:00:00.030Z", t0 + ms(40)),
+        ]);
+        let ack = |id: &str, u: &str, sent_ms: u64| Ack {
+            entity: "notes",
+            id: id.into(),
+            updated_at: u.into(),
+            sent_wall: "2026-01-01T00:00:00.000Z".into(),
+            sent: t0 + ms(sent_ms),
+        };
+        let rec = Recorder::new(t0, t0 + Duration::from_secs(60));
+        let acks = [
+            ack("a", "2026-01-01T00:00:00.020Z", 5),
+            ack("a", "2026-01-01T00:00:00.025Z", 10),
+            ack("b", "2026-01-01T00:00:00.020Z", 10),
+        ];
+        assert_eq!(match_acks(&acks, &d, &rec), (2, 0));
+        let m = rec.finish();
+        let e = &m.endpoints["change delivered (write sent → feed)"];
+        assert_eq!((e.ok, e.error_count()), (2, 1));
+        let h = e.latency.as_ref().unwrap();
+        // 25 - 5 ms and 40 - 10 ms.
+        assert_eq!(h.min() / 1000, 20);
+        assert_eq!(h.max() / 1000, 30);
+        assert!(e.error_examples[0].contains("notes b"));
+    }
+
+    #[test]
+    fn a_write_that_changed_nothing_is_not_expected_in_the_feed() {
+        let t0 = Instant::now();
+        let rec = Recorder::new(t0, t0 + Duration::from_secs(60));
+        let acks = [Ack {
+            entity: "tasks",
+            id: "x".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            sent_wall: "2026-01-01T00:00:05.000Z".into(),
+            sent: t0,
+        }];
+        assert_eq!(match_acks(&acks, &Deliveries::default(), &rec), (0, 1));
+        assert!(rec.finish().endpoints.is_empty());
+    }
+
+    #[test]
+    fn an_answer_is_taken_into_the_mirror_and_checked() {
+        let t0 = Instant::now();
+        let mut feed = Received {
+            token: "t0".into(),
+            mirror: Mirror::default(),
+            deliveries: Some(Deliveries::default()),
+            changes: 0,
+        };
+        let body = br#"{"data":[
+            {"entity":"notes","id":"n1","op":"upsert","record":{"id":"n1","updated_at":"2026-01-01T00:00:00.001Z"}},
+            {"entity":"tasks","id":"t1","op":"delete","deleted_at":"2026-01-01T00:00:00.002Z"}
+        ],"next_since":"t1","has_more":true,"request_id":"r"}"#;
+        let t = feed.take(body, t0, true).unwrap();
+        assert_eq!((t.changes, t.has_more, t.problem), (2, true, None));
+        assert_eq!(feed.token, "t1");
+        assert!(feed.mirror[&("notes", "n1".to_string())].is_some());
+        assert_eq!(feed.mirror[&("tasks", "t1".to_string())], None);
+        assert_eq!(
+            feed.deliveries.as_ref().unwrap()[&("notes", "n1".to_string())][0].0,
+            "2026-01-01T00:00:00.001Z"
+        );
+        let twice = br#"{"data":[
+            {"entity":"notes","id":"n1","op":"delete","deleted_at":"x"},
+            {"entity":"notes","id":"n1","op":"delete","deleted_at":"x"},
+            {"entity":"widgets","id":"w","op":"delete","deleted_at":"x"}
+        ],"next_since":"t2","has_more":false}"#;
+        let t = feed.take(twice, t0, false).unwrap();
+        assert!(t.problem.unwrap().contains("twice in one answer"));
+        let wrong = br#"{"data":[{"entity":"notes","id":"n2","op":"upsert","deleted_at":"x"}],
+            "next_since":"t3","has_more":false}"#;
+        assert!(feed
+            .take(wrong, t0, false)
+            .unwrap()
+            .problem
+            .unwrap()
+            .contains("wrong members"));
+    }
+}
