@@ -5,7 +5,8 @@
 # `changes_since`, imports the same workspace again with every record's `updated_at`
 # moved (so every record changes: about 6.4 records per person, 160,000 people give
 # about a million changes), and then runs
-#   1. `sync --mode changes --since <token> --write-rate 0`: the catch-up, changes/s;
+#   1. `sync --mode changes --since <token> --write-rate 0`: the catch-up, changes/s
+#      (twice, from the same token);
 #   2. `sync --mode changes --write-rate RATE`: one client long-polls the feed while
 #      writes run, commit-to-delivery latency;
 # every change delivered is checked against GET in both.
@@ -67,13 +68,23 @@ token="$(curl -sS --cacert "$DATA/tls/cert.pem" -H "Authorization: Bearer $(cat 
 sed -E 's/("updated_at":"[0-9-]{10}T[0-9:]{8}\.)[0-9]{3}Z"/\1999Z"/g' "$snapshot" >"$DATA/moved.json"
 "${LT[@]}" prepare --people "$PEOPLE" --snapshot "$DATA/moved.json" "${ADMIN[@]}" 2>&1 | tee -a "$OUT/prepare.log"
 
+# The import's pages go to disk (and SQLite folds its log into the database) in the
+# background for some seconds after it answers: let that finish, so the catch-up
+# measures the feed rather than the write-back.
+sync
+sleep 10
+
 status=0
-echo "== catch-up" | tee -a "$OUT/summary.txt"
-"${LT[@]}" --name catch-up sync --mode changes --since "$token" --write-rate 0 \
-  2>"$OUT/catch-up.log" | tee -a "$OUT/summary.txt" || status=$?
+# Twice: the token stays valid, and the second reads a server whose caches the first
+# warmed (the first is the cold case a client meets after a restart).
+for run in 1 2; do
+  echo "== catch-up $run" | tee -a "$OUT/summary.txt"
+  "${LT[@]}" --name "catch-up-$run" sync --mode changes --since "$token" --write-rate 0 \
+    2>"$OUT/catch-up-$run.log" | tee -a "$OUT/summary.txt" || status=$?
+done
 echo "== live at $RATE writes/s" | tee -a "$OUT/summary.txt"
 "${LT[@]}" --name live sync --mode changes --write-rate "$RATE" --duration "$DURATION" --warmup 5 \
   2>"$OUT/live.log" | tee -a "$OUT/summary.txt" || status=$?
-grep -h "changes in\|acknowledged\|checked" "$OUT/catch-up.log" "$OUT/live.log" | tee -a "$OUT/summary.txt"
+grep -h "changes in\|acknowledged\|checked" "$OUT"/catch-up-*.log "$OUT/live.log" | tee -a "$OUT/summary.txt"
 echo "reports in $OUT"
 exit "$status"

@@ -31,7 +31,8 @@ use crate::store::{Store, StoreError};
 use crate::time::Stamp;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Entries per log part: a part is one row of the store's log, read whole.
@@ -579,6 +580,7 @@ fn parts_to_read(wanted: usize, parts: usize, entries: usize) -> usize {
 /// exactly the state's.
 pub async fn feed_page(
     store: &dyn Store,
+    cache: &PartCache,
     ws: &WorkspaceState,
     since: FeedPoint,
     entities: &[Entity],
@@ -587,95 +589,187 @@ pub async fn feed_page(
     if since.position > ws.position {
         return Err(FeedError::Ahead);
     }
-    let mut data = Vec::with_capacity(256 + limit * 1024);
-    data.push(b'[');
+    // The changes the answer shows, each with its part's commit time: chosen first,
+    // then rendered (`render`).
+    let mut picked: Vec<(Change, i64)> = Vec::with_capacity(limit.min(1024));
     let mut seen: HashSet<Change> = HashSet::new();
-    let mut changes = 0;
     let mut after = since.read_after();
     let mut skip = (since.index != WHOLE_PART).then_some((since.position, since.part, since.index));
     let mut next = since;
     let (mut parts_read, mut entries_read) = (0, 0);
-    loop {
-        let ask = parts_to_read(limit - changes, parts_read, entries_read);
-        let read = store
-            .read_changes(ws.id(), after, ws.position, ask)
-            .await
-            .map_err(FeedError::Store)?;
-        if read.pruned_through > since.position {
-            return Err(FeedError::Pruned);
+    let mut pending: VecDeque<Arc<DecodedPart>> = VecDeque::new();
+    // A point inside a part starts with that part, which the answer before this one
+    // most likely read (a client catching up reads an import's part in several
+    // answers): from the cache, it costs no store read.
+    if since.index != WHOLE_PART {
+        if let Some(part) = cache.get(ws.id(), since.position, since.part) {
+            pending.push_back(part);
         }
-        let exhausted = read.parts.len() < ask;
-        for (n, part) in read.parts.iter().enumerate() {
-            let entries = decode(&part.entries).map_err(|e| {
-                FeedError::Store(StoreError::Corrupt(format!(
-                    "change log part {}/{}: {e}",
-                    part.position, part.part
-                )))
-            })?;
-            let first = match skip.take() {
-                Some((p, q, i)) if (p, q) == (part.position, part.part) => i as usize,
-                _ => 0,
-            };
-            parts_read += 1;
-            entries_read += entries.len();
-            for (i, change) in entries.iter().enumerate().skip(first) {
-                if changes == limit {
-                    // Full: what remains of this part, or any part after it, waits.
-                    let more = i < entries.len()
-                        || n + 1 < read.parts.len()
-                        || !exhausted
-                        || !store
-                            .read_changes(ws.id(), (part.position, part.part), ws.position, 1)
-                            .await
-                            .map_err(FeedError::Store)?
-                            .parts
-                            .is_empty();
-                    data.push(b']');
-                    return Ok(FeedPage {
-                        data,
-                        changes,
-                        next,
-                        has_more: more,
-                    });
-                }
-                next = FeedPoint {
-                    position: part.position,
-                    part: part.part,
-                    index: if i + 1 == entries.len() {
-                        WHOLE_PART
-                    } else {
-                        (i + 1) as u32
-                    },
-                };
-                if !entities.contains(&change.entity) || !seen.insert(change.clone()) {
-                    continue;
-                }
-                if changes > 0 {
-                    data.push(b',');
-                }
-                write_change(ws, change, part.committed_at_ms, &mut data)
-                    .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
-                changes += 1;
+    }
+    // Whether a store read has said the log holds nothing more up to the state.
+    let mut exhausted = None;
+    loop {
+        if pending.is_empty() {
+            if exhausted == Some(true) {
+                break;
+            }
+            let ask = parts_to_read(limit - picked.len(), parts_read, entries_read);
+            let read = store
+                .read_changes(ws.id(), after, ws.position, ask)
+                .await
+                .map_err(FeedError::Store)?;
+            if read.pruned_through > since.position {
+                return Err(FeedError::Pruned);
+            }
+            exhausted = Some(read.parts.len() < ask);
+            for part in read.parts {
+                let decoded = Arc::new(DecodedPart::decode(part)?);
+                cache.put(ws.id(), decoded.clone());
+                pending.push_back(decoded);
+            }
+            if pending.is_empty() {
+                break;
+            }
+        }
+        let part = pending.pop_front().expect("a part is pending");
+        let first = match skip.take() {
+            Some((p, q, i)) if (p, q) == (part.position, part.part) => i as usize,
+            _ => 0,
+        };
+        parts_read += 1;
+        entries_read += part.entries.len();
+        for (i, change) in part.entries.iter().enumerate().skip(first) {
+            if picked.len() == limit {
+                // Full: what remains of this part, or any part after it, waits.
+                let more = i < part.entries.len()
+                    || !pending.is_empty()
+                    || exhausted == Some(false)
+                    || !store
+                        .read_changes(ws.id(), (part.position, part.part), ws.position, 1)
+                        .await
+                        .map_err(FeedError::Store)?
+                        .parts
+                        .is_empty();
+                return render(ws, &picked, next, more);
             }
             next = FeedPoint {
                 position: part.position,
                 part: part.part,
-                index: WHOLE_PART,
+                index: if i + 1 == part.entries.len() {
+                    WHOLE_PART
+                } else {
+                    (i + 1) as u32
+                },
             };
-            after = (part.position, part.part);
+            if !entities.contains(&change.entity) || !seen.insert(change.clone()) {
+                continue;
+            }
+            picked.push((change.clone(), part.committed_at_ms));
         }
-        if exhausted {
-            break;
+        next = FeedPoint {
+            position: part.position,
+            part: part.part,
+            index: WHOLE_PART,
+        };
+        after = (part.position, part.part);
+    }
+    // Read to the state's position: the next answer starts after all of it.
+    render(ws, &picked, FeedPoint::at(ws.position), false)
+}
+
+/// The answer: `picked` rendered as the state shows each record.
+fn render(
+    ws: &WorkspaceState,
+    picked: &[(Change, i64)],
+    next: FeedPoint,
+    has_more: bool,
+) -> Result<FeedPage, FeedError> {
+    let mut data = Vec::with_capacity(256 + picked.len() * 1024);
+    data.push(b'[');
+    for (n, (change, at)) in picked.iter().enumerate() {
+        if n > 0 {
+            data.push(b',');
         }
+        write_change(ws, change, *at, &mut data)
+            .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
     }
     data.push(b']');
-    // Read to the state's position: the next answer starts after all of it.
     Ok(FeedPage {
         data,
-        changes,
-        next: FeedPoint::at(ws.position),
-        has_more: false,
+        changes: picked.len(),
+        next,
+        has_more,
     })
+}
+
+/// A part of the log, decoded.
+pub struct DecodedPart {
+    position: u64,
+    part: u32,
+    committed_at_ms: i64,
+    entries: Vec<Change>,
+}
+
+impl DecodedPart {
+    fn decode(part: crate::store::LogPart) -> Result<DecodedPart, FeedError> {
+        let entries = decode(&part.entries).map_err(|e| {
+            FeedError::Store(StoreError::Corrupt(format!(
+                "change log part {}/{}: {e}",
+                part.position, part.part
+            )))
+        })?;
+        Ok(DecodedPart {
+            position: part.position,
+            part: part.part,
+            committed_at_ms: part.committed_at_ms,
+            entries,
+        })
+    }
+}
+
+/// Parts a [`PartCache`] keeps.
+const CACHED_PARTS: usize = 64;
+
+/// The log parts the feed read last, decoded, for the readers of one store (a
+/// server's). A part never changes once committed, and the feed reads only committed
+/// ones (up to a published state's position), so a cached part is always the store's.
+/// A part of an import holds 4,096 entries: a client catching up reads it in eight
+/// answers of 500, and seven of them find it here rather than read and decode it
+/// again. Holds a few megabytes at most.
+#[derive(Default)]
+pub struct PartCache {
+    inner: parking_lot::Mutex<CachedParts>,
+}
+
+type PartKey = (Uuid, u64, u32);
+
+#[derive(Default)]
+struct CachedParts {
+    parts: std::collections::HashMap<PartKey, Arc<DecodedPart>>,
+    /// Oldest first: the first to go.
+    order: VecDeque<PartKey>,
+}
+
+impl PartCache {
+    fn get(&self, workspace: Uuid, position: u64, part: u32) -> Option<Arc<DecodedPart>> {
+        self.inner
+            .lock()
+            .parts
+            .get(&(workspace, position, part))
+            .cloned()
+    }
+
+    fn put(&self, workspace: Uuid, part: Arc<DecodedPart>) {
+        let key = (workspace, part.position, part.part);
+        let mut g = self.inner.lock();
+        if g.parts.insert(key, part).is_none() {
+            g.order.push_back(key);
+            while g.order.len() > CACHED_PARTS {
+                let old = g.order.pop_front().expect("longer than the cap");
+                g.parts.remove(&old);
+            }
+        }
+    }
 }
 
 /// One change as the feed shows it (see [`feed_page`]).
@@ -819,6 +913,7 @@ mod tests {
     #[tokio::test]
     async fn a_point_behind_the_pruned_log_or_ahead_of_the_state_is_refused() {
         let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
         let ws = state_at(0);
         let id = ws.id();
         for _ in 0..3 {
@@ -830,25 +925,25 @@ mod tests {
         }
         let mut ws = ws;
         ws.position = 3;
-        let page = feed_page(&*store, &ws, FeedPoint::at(0), &Entity::ALL, 100)
+        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 100)
             .await
             .unwrap();
         // Tasks the state does not hold: shown as tombstones, each once.
         assert_eq!(page.changes, 3);
         assert_eq!(page.next, FeedPoint::at(3));
         assert!(!page.has_more);
-        let two = feed_page(&*store, &ws, FeedPoint::at(0), &Entity::ALL, 2)
+        let two = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 2)
             .await
             .unwrap();
         assert_eq!(two.changes, 2);
         assert!(two.has_more);
-        let rest = feed_page(&*store, &ws, two.next, &Entity::ALL, 2)
+        let rest = feed_page(&*store, &cache, &ws, two.next, &Entity::ALL, 2)
             .await
             .unwrap();
         assert_eq!(rest.changes, 1);
         assert!(!rest.has_more);
         assert!(matches!(
-            feed_page(&*store, &ws, FeedPoint::at(4), &Entity::ALL, 10).await,
+            feed_page(&*store, &cache, &ws, FeedPoint::at(4), &Entity::ALL, 10).await,
             Err(FeedError::Ahead)
         ));
         store
@@ -856,13 +951,86 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(
-            feed_page(&*store, &ws, FeedPoint::at(2), &Entity::ALL, 10).await,
+            feed_page(&*store, &cache, &ws, FeedPoint::at(2), &Entity::ALL, 10).await,
             Err(FeedError::Pruned)
         ));
         // At the pruned point itself nothing is missing.
-        let page = feed_page(&*store, &ws, FeedPoint::at(3), &Entity::ALL, 10)
+        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(3), &Entity::ALL, 10)
             .await
             .unwrap();
         assert_eq!(page.changes, 0);
+    }
+
+    #[tokio::test]
+    async fn a_point_inside_a_part_reads_that_part_from_the_cache() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        let tasks: Vec<_> = (0..10).map(|_| Uuid::new_v4().to_string()).collect();
+        let changes = crate::store::ChangeSet {
+            deletes: tasks
+                .iter()
+                .map(|t| (RecordKind::Task, t.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        // The first commit logs nothing: a second one, of ten entries in one part.
+        store.commit(ws.id(), &Default::default()).await.unwrap();
+        store.commit(ws.id(), &changes).await.unwrap();
+        ws.position = 2;
+        let first = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 3)
+            .await
+            .unwrap();
+        assert_eq!((first.changes, first.has_more), (3, true));
+        // The store is down: the rest of the part comes from the cache, in order.
+        store.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        let second = feed_page(&*store, &cache, &ws, first.next, &Entity::ALL, 3)
+            .await
+            .unwrap();
+        assert_eq!((second.changes, second.has_more), (3, true));
+        let shown = String::from_utf8(second.data).unwrap();
+        for t in &tasks[3..6] {
+            assert!(shown.contains(t.as_str()), "{t} not in {shown}");
+        }
+        // Past the part's end the store is needed again.
+        assert!(
+            feed_page(&*store, &cache, &ws, second.next, &Entity::ALL, 10)
+                .await
+                .is_err()
+        );
+        store.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+        let rest = feed_page(&*store, &cache, &ws, second.next, &Entity::ALL, 10)
+            .await
+            .unwrap();
+        assert_eq!((rest.changes, rest.has_more), (4, false));
+        assert_eq!(rest.next, FeedPoint::at(2));
+    }
+
+    #[tokio::test]
+    async fn a_large_answer_is_rendered_whole_and_in_commit_order() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        store.commit(ws.id(), &Default::default()).await.unwrap();
+        let tasks: Vec<_> = (0..301).map(|_| Uuid::new_v4().to_string()).collect();
+        for chunk in tasks.chunks(7) {
+            let changes = crate::store::ChangeSet {
+                deletes: chunk
+                    .iter()
+                    .map(|t| (RecordKind::Task, t.clone()))
+                    .collect(),
+                ..Default::default()
+            };
+            store.commit(ws.id(), &changes).await.unwrap();
+            ws.position += 1;
+        }
+        ws.position += 1;
+        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 500)
+            .await
+            .unwrap();
+        assert_eq!((page.changes, page.has_more), (301, false));
+        let shown: Vec<serde_json::Value> = serde_json::from_slice(&page.data).unwrap();
+        let ids: Vec<&str> = shown.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, tasks);
     }
 }

@@ -73,20 +73,27 @@ pub async fn changes(
 
     let mut state = caller.state.clone();
     loop {
-        let page = feed_page(&*app.store, &state, since, &entities, limit.0)
-            .await
-            .map_err(|e| match e {
-                FeedError::Pruned => ApiError::new(
-                    ErrorKind::ResyncRequired,
-                    "since is older than the change history kept: sync afresh (a full list \
+        let page = feed_page(
+            &*app.store,
+            &app.log_parts,
+            &state,
+            since,
+            &entities,
+            limit.0,
+        )
+        .await
+        .map_err(|e| match e {
+            FeedError::Pruned => ApiError::new(
+                ErrorKind::ResyncRequired,
+                "since is older than the change history kept: sync afresh (a full list \
                      sync, then the feed from its changes_since)",
-                ),
-                FeedError::Ahead => ApiError::bad_request(
-                    "since names a point this workspace has not reached: pass back a token \
+            ),
+            FeedError::Ahead => ApiError::bad_request(
+                "since names a point this workspace has not reached: pass back a token \
                      this server issued",
-                ),
-                FeedError::Store(e) => e.into(),
-            })?;
+            ),
+            FeedError::Store(e) => e.into(),
+        })?;
         let now = tokio::time::Instant::now();
         if page.changes > 0 || page.has_more || now >= deadline {
             let mut body = Envelope::new(page.data.len() + 256);

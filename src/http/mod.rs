@@ -63,6 +63,8 @@ pub struct AppState {
     pub blobs: Arc<dyn actors::store::BlobStore>,
     /// The store, read directly only for the change log (`changes`).
     pub store: Arc<dyn actors::store::Store>,
+    /// The change log parts the feed read last (`actors::changes::PartCache`).
+    pub log_parts: actors::changes::PartCache,
     /// Signs list cursors and change feed tokens.
     pub cursor_key: CursorKey,
     pub downloads: Downloads,

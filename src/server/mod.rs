@@ -258,6 +258,7 @@ impl Application {
             keys: keys.clone(),
             blobs,
             store: store.clone(),
+            log_parts: Default::default(),
             cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
             downloads: Downloads {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),

@@ -313,8 +313,8 @@ impl PostgresStore {
 
         if let Some(w) = part.workspace {
             sqlx::query(
-                "INSERT INTO workspaces (id, name, default_region) VALUES ($1, $2, $3) \
-                 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, \
+                "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
+                 ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
                  default_region = EXCLUDED.default_region",
             )
             .bind(w.id.to_string())
@@ -374,7 +374,7 @@ impl PostgresStore {
             sqlx::query(
                 "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
                  revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (id) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, \
+                 ON CONFLICT (workspace_id, id) DO UPDATE SET \
                  secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, \
                  created_by = EXCLUDED.created_by, revoked = EXCLUDED.revoked, \
                  rate_limit_per_minute = EXCLUDED.rate_limit_per_minute",
@@ -563,11 +563,12 @@ impl Store for PostgresStore {
     }
 
     async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
-        let rows: Vec<(String, Option<String>, Option<String>)> =
-            sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(err("listing workspaces"))?;
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT workspace_id, name, default_region FROM workspaces ORDER BY workspace_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err("listing workspaces"))?;
         rows.into_iter()
             .map(|(id, name, region)| decode_workspace(&id, name, region))
             .collect()

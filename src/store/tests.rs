@@ -1084,6 +1084,67 @@ async fn closed_postgres_store_is_unavailable() {
     b.cleanup().await;
 }
 
+/// The schema can be distributed by workspace (Citus): every table's primary key and
+/// unique indexes include `workspace_id`, and `migrations/postgres/citus.sql`
+/// distributes every table by it, co-located with `workspaces`.
+#[tokio::test]
+async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
+    let Some(b) = Backend::postgres().await else {
+        return;
+    };
+    let url = b.url.clone().unwrap();
+    let schema = testing::schema_of(&url).unwrap().to_owned();
+    let store = b.open().await;
+    store.keys().await.unwrap();
+    use sqlx::Connection;
+    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+    // (table, index, whether its columns include workspace_id) of every unique index.
+    let unique: Vec<(String, String, bool)> = sqlx::query_as(
+        "SELECT t.relname::text, i.relname::text, \
+                bool_or(a.attname = 'workspace_id') \
+         FROM pg_index x \
+         JOIN pg_class t ON t.oid = x.indrelid \
+         JOIN pg_class i ON i.oid = x.indexrelid \
+         JOIN pg_namespace n ON n.oid = t.relnamespace \
+         JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(x.indkey) \
+         WHERE n.nspname = $1 AND x.indisunique AND t.relname <> '_sqlx_migrations' \
+         GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .bind(&schema)
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let tables: std::collections::BTreeSet<&str> =
+        unique.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(tables.len(), 7, "every table has a primary key: {unique:?}");
+    for (table, index, by_workspace) in &unique {
+        assert!(
+            by_workspace,
+            "{table}: unique index {index} lacks workspace_id"
+        );
+    }
+    let citus = include_str!("../../migrations/postgres/citus.sql");
+    let distributed: std::collections::BTreeSet<&str> = citus
+        .lines()
+        .filter_map(|l| l.strip_prefix("SELECT create_distributed_table('"))
+        .map(|l| {
+            let (table, rest) = l.split_once('\'').unwrap();
+            assert!(
+                rest.starts_with(", 'workspace_id'"),
+                "{table} is distributed by another column"
+            );
+            assert!(
+                table == "workspaces" || rest.contains("colocate_with => 'workspaces'"),
+                "{table} is not co-located"
+            );
+            table
+        })
+        .collect();
+    assert_eq!(distributed, tables);
+    store.close().await;
+    b.cleanup().await;
+}
+
 #[tokio::test]
 async fn fresh_postgres_url_selects_its_own_empty_schema() {
     let Some(b) = Backend::postgres().await else {

@@ -448,6 +448,7 @@ pub async fn memory_app_state(
         keys,
         blobs,
         store,
+        log_parts: Default::default(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::Downloads {
             signer: recruitd::http::signed_urls::UrlSigner::new([2; 32], "https://localhost"),

@@ -107,7 +107,8 @@ fn mix(seed: u64, bytes: &[u8]) -> u64 {
 pub struct Ack {
     pub entity: &'static str,
     pub id: String,
-    /// The record's `updated_at` in the write's answer.
+    /// The record's `updated_at` in the write's answer (empty for a new note, whose
+    /// answer is its id alone: any delivery of it shows it).
     pub updated_at: String,
     /// The wall clock when the write was sent, as the API writes timestamps: a write
     /// whose answer shows an older `updated_at` changed nothing.

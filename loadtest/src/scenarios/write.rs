@@ -169,17 +169,24 @@ impl WriteLoad {
             return;
         }
         let Ok(v) = a.json() else { return };
-        if let (Some(id), Some(updated_at)) =
-            (v["data"]["id"].as_str(), v["data"]["updated_at"].as_str())
-        {
-            acks.lock().expect("lock").push(Ack {
-                entity,
-                id: id.to_string(),
-                updated_at: updated_at.to_string(),
-                sent_wall: wall,
-                sent: sent.at,
-            });
-        }
+        let Some(id) = v["data"]["id"].as_str() else {
+            return;
+        };
+        let (updated_at, sent_wall) = match v["data"]["updated_at"].as_str() {
+            Some(u) => (u.to_string(), wall),
+            // A new note is answered with its id alone: any delivery of that id shows it
+            // (none can come before it).
+            None if a.status == 201 => (String::new(), String::new()),
+            // A repeated reference answered with the id alone may have changed nothing.
+            None => return,
+        };
+        acks.lock().expect("lock").push(Ack {
+            entity,
+            id: id.to_string(),
+            updated_at,
+            sent_wall,
+            sent: sent.at,
+        });
     }
 
     fn kind(&self, rng: &mut SmallRng) -> &str {
