@@ -1,6 +1,9 @@
 //! Read-path micro-benchmarks: a 500-record list page from the in-memory state, written
-//! directly (as `GET /v1/{entity}` does) and through serde (the reference), and the
-//! ordered-set range query under it against a std `BTreeSet` baseline.
+//! directly (as `GET /v1/{entity}` does) and through serde (the reference); an answer of
+//! the change feed of 500 candidate changes (`GET /v1/changes`: read from the log, each
+//! record looked up by id and written as the list writes it), from the start of a log
+//! part (a store read) and from inside one (the part cache); and the ordered-set range
+//! query under the list against a std `BTreeSet` baseline.
 
 use actors::rendered::Rendered;
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
@@ -64,6 +67,51 @@ fn page_render(c: &mut Criterion) {
     g.finish();
 }
 
+fn feed_answer(c: &mut Criterion) {
+    use actors::changes::{feed_page, Change, FeedPoint, LoggedId, PartCache};
+    use actors::model::Entity;
+    use actors::store::{ChangeSet, MemoryStore, Store};
+    let mut ws = state(10_000);
+    let store = MemoryStore::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // One transaction logging every candidate record.
+    let logged = ChangeSet {
+        derived: ws
+            .candidates
+            .iter_from(None, None)
+            .map(|(_, id, _)| Change {
+                entity: Entity::Candidates,
+                id: LoggedId::Uuid(*id),
+            })
+            .collect(),
+        ..ChangeSet::default()
+    };
+    ws.position = rt.block_on(async {
+        store.commit(ws.id(), &logged).await.unwrap();
+        store.position(ws.id()).await.unwrap().seq
+    });
+    let cache = PartCache::default();
+    let all = Entity::ALL;
+    let answer = |since: FeedPoint| {
+        rt.block_on(feed_page(&*store, &cache, &ws, since, &all, 500))
+            .unwrap()
+    };
+    let first = answer(FeedPoint::at(0));
+    assert_eq!(first.changes, 500);
+    let inside = first.next;
+    let mut g = c.benchmark_group("feed_answer");
+    g.throughput(criterion::Throughput::Elements(500));
+    g.bench_function("candidates_500/part_start", |b| {
+        b.iter(|| black_box(answer(FeedPoint::at(0)).data.len()))
+    });
+    g.bench_function("candidates_500/inside_a_part", |b| {
+        b.iter(|| black_box(answer(inside).data.len()))
+    });
+    g.finish();
+}
+
 fn ordered_range(c: &mut Criterion) {
     let ws = state(10_000);
     let keys: Vec<(Stamp, Uuid)> = ws
@@ -90,5 +138,5 @@ fn ordered_range(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, page_render, ordered_range);
+criterion_group!(benches, page_render, feed_answer, ordered_range);
 criterion_main!(benches);
