@@ -779,19 +779,32 @@ fn write_change(
     committed_at_ms: i64,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
-    let id = change.id.to_string();
     out.extend_from_slice(b"{\"entity\":\"");
     out.extend_from_slice(change.entity.name().as_bytes());
     out.extend_from_slice(b"\",\"id\":");
-    serde_json::to_writer(&mut *out, &id)?;
+    match &change.id {
+        // A UUID needs no escaping: written straight from its bytes.
+        LoggedId::Uuid(id) => {
+            out.push(b'"');
+            out.extend_from_slice(
+                id.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    .as_bytes(),
+            );
+            out.push(b'"');
+        }
+        LoggedId::Text(id) => serde_json::to_writer(&mut *out, &**id)?,
+    }
     let at = out.len();
     out.extend_from_slice(b",\"op\":\"upsert\",\"record\":");
-    if entities::write_visible(ws, change.entity, &id, out)? {
+    if entities::write_visible_logged(ws, change.entity, &change.id, out)? {
         out.push(b'}');
     } else {
         out.truncate(at);
         out.extend_from_slice(b",\"op\":\"delete\",\"deleted_at\":\"");
-        out.extend_from_slice(Stamp::from_millis(committed_at_ms).to_string().as_bytes());
+        let mut stamp = [0u8; 24];
+        Stamp::from_millis(committed_at_ms).write_iso_ascii(&mut stamp);
+        out.extend_from_slice(&stamp);
         out.extend_from_slice(b"\"}");
     }
     Ok(())

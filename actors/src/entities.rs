@@ -77,6 +77,21 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
     visit(ws, entity, Count)
 }
 
+/// [`write_visible`] of a record the change log names.
+pub fn write_visible_logged(
+    ws: &WorkspaceState,
+    entity: Entity,
+    id: &crate::changes::LoggedId,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<bool> {
+    use crate::changes::LoggedId;
+    let id = match id {
+        LoggedId::Text(raw) => Named::Raw(raw),
+        LoggedId::Uuid(uuid) => Named::Uuid(*uuid),
+    };
+    write_named(ws, entity, id, out)
+}
+
 /// Appends, as JSON, the record of `entity` that `raw_id` (an id as the API writes it)
 /// names, when the API shows it; whether it did. What `GET /v1/{entity}/{id}` answers,
 /// and what the change feed's upserts carry.
@@ -86,8 +101,25 @@ pub fn write_visible(
     raw_id: &str,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
+    write_named(ws, entity, Named::Raw(raw_id), out)
+}
+
+/// How a record is named: as the API writes its id, or by a UUID already parsed (the
+/// change log's), which UUID-keyed tables look up without writing it out.
+#[derive(Clone, Copy)]
+enum Named<'a> {
+    Raw(&'a str),
+    Uuid(uuid::Uuid),
+}
+
+fn write_named(
+    ws: &WorkspaceState,
+    entity: Entity,
+    id: Named<'_>,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<bool> {
     struct ById<'a> {
-        raw_id: &'a str,
+        id: Named<'a>,
         out: &'a mut Vec<u8>,
     }
     impl<'s> EntityVisitor<'s> for ById<'_> {
@@ -99,11 +131,15 @@ pub fn write_visible(
             T: Rendered,
             F: Fn(&'s V) -> T + Copy,
         {
-            match K::find(table, self.raw_id) {
+            let row = match self.id {
+                Named::Raw(raw) => K::find(table, raw),
+                Named::Uuid(id) => K::find_uuid(table, id),
+            };
+            match row {
                 Some(row) => row.write_json(view, self.out).map(|()| true),
                 None => Ok(false),
             }
         }
     }
-    visit(ws, entity, ById { raw_id, out })
+    visit(ws, entity, ById { id, out })
 }

@@ -587,6 +587,11 @@ pub trait TableKey: Hash + Eq + Ord + Clone + MinKey {
     fn from_cursor_id(id: CursorId) -> Option<Self>;
     /// The visible row an id of the API names (a path segment as written).
     fn find<'t, V: ?Sized>(table: TableRef<'t, Self, V>, raw: &str) -> Option<&'t Row<V>>;
+    /// The visible row of a UUID id (as the change log holds one), without writing it
+    /// out and parsing it back where the table is keyed by UUIDs.
+    fn find_uuid<'t, V: ?Sized>(table: TableRef<'t, Self, V>, id: Uuid) -> Option<&'t Row<V>> {
+        Self::find(table, &id.to_string())
+    }
 }
 
 impl TableKey for Uuid {
@@ -608,6 +613,10 @@ impl TableKey for Uuid {
             return None;
         }
         table.visible_row(&Uuid::try_parse(raw).ok()?)
+    }
+
+    fn find_uuid<'t, V: ?Sized>(table: TableRef<'t, Self, V>, id: Uuid) -> Option<&'t Row<V>> {
+        table.visible_row(&id)
     }
 }
 
