@@ -346,11 +346,14 @@ pub fn derived(
                     .and_then(|j| ws.jobs.get(&j))
                     .and_then(|j| j.assigned_recruiter_id)
             };
+            // Each test only when its set has members: a job's PATCH tests every row
+            // against the jobs alone, not two job lookups a row for users nobody wrote.
             let touched = on_job.is_some_and(|j| jobs.contains(&j))
-                || row.owner_id().is_some_and(|o| users.contains(&o))
-                || recruiter(before).is_some_and(|r| users.contains(&r))
-                || recruiter(after).is_some_and(|r| users.contains(&r))
-                || row.stage_id().is_some_and(|s| stages.contains(&s));
+                || (!users.is_empty()
+                    && (row.owner_id().is_some_and(|o| users.contains(&o))
+                        || recruiter(before).is_some_and(|r| users.contains(&r))
+                        || recruiter(after).is_some_and(|r| users.contains(&r))))
+                || (!stages.is_empty() && row.stage_id().is_some_and(|s| stages.contains(&s)));
             if touched && kept(before.candidates.get(id), row) {
                 add(Entity::Candidates, LoggedId::Uuid(*id));
                 if on_job.is_some() {
