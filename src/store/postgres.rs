@@ -158,6 +158,17 @@ const STARTING_WAIT: Duration = Duration::from_secs(2);
 const SETTLE_POLL: Duration = Duration::from_millis(20);
 
 impl PostgresStore {
+    /// The position a workspace's change log is pruned through (0: never pruned).
+    async fn pruned_through(&self, ws: &str) -> Result<u64, sqlx::Error> {
+        let pruned: Option<i64> = sqlx::query_scalar(
+            "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
+        )
+        .bind(ws)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(pruned.unwrap_or(0) as u64)
+    }
+
     /// The store with imports split as `pacing` says: alone, a transaction per commit
     /// part.
     pub fn paced(mut self, pacing: ImportPacing) -> Self {
@@ -683,15 +694,9 @@ impl Store for PostgresStore {
         .map_err(&fail)?;
         // Read after the parts: pruning moves this before it deletes anything, so a
         // part missing from the read above shows here (see `Store::read_changes`).
-        let pruned: Option<i64> = sqlx::query_scalar(
-            "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
-        )
-        .bind(&ws)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(&fail)?;
+        let pruned_through = self.pruned_through(&ws).await.map_err(&fail)?;
         Ok(LogRead {
-            pruned_through: pruned.unwrap_or(0) as u64,
+            pruned_through,
             parts: rows
                 .into_iter()
                 .map(|(p, n, t, e)| super::log_part((p, n.into(), t, e)))
@@ -738,16 +743,7 @@ impl Store for PostgresStore {
         .map_err(&fail)?;
         let (through, older) = match through {
             Some(through) => (through, true),
-            None => {
-                let pruned: Option<i64> = sqlx::query_scalar(
-                    "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
-                )
-                .bind(&ws)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(&fail)?;
-                (pruned.unwrap_or(0), false)
-            }
+            None => (self.pruned_through(&ws).await.map_err(&fail)? as i64, false),
         };
         if older {
             // The mark moves first: a reader that finds parts missing is told it is behind.

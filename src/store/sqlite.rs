@@ -130,6 +130,17 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// The position a workspace's change log is pruned through (0: never pruned).
+    async fn pruned_through(&self, ws: &str) -> Result<u64, sqlx::Error> {
+        let pruned: Option<i64> = sqlx::query_scalar(
+            "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
+        )
+        .bind(ws)
+        .fetch_optional(&self.readers)
+        .await?;
+        Ok(pruned.unwrap_or(0) as u64)
+    }
+
     /// Opens (creating when missing) the database file and applies the migrations, for
     /// a server: WAL journal, imports in short transactions (`ImportPacing::Shared`).
     pub async fn open(path: &Path) -> anyhow::Result<Self> {
@@ -725,15 +736,9 @@ impl Store for SqliteStore {
         .map_err(&fail)?;
         // Read after the parts: pruning moves this before it deletes anything, so a
         // part missing from the read above shows here (see `Store::read_changes`).
-        let pruned: Option<i64> = sqlx::query_scalar(
-            "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
-        )
-        .bind(&ws)
-        .fetch_optional(&self.readers)
-        .await
-        .map_err(&fail)?;
+        let pruned_through = self.pruned_through(&ws).await.map_err(&fail)?;
         Ok(LogRead {
-            pruned_through: pruned.unwrap_or(0) as u64,
+            pruned_through,
             parts: rows.into_iter().map(super::log_part).collect(),
         })
     }
@@ -777,16 +782,7 @@ impl Store for SqliteStore {
         .map_err(&fail)?;
         let (through, older) = match through {
             Some(through) => (through, true),
-            None => {
-                let pruned: Option<i64> = sqlx::query_scalar(
-                    "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
-                )
-                .bind(&ws)
-                .fetch_optional(&self.readers)
-                .await
-                .map_err(&fail)?;
-                (pruned.unwrap_or(0), false)
-            }
+            None => (self.pruned_through(&ws).await.map_err(&fail)? as i64, false),
         };
         if older {
             // The mark moves first: a reader that finds parts missing is told it is behind.

@@ -214,6 +214,17 @@ async fn rename_fabrikam(app: &TestApp, name: &str) {
     assert_eq!(s, 200, "{body}");
 }
 
+/// A record of the example snapshot, by its array and id (to edit and import again).
+fn record_of(snapshot: &Value, array: &str, id: &str) -> Value {
+    snapshot[array]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no {array} {id} in the snapshot"))
+        .clone()
+}
+
 fn find<'a>(changes: &'a [Value], entity: &str, id: &str) -> Option<&'a Value> {
     changes
         .iter()
@@ -481,24 +492,12 @@ async fn an_import_shows_its_changes_and_deletions(b: Backend) {
     // A delta: one note deleted, a company renamed, a user removed.
     let example = example();
     let gone = PUBLIC_NOTE.to_string();
-    let mut company = example["companies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == FABRIKAM)
-        .unwrap()
-        .clone();
+    let mut company = record_of(&example, "companies", FABRIKAM);
     company["name"] = json!("Fabrikam Imported");
     company["updated_at"] = json!("2030-01-01T00:00:00.000Z");
     // Raj, the recruiter assigned to the example's job, loses access: the candidate row
     // on that job, which showed him as its owning recruiter, changes with him.
-    let mut raj = example["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["id"] == RAJ)
-        .unwrap()
-        .clone();
+    let mut raj = record_of(&example, "users", RAJ);
     raj["status"] = json!("removed");
     raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
     let (_, before) = app
@@ -652,13 +651,7 @@ async fn concurrent_writers_and_imports_never_lose_a_change(b: Backend) {
     let example = example();
     let format = example["format"].clone();
     let workspace = example["workspace"].clone();
-    let mut raj = example["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["id"] == RAJ)
-        .unwrap()
-        .clone();
+    let mut raj = record_of(&example, "users", RAJ);
     raj["status"] = json!("removed");
     raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
     let importer = {
@@ -854,13 +847,7 @@ async fn tombstones_are_kept_by_the_store(b: Backend) {
     let app = spawn_app_in(b.clone(), dir).await;
     app.import_ok(&example()).await;
     let example = example();
-    let mut raj = example["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["id"] == RAJ)
-        .unwrap()
-        .clone();
+    let mut raj = record_of(&example, "users", RAJ);
     raj["status"] = json!("removed");
     raj["updated_at"] = json!("2030-01-01T00:00:00.000Z");
     app.import_ok(&json!({
