@@ -54,6 +54,10 @@ pub struct ChangeSet {
     /// behind (every reader starts from a full sync of a workspace that exists, so at or
     /// after this commit's position).
     pub unlogged: bool,
+    /// Every upsert is of a record the store does not hold: the workspace's first import
+    /// into a store without any of its records. A store may insert rather than upsert
+    /// (PostgreSQL copies the rows in).
+    pub fresh: bool,
 }
 
 impl ChangeSet {
@@ -211,6 +215,58 @@ pub trait Store: Send + Sync + 'static {
     /// Closes the store cleanly (e.g. folds SQLite's write-ahead log into the database so
     /// the next open is quick). Later calls fail as `Unavailable`.
     async fn close(&self) {}
+
+    // Attachment bytes, by object name (the part of an [`object_key`] after the
+    // workspace). A store that keeps them serves them through a `BlobStore` built on it;
+    // the defaults say it keeps none.
+
+    /// Stores (or replaces) objects, durably once it returns.
+    async fn put_blobs(
+        &self,
+        workspace: Uuid,
+        items: &[(String, &[u8])],
+    ) -> Result<(), StoreError> {
+        let _ = (workspace, items);
+        Err(no_blobs())
+    }
+
+    /// An object's length, when the store holds it.
+    async fn blob_len(&self, workspace: Uuid, name: &str) -> Result<Option<u64>, StoreError> {
+        let _ = (workspace, name);
+        Err(no_blobs())
+    }
+
+    /// An object's bytes, when the store holds it.
+    async fn blob(&self, workspace: Uuid, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let _ = (workspace, name);
+        Err(no_blobs())
+    }
+
+    /// Removes objects (names the store does not hold are skipped); what was removed.
+    async fn delete_blobs(
+        &self,
+        workspace: Uuid,
+        names: &[String],
+    ) -> Result<Reclaimed, StoreError> {
+        let _ = (workspace, names);
+        Err(no_blobs())
+    }
+
+    /// Names of the workspace's objects after `after` in byte order, at most `limit` of
+    /// them (a sweep pages through a workspace's objects rather than list them whole).
+    async fn blob_names(
+        &self,
+        workspace: Uuid,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let _ = (workspace, after, limit);
+        Err(no_blobs())
+    }
+}
+
+fn no_blobs() -> StoreError {
+    StoreError::Other("this store keeps no attachment bytes".into())
 }
 
 /// A workspace's commit position: how many transactions have changed its records or
@@ -465,6 +521,16 @@ pub struct Reclaimed {
 }
 
 impl Reclaimed {
+    /// Objects of these lengths.
+    pub fn of_lengths(lengths: impl IntoIterator<Item = u64>) -> Self {
+        lengths
+            .into_iter()
+            .fold(Reclaimed::default(), |done, bytes| Reclaimed {
+                objects: done.objects + 1,
+                bytes: done.bytes + bytes,
+            })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.objects == 0
     }

@@ -22,3 +22,4 @@ SELECT create_distributed_table('commit_marks', 'workspace_id', colocate_with =>
 SELECT create_distributed_table('commit_positions', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('change_log', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('tombstones', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('blobs', 'workspace_id', colocate_with => 'workspaces');

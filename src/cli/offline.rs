@@ -5,7 +5,7 @@
 //! ring) as a workspace's actor does it; keys go through the key service
 //! (`actors::keys::KeyService`) as the admin interface's do.
 
-use crate::store::blobs::FileBlobs;
+use crate::store::blobs::StoreBlobs;
 use actors::checkpoint::files::CheckpointDir;
 use actors::env::ActorEnv;
 use actors::keys::{KeyRing, KeyService, NewKey};
@@ -27,7 +27,8 @@ pub fn keys(store: &Arc<dyn Store>) -> KeyService {
 pub async fn import_env(store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Result<ActorEnv> {
     let ring = Arc::new(KeyRing::default());
     ring.load(&*store).await?;
-    let blobs: Arc<dyn BlobStore> = Arc::new(FileBlobs::new(data_dir.join("blobs")));
+    let blobs: Arc<dyn BlobStore> =
+        Arc::new(StoreBlobs::new(store.clone(), data_dir.join("blobs")));
     Ok(ActorEnv::new(store, blobs, ring))
 }
 
@@ -90,10 +91,14 @@ pub async fn import_snapshot(
     // Only now that the deletions are committed. A crash before this, or a failure here
     // (the import itself has taken effect), leaves objects no attachment names, which the
     // server sweeps when it next loads the workspace.
-    let reclaimed = env.blobs.delete(&applied.released).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "removing the blobs of deleted attachments failed");
-        Default::default()
-    });
+    let blob_store = env.blobs.clone();
+    let released = std::mem::take(&mut applied.released);
+    let reclaimed = tokio::task::spawn_blocking(move || blob_store.delete(&released))
+        .await?
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "removing the blobs of deleted attachments failed");
+            Default::default()
+        });
     tracing::info!(
         load_ms = t_load.as_millis() as u64,
         plan_ms = (t_plan - t_load).as_millis() as u64,

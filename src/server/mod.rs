@@ -11,7 +11,7 @@ pub mod tls;
 use crate::admin::{self, AdminState};
 use crate::http::signed_urls::{Clock, UrlSigner};
 use crate::http::{self, AppState, Downloads};
-use crate::store::blobs::FileBlobs;
+use crate::store::blobs::StoreBlobs;
 use crate::store::lock::StoreLock;
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::{web, HttpServer};
@@ -189,7 +189,8 @@ impl Application {
         actors::private_files::create_dir(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
         let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
-        let blobs: Arc<dyn BlobStore> = Arc::new(FileBlobs::new(s.data_dir.join("blobs")));
+        let blobs: Arc<dyn BlobStore> =
+            Arc::new(StoreBlobs::new(store.clone(), s.data_dir.join("blobs")));
         let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
         let signing_key = secrets::signing_key(&s.data_dir)?;
         let keys = Arc::new(KeyRing::default());

@@ -1,6 +1,12 @@
-//! The file blob store: attachment bytes under `<data-dir>/blobs/`.
+//! Where attachment bytes live.
 //!
-//! One file per attachment at `blobs/<object key>`, i.e.
+//! [`StoreBlobs`], what servers and imports use: the bytes in the store itself (table
+//! `blobs`, by workspace and object name), written before the records that name them and
+//! as durable; every node on one PostgreSQL reaches them. Files an older data dir holds
+//! under `<data-dir>/blobs/` are still served where the store has no bytes for a name,
+//! and removed with the attachment, or by the sweep.
+//!
+//! [`FileBlobs`], those files: one per attachment at `blobs/<object key>`, i.e.
 //! `blobs/<workspace>/<sha256 of the attachment id>` ([`actors::store::object_key`]): ids
 //! may hold any character, file names must not, and the same names serve a bucket. Writes
 //! go to a temporary file, are synced, then renamed into place, so a reader never sees
@@ -15,10 +21,153 @@
 //! is left alone.
 
 use actors::private_files;
-use actors::store::{object_key, Blob, BlobMeta, BlobStore, Reclaimed, StoreError};
+use actors::store::{object_key, Blob, BlobMeta, BlobStore, Reclaimed, Store, StoreError};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use uuid::Uuid;
+
+/// Attachment bytes in the store, with an older data dir's files read where the store
+/// has none (see the module doc).
+///
+/// `BlobStore` is called from threads that may block (`spawn_blocking`, `web::block`);
+/// each call waits for the store's answer there.
+pub struct StoreBlobs {
+    store: Arc<dyn Store>,
+    files: FileBlobs,
+    runtime: tokio::runtime::Handle,
+}
+
+/// Object names a sweep reads from the store at a time.
+const SWEEP_PAGE: usize = 10_000;
+
+impl StoreBlobs {
+    /// Bytes in `store`, and the files under `files_root` of an older data dir. Call
+    /// inside the runtime the store's connections belong to.
+    pub fn new(store: Arc<dyn Store>, files_root: impl Into<PathBuf>) -> Self {
+        StoreBlobs {
+            store,
+            files: FileBlobs::new(files_root),
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// Runs a store call to its end on this thread. On a worker of a multi-threaded
+    /// runtime the worker's other tasks move elsewhere meanwhile (`block_in_place`);
+    /// on a blocking thread this simply waits.
+    fn wait<T>(&self, call: impl std::future::Future<Output = T>) -> T {
+        let on_worker = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_worker {
+            tokio::task::block_in_place(|| self.runtime.block_on(call))
+        } else {
+            self.runtime.block_on(call)
+        }
+    }
+
+    /// The object name of an attachment (its key without the workspace).
+    fn name(workspace: Uuid, attachment_id: &str) -> String {
+        let key = object_key(workspace, attachment_id);
+        key[key.len() - 64..].to_owned()
+    }
+
+    /// Removes the older data dir's files of `names` in `workspace` once the store holds
+    /// their bytes, so that the replaced bytes do not linger; nothing to do (one failed
+    /// `stat`) when the workspace has no such directory.
+    fn drop_files(&self, workspace: Uuid, names: impl Iterator<Item = String>) {
+        let dir = self.files.root.join(workspace.to_string());
+        if !dir.is_dir() {
+            return;
+        }
+        for name in names {
+            if let Err(e) = remove_file(&dir.join(&name)) {
+                tracing::warn!(workspace = %workspace, error = %e, "removing a replaced blob file failed; the sweep takes it later");
+            }
+        }
+    }
+}
+
+impl BlobStore for StoreBlobs {
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let name = Self::name(workspace, attachment_id);
+        self.wait(self.store.put_blobs(workspace, &[(name.clone(), bytes)]))?;
+        self.drop_files(workspace, std::iter::once(name));
+        Ok(())
+    }
+
+    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+        let mut named: Vec<(String, &[u8])> = items
+            .iter()
+            .map(|(id, bytes)| (Self::name(workspace, id), bytes.as_slice()))
+            .collect();
+        // In key order: names are digests, and in the order given every insert would
+        // land on another page of the store's index (three times slower at a million).
+        named.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.wait(self.store.put_blobs(workspace, &named))?;
+        self.drop_files(workspace, named.into_iter().map(|(name, _)| name));
+        Ok(())
+    }
+
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+        let name = Self::name(workspace, attachment_id);
+        match self.wait(self.store.blob_len(workspace, &name))? {
+            Some(len) => Ok(Some(BlobMeta { len })),
+            None => self.files.stat(workspace, attachment_id),
+        }
+    }
+
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+        let name = Self::name(workspace, attachment_id);
+        match self.wait(self.store.blob(workspace, &name))? {
+            Some(bytes) => Ok(Some(Blob {
+                len: bytes.len() as u64,
+                reader: Box::new(std::io::Cursor::new(bytes)),
+            })),
+            None => self.files.open(workspace, attachment_id),
+        }
+    }
+
+    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+        let mut by_workspace: BTreeMap<Uuid, Vec<String>> = BTreeMap::new();
+        for key in keys {
+            let (ws, name) = key
+                .split_once('/')
+                .and_then(|(ws, name)| Some((Uuid::try_parse(ws).ok()?, name)))
+                .ok_or_else(|| StoreError::Other(format!("{key:?} is not an object key")))?;
+            by_workspace.entry(ws).or_default().push(name.to_owned());
+        }
+        let mut done = Reclaimed::default();
+        for (ws, names) in &by_workspace {
+            done += self.wait(self.store.delete_blobs(*ws, names))?;
+        }
+        done += self.files.delete(keys)?;
+        Ok(done)
+    }
+
+    fn sweep(
+        &self,
+        workspace: Uuid,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Reclaimed, StoreError> {
+        let mut done = Reclaimed::default();
+        let mut after = String::new();
+        loop {
+            let names = self.wait(self.store.blob_names(workspace, &after, SWEEP_PAGE))?;
+            let Some(last) = names.last() else { break };
+            after = last.clone();
+            let doomed: Vec<String> = names
+                .into_iter()
+                .filter(|name| !keep(&format!("{workspace}/{name}")))
+                .collect();
+            if !doomed.is_empty() {
+                done += self.wait(self.store.delete_blobs(workspace, &doomed))?;
+            }
+        }
+        done += self.files.sweep(workspace, keep)?;
+        Ok(done)
+    }
+}
 
 pub struct FileBlobs {
     root: PathBuf,

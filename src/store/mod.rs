@@ -103,6 +103,35 @@ pub async fn open_paced(
     }
 }
 
+/// Most bytes one transaction (or statement) of `Store::put_blobs` writes (one object larger than this goes
+/// alone).
+const BLOB_TX_BYTES: usize = 8 << 20;
+
+/// `items` cut into the transactions of `Store::put_blobs`: consecutive runs of at most
+/// `BLOB_TX_BYTES`, never empty.
+pub(crate) fn blob_transactions<'a, 'b>(
+    items: &'a [(String, &'b [u8])],
+) -> impl Iterator<Item = &'a [(String, &'b [u8])]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0;
+        let n = rest
+            .iter()
+            .take_while(|(_, b)| {
+                bytes += b.len() + 64;
+                bytes <= BLOB_TX_BYTES
+            })
+            .count()
+            .max(1);
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
 /// Maps a sqlx error to the port's error kinds. `transient` recognises the backend's own
 /// "try again later" database errors (each adapter knows its codes); everything that
 /// means the database could not be reached or answered in time is `Unavailable`.

@@ -38,7 +38,7 @@ use super::{
     ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::{ChangeSet, CommitPosition, LogRead, RecordSink, Store, StoreError};
+use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -572,6 +572,100 @@ fn delete_sql(ids: usize) -> String {
 impl Store for SqliteStore {
     async fn close(&self) {
         SqliteStore::close(self).await
+    }
+
+    async fn put_blobs(
+        &self,
+        workspace: Uuid,
+        items: &[(String, &[u8])],
+    ) -> Result<(), StoreError> {
+        use sqlx::Connection;
+        let fail = err("writing attachment bytes");
+        let ws = workspace.to_string();
+        // Transactions of a few megabytes: the writer is shared with every workspace's
+        // commits, which wait no longer than one of them.
+        for chunk in super::blob_transactions(items) {
+            let mut conn = self.writer.acquire().await.map_err(&fail)?;
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(&fail)?;
+            {
+                let mut handle = tx.lock_handle().await.map_err(&fail)?;
+                let db = handle.as_raw_handle();
+                // SAFETY: sqlx lends the connection until `handle` is dropped, after this
+                // call; the transaction above is open on it.
+                let write = || unsafe { super::sqlite_rows::put_blobs(db, &ws, chunk) };
+                match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::MultiThread => {
+                        tokio::task::block_in_place(write)
+                    }
+                    _ => write(),
+                }
+                .map_err(|e| e.into_store_error("writing attachment bytes"))?;
+            }
+            tx.commit().await.map_err(&fail)?;
+        }
+        Ok(())
+    }
+
+    async fn blob_len(&self, workspace: Uuid, name: &str) -> Result<Option<u64>, StoreError> {
+        let len: Option<i64> = sqlx::query_scalar(
+            "SELECT length(bytes) FROM blobs WHERE workspace_id = ?1 AND name = ?2",
+        )
+        .bind(workspace.to_string())
+        .bind(name)
+        .fetch_optional(&self.readers)
+        .await
+        .map_err(err("reading attachment bytes"))?;
+        Ok(len.map(|l| l as u64))
+    }
+
+    async fn blob(&self, workspace: Uuid, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        sqlx::query_scalar("SELECT bytes FROM blobs WHERE workspace_id = ?1 AND name = ?2")
+            .bind(workspace.to_string())
+            .bind(name)
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(err("reading attachment bytes"))
+    }
+
+    async fn delete_blobs(
+        &self,
+        workspace: Uuid,
+        names: &[String],
+    ) -> Result<Reclaimed, StoreError> {
+        let fail = err("removing attachment bytes");
+        let ws = workspace.to_string();
+        let mut done = Reclaimed::default();
+        for chunk in names.chunks(DELETE_CHUNK) {
+            let mut sql = String::from("DELETE FROM blobs WHERE workspace_id = ? AND name IN (");
+            for i in 0..chunk.len() {
+                sql.push_str(if i == 0 { "?" } else { ",?" });
+            }
+            sql.push_str(") RETURNING length(bytes)");
+            let mut q = sqlx::query_scalar::<_, i64>(&sql).bind(&ws);
+            for name in chunk {
+                q = q.bind(name);
+            }
+            let lens = q.fetch_all(&self.writer).await.map_err(&fail)?;
+            done += Reclaimed::of_lengths(lens.into_iter().map(|l| l as u64));
+        }
+        Ok(done)
+    }
+
+    async fn blob_names(
+        &self,
+        workspace: Uuid,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(
+            "SELECT name FROM blobs WHERE workspace_id = ?1 AND name > ?2 ORDER BY name LIMIT ?3",
+        )
+        .bind(workspace.to_string())
+        .bind(after)
+        .bind(limit as i64)
+        .fetch_all(&self.readers)
+        .await
+        .map_err(err("listing attachment bytes"))
     }
 
     async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {

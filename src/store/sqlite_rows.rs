@@ -1,4 +1,4 @@
-//! Record upserts through SQLite's C interface, on the writer's connection while sqlx
+//! Record upserts (and attachment bytes) through SQLite's C interface, on the writer's connection while sqlx
 //! lends it out (`SqliteConnection::lock_handle`), inside the transaction the caller
 //! opened through sqlx.
 //!
@@ -21,6 +21,10 @@ const UPSERT_ROW: &CStr = c"INSERT INTO records (workspace_id, kind, id, body) \
      VALUES (?1, ?2, ?3, ?4) \
      ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = excluded.body \
      WHERE records.body <> excluded.body";
+
+/// The upsert of one object's bytes.
+const PUT_BLOB: &CStr = c"INSERT INTO blobs (workspace_id, name, bytes) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (workspace_id, name) DO UPDATE SET bytes = excluded.bytes";
 
 /// A failed SQLite call: its extended result code and message.
 #[derive(Debug)]
@@ -98,6 +102,65 @@ unsafe fn bind_static(
     }
 }
 
+/// Binds `bytes` to parameter `index` without copying them (the safety contract of
+/// [`bind_static`]).
+unsafe fn bind_blob_static(
+    db: *mut ffi::sqlite3,
+    stmt: &Statement,
+    index: c_int,
+    bytes: &[u8],
+) -> Result<(), RowsError> {
+    let rc = ffi::sqlite3_bind_blob64(
+        stmt.0.as_ptr(),
+        index,
+        bytes.as_ptr().cast(),
+        bytes.len() as u64,
+        ffi::SQLITE_STATIC(),
+    );
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(last_error(db, rc))
+    }
+}
+
+/// Prepares `sql` on `db`.
+///
+/// # Safety
+/// As [`upsert`].
+unsafe fn prepare(db: *mut ffi::sqlite3, sql: &CStr) -> Result<Statement, RowsError> {
+    let mut stmt = std::ptr::null_mut();
+    let rc = ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut());
+    match NonNull::new(stmt) {
+        Some(stmt) if rc == ffi::SQLITE_OK => Ok(Statement(stmt)),
+        _ => Err(last_error(db, rc)),
+    }
+}
+
+/// Stores objects' bytes (name, bytes) in `workspace`, replacing what a name held.
+///
+/// # Safety
+/// As [`upsert`].
+pub(super) unsafe fn put_blobs(
+    db: NonNull<ffi::sqlite3>,
+    workspace: &str,
+    items: &[(String, &[u8])],
+) -> Result<(), RowsError> {
+    let db = db.as_ptr();
+    let stmt = prepare(db, PUT_BLOB)?;
+    bind_static(db, &stmt, 1, workspace)?;
+    for (name, bytes) in items {
+        bind_static(db, &stmt, 2, name)?;
+        bind_blob_static(db, &stmt, 3, bytes)?;
+        let rc = ffi::sqlite3_step(stmt.0.as_ptr());
+        ffi::sqlite3_reset(stmt.0.as_ptr());
+        if rc != ffi::SQLITE_DONE {
+            return Err(last_error(db, rc));
+        }
+    }
+    Ok(())
+}
+
 /// Upserts `rows` (already in key order) into `workspace`.
 ///
 /// # Safety
@@ -112,12 +175,7 @@ pub(super) unsafe fn upsert(
         return Ok(());
     }
     let db = db.as_ptr();
-    let mut stmt = std::ptr::null_mut();
-    let rc = ffi::sqlite3_prepare_v2(db, UPSERT_ROW.as_ptr(), -1, &mut stmt, std::ptr::null_mut());
-    let stmt = match NonNull::new(stmt) {
-        Some(stmt) if rc == ffi::SQLITE_OK => Statement(stmt),
-        _ => return Err(last_error(db, rc)),
-    };
+    let stmt = prepare(db, UPSERT_ROW)?;
     // Bindings survive a reset: the workspace is bound once.
     bind_static(db, &stmt, 1, workspace)?;
     for row in rows {

@@ -3,7 +3,7 @@
 
 use super::*;
 use actors::model::{Scope, Scopes};
-use actors::store::ChangeSet;
+use actors::store::{ChangeSet, Reclaimed};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -642,6 +642,146 @@ async fn postgres_the_change_log_follows_the_commits() {
     }
 }
 
+/// A workspace's first import is inserted rather than upserted where the store can
+/// (PostgreSQL copies it in, several transactions of it): what loads back is what the
+/// upsert would have written, the last version of a key given twice included.
+async fn fresh_imports_load_back_as_upserts_would(b: &Backend) {
+    let store = b.open().await;
+    let ids: Vec<Uuid> = (0..2000u128).map(|i| Uuid::from_u128(i + 1)).collect();
+    let mut upserts: Vec<Record> = ids.iter().map(|id| candidate(*id, "first")).collect();
+    upserts.push(candidate(ids[5], "given twice: this one stays"));
+    upserts.extend(one_of_each());
+    let changes = ChangeSet {
+        workspace: Some(workspace(WS, "Northwind")),
+        upserts,
+        unlogged: true,
+        fresh: true,
+        ..ChangeSet::default()
+    };
+    store.commit_import(ws(WS), &changes).await.unwrap();
+    let records = loaded(&*store, WS).await;
+    assert_eq!(records.len(), 2000 + one_of_each().len());
+    let twice = records
+        .iter()
+        .find(|r| r.id_string() == ids[5].to_string())
+        .unwrap();
+    assert_eq!(twice, &candidate(ids[5], "given twice: this one stays"));
+    for r in one_of_each() {
+        assert!(records.contains(&r), "{r:?}");
+    }
+    // Later imports upsert over it as usual.
+    let again = ChangeSet {
+        upserts: vec![candidate(ids[0], "second")],
+        ..ChangeSet::default()
+    };
+    store.commit_import(ws(WS), &again).await.unwrap();
+    assert!(loaded(&*store, WS)
+        .await
+        .contains(&candidate(ids[0], "second")));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_fresh_imports_load_back_as_upserts_would() {
+    fresh_imports_load_back_as_upserts_would(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_fresh_imports_load_back_as_upserts_would() {
+    if let Some(b) = Backend::postgres().await {
+        fresh_imports_load_back_as_upserts_would(&b).await;
+        b.cleanup().await;
+    }
+}
+
+/// Attachment bytes by workspace and object name: stored and replaced in transactions of
+/// a few megabytes (a batch larger than one), read back whole or by length, listed in
+/// pages, removed with what they gave back; one workspace never sees another's.
+async fn blobs_are_kept_by_workspace_and_name(b: &Backend) {
+    let store = b.open().await;
+    let (w, other) = (ws(WS), ws(WS2));
+    // 40 objects of 300 kB: more than one transaction's worth.
+    let big: Vec<(String, Vec<u8>)> = (0..40u8)
+        .map(|i| (format!("{i:064x}"), vec![i; 300_000]))
+        .collect();
+    let items: Vec<(String, &[u8])> = big.iter().map(|(n, b)| (n.clone(), &b[..])).collect();
+    store.put_blobs(w, &items).await.unwrap();
+    store
+        .put_blobs(other, &[(items[0].0.clone(), &b"theirs"[..])])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.blob(w, &items[7].0).await.unwrap(),
+        Some(big[7].1.clone())
+    );
+    assert_eq!(
+        store.blob_len(w, &items[39].0).await.unwrap(),
+        Some(300_000)
+    );
+    assert_eq!(store.blob(w, &"f".repeat(64)).await.unwrap(), None);
+    assert_eq!(store.blob_len(w, &"f".repeat(64)).await.unwrap(), None);
+    assert_eq!(
+        store.blob(other, &items[0].0).await.unwrap().as_deref(),
+        Some(&b"theirs"[..])
+    );
+    // Replaced, including by an empty object.
+    store
+        .put_blobs(
+            w,
+            &[
+                (items[1].0.clone(), &b""[..]),
+                (items[2].0.clone(), &b"two"[..]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.blob(w, &items[1].0).await.unwrap(), Some(Vec::new()));
+    assert_eq!(store.blob_len(w, &items[2].0).await.unwrap(), Some(3));
+    // Pages of names, in order.
+    let mut names = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = store.blob_names(w, &after, 15).await.unwrap();
+        let Some(last) = page.last() else { break };
+        assert!(page.len() <= 15);
+        after = last.clone();
+        names.extend(page);
+    }
+    let expected: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, expected);
+    // Removal: what was there, and nothing of the other workspace.
+    let doomed = vec![
+        items[1].0.clone(),
+        items[2].0.clone(),
+        items[3].0.clone(),
+        "0".repeat(63) + "z",
+    ];
+    assert_eq!(
+        store.delete_blobs(w, &doomed).await.unwrap(),
+        Reclaimed {
+            objects: 3,
+            bytes: 300_003
+        }
+    );
+    assert_eq!(store.blob(w, &items[3].0).await.unwrap(), None);
+    assert_eq!(store.blob_names(w, "", 100).await.unwrap().len(), 37);
+    assert_eq!(store.blob_names(other, "", 100).await.unwrap().len(), 1);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_blobs_are_kept_by_workspace_and_name() {
+    blobs_are_kept_by_workspace_and_name(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_blobs_are_kept_by_workspace_and_name() {
+    if let Some(b) = Backend::postgres().await {
+        blobs_are_kept_by_workspace_and_name(&b).await;
+        b.cleanup().await;
+    }
+}
+
 async fn interrupted_commits_settle_with_a_certain_answer(b: &Backend) {
     let store = b.open().await;
     let base = ChangeSet {
@@ -1116,7 +1256,7 @@ async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
     .unwrap();
     let tables: std::collections::BTreeSet<&str> =
         unique.iter().map(|(t, _, _)| t.as_str()).collect();
-    assert_eq!(tables.len(), 7, "every table has a primary key: {unique:?}");
+    assert_eq!(tables.len(), 8, "every table has a primary key: {unique:?}");
     for (table, index, by_workspace) in &unique {
         assert!(
             by_workspace,
@@ -1181,6 +1321,7 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
         [
             "_sqlx_migrations",
             "api_keys",
+            "blobs",
             "change_log",
             "commit_marks",
             "commit_positions",

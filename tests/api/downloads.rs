@@ -45,9 +45,15 @@ async fn app_at(b: Backend, clock: &Clock) -> TestApp {
     app
 }
 
-fn blob_path(app: &TestApp, id: &str) -> std::path::PathBuf {
-    recruitd::store::blobs::FileBlobs::new(app.data_dir.path().join("blobs"))
-        .path_of(WS.parse().unwrap(), id)
+/// Loses an attachment's bytes from the store, as a fault would.
+async fn lose_bytes(app: &TestApp, id: &str) {
+    let key = actors::store::object_key(WS.parse().unwrap(), id);
+    let removed = app
+        .store
+        .delete_blobs(WS.parse().unwrap(), &[key[key.len() - 64..].to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(removed.objects, 1, "{id} had bytes");
 }
 
 /// The download path of an id, escaped as a client would.
@@ -265,7 +271,7 @@ async fn unavailable_downloads_are_404(b: Backend) {
         .unwrap();
     assert_eq!(res.status(), 302);
     // The stored file of one attachment is lost before anyone asks for it.
-    std::fs::remove_file(blob_path(&app, "file:gone")).unwrap();
+    lose_bytes(&app, "file:gone").await;
     for id in [
         "file:theirs",
         "cv:00000000-0000-4000-8000-000000000000",
@@ -406,7 +412,7 @@ async fn vanished_bytes_answer_no_such_key(b: Backend) {
     };
     // Bytes removed from the blob store after signing.
     let url = signed_url(&app, CV).await;
-    std::fs::remove_file(blob_path(&app, CV)).unwrap();
+    lose_bytes(&app, CV).await;
     let first = expect_gone(fetch(&app, &url).await).await;
     no_such_key(&first);
     // The bytes come back; then the record says they never arrived (re-imported without

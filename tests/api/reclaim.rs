@@ -3,10 +3,12 @@
 //! are never touched, and objects a crash left behind are swept when the workspace loads.
 
 use crate::helpers::*;
+use actors::store::Store;
 use base64::Engine;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 const WS: &str = "b2574901-bbf6-5245-9d3f-3dd074396143";
@@ -69,12 +71,39 @@ fn blobs_dir(dir: &std::path::Path) -> PathBuf {
     dir.join("blobs")
 }
 
+/// Where an older data dir kept an attachment's bytes (a file of its own).
 fn blob_path(dir: &std::path::Path, id: &str) -> PathBuf {
     recruitd::store::blobs::FileBlobs::new(blobs_dir(dir)).path_of(WS.parse().unwrap(), id)
 }
 
-/// Waits (a little) for a file to disappear: removal follows the import's answer.
-async fn gone(path: &std::path::Path) -> bool {
+/// The object name of an attachment's bytes in the store.
+fn blob_name(id: &str) -> String {
+    let key = actors::store::object_key(WS.parse().unwrap(), id);
+    key[key.len() - 64..].to_owned()
+}
+
+/// The bytes the store holds for an attachment.
+async fn stored(store: &Arc<dyn Store>, id: &str) -> Option<Vec<u8>> {
+    store
+        .blob(WS.parse().unwrap(), &blob_name(id))
+        .await
+        .unwrap()
+}
+
+/// Waits (a little) for the store to lose an attachment's bytes: removal follows the
+/// import's answer.
+async fn gone(store: &Arc<dyn Store>, id: &str) -> bool {
+    for _ in 0..500 {
+        if stored(store, id).await.is_none() {
+            return true;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Waits (a little) for a file to disappear.
+async fn file_gone(path: &std::path::Path) -> bool {
     for _ in 0..500 {
         if !path.exists() {
             return true;
@@ -130,15 +159,17 @@ async fn reclaimed(app: &TestApp, by: &str) -> (f64, f64) {
 async fn deleted_attachment_bytes_are_reclaimed(b: Backend) {
     let app = spawn_app(b).await;
     app.import_ok(&example_with_kept()).await;
-    let dir = app.data_dir.path().to_path_buf();
-    assert!(blob_path(&dir, CV).is_file());
-    assert!(blob_path(&dir, KEPT).is_file());
+    let store = app.store.clone();
+    assert_eq!(stored(&store, CV).await, Some(cv_bytes()));
+    assert_eq!(stored(&store, KEPT).await.as_deref(), Some(KEPT_BYTES));
+    // Kept in the store, not as files of the data dir.
+    assert!(!blobs_dir(app.data_dir.path()).exists());
 
     let body = app
         .import_ok(&attachments(json!([deleted(CV), deleted(TERMS)])))
         .await;
     assert_eq!(body["data"]["deleted"]["attachments"], 2);
-    assert!(gone(&blob_path(&dir, CV)).await, "the deleted CV's bytes");
+    assert!(gone(&store, CV).await, "the deleted CV's bytes");
     // The workspace's next job starts after the removal has been counted.
     app.import_ok(&attachments(json!([]))).await;
     assert_eq!(
@@ -147,7 +178,7 @@ async fn deleted_attachment_bytes_are_reclaimed(b: Backend) {
         "one object (the TERMS record never had bytes)"
     );
     // The live attachment's bytes are untouched and still served.
-    assert_eq!(std::fs::read(blob_path(&dir, KEPT)).unwrap(), KEPT_BYTES);
+    assert_eq!(stored(&store, KEPT).await.as_deref(), Some(KEPT_BYTES));
     assert_eq!(
         download(&app, KEPT).await,
         (StatusCode::OK, KEPT_BYTES.to_vec())
@@ -160,13 +191,13 @@ async fn deleted_attachment_bytes_are_reclaimed(b: Backend) {
         reclaimed(&app, "import").await,
         (1.0, cv_bytes().len() as f64)
     );
-    assert!(blob_path(&dir, KEPT).is_file());
+    assert!(stored(&store, KEPT).await.is_some());
 }
 
 async fn readded_attachment_keeps_its_bytes(b: Backend) {
     let app = spawn_app(b).await;
     app.import_ok(&example_with_kept()).await;
-    let dir = app.data_dir.path().to_path_buf();
+    let store = app.store.clone();
     // Deleting and re-adding in one import is refused whole (one id, twice): the bytes stay.
     let (s, body) = app
         .import(&attachments(json!([deleted(CV), cv_with(b"new")])))
@@ -181,8 +212,8 @@ async fn readded_attachment_keeps_its_bytes(b: Backend) {
     // Later imports (which wait for any removal before them) leave them alone.
     app.import_ok(&attachments(json!([]))).await;
     assert_eq!(
-        std::fs::read(blob_path(&dir, CV)).unwrap(),
-        b"second version"
+        stored(&store, CV).await.as_deref(),
+        Some(&b"second version"[..])
     );
     assert_eq!(
         download(&app, CV).await,
@@ -219,7 +250,7 @@ async fn readded_attachment_keeps_its_bytes(b: Backend) {
             "re-added last: its bytes are there"
         );
     } else {
-        assert!(gone(&blob_path(&dir, CV)).await, "deleted last: reclaimed");
+        assert!(gone(&store, CV).await, "deleted last: reclaimed");
     }
 }
 
@@ -227,13 +258,21 @@ async fn startup_sweep_removes_orphans(b: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let app = spawn_app_in(b.clone(), dir).await;
     app.import_ok(&example_with_kept()).await;
+    // What a crash leaves: the bytes of an attachment whose deletion committed.
+    let ws = WS.parse().unwrap();
+    let orphan = vec![7u8; 1000];
+    app.store
+        .put_blobs(ws, &[(blob_name("cv:deleted-before-a-crash"), &orphan[..])])
+        .await
+        .unwrap();
     app.stop().await;
     let TestApp { data_dir, .. } = app;
     let root = data_dir.path().to_path_buf();
-    // What a crash leaves: the object of an attachment whose deletion committed, and a
-    // staged write that never was renamed into place.
-    let orphan = blob_path(&root, "cv:deleted-before-a-crash");
-    std::fs::write(&orphan, vec![7u8; 1000]).unwrap();
+    // And what an older data dir may hold beside: such an object as a file, and a staged
+    // write that never was renamed into place.
+    std::fs::create_dir_all(blobs_dir(&root).join(WS)).unwrap();
+    let orphan_file = blob_path(&root, "cv:deleted-before-a-crash");
+    std::fs::write(&orphan_file, vec![7u8; 1000]).unwrap();
     let staged = blob_path(&root, "file:staged").with_extension("tmp4242");
     std::fs::write(&staged, vec![1u8; 24]).unwrap();
     // Files the blob store did not name are not its to remove.
@@ -241,11 +280,22 @@ async fn startup_sweep_removes_orphans(b: Backend) {
     std::fs::write(&foreign, b"left by an operator").unwrap();
 
     let again = spawn_app_in(b, data_dir).await;
+    let store = again.store.clone();
     // The sweep runs once the workspace has loaded, off the path to ready.
-    assert!(gone(&orphan).await, "the orphan is swept");
-    assert!(gone(&staged).await, "so is the staged leftover");
+    assert!(
+        gone(&store, "cv:deleted-before-a-crash").await,
+        "the orphan is swept"
+    );
+    assert!(file_gone(&orphan_file).await, "so is its file");
+    assert!(file_gone(&staged).await, "and the staged leftover");
     assert!(foreign.exists());
-    assert_eq!(reclaimed(&again, "sweep").await, (2.0, 1024.0));
+    for _ in 0..500 {
+        if reclaimed(&again, "sweep").await.0 >= 3.0 {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(reclaimed(&again, "sweep").await, (3.0, 2024.0));
     assert_eq!(download(&again, CV).await, (StatusCode::OK, cv_bytes()));
     assert_eq!(
         download(&again, KEPT).await,
@@ -253,8 +303,46 @@ async fn startup_sweep_removes_orphans(b: Backend) {
     );
     // The workspace takes imports as usual afterwards.
     again.import_ok(&attachments(json!([deleted(KEPT)]))).await;
-    assert!(gone(&blob_path(&root, KEPT)).await);
-    assert!(blob_path(&root, CV).is_file());
+    assert!(gone(&store, KEPT).await);
+    assert_eq!(stored(&store, CV).await, Some(cv_bytes()));
+}
+
+/// A data dir written before the bytes moved into the store: its files are served,
+/// replaced by the store's bytes when an import brings new ones, and removed with their
+/// attachment.
+async fn files_of_an_older_data_dir_are_still_served(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = spawn_app_in(b.clone(), dir).await;
+    app.import_ok(&example_with_kept()).await;
+    // The bytes as an older server left them: files, and nothing in the store.
+    let ws = WS.parse().unwrap();
+    let files = recruitd::store::blobs::FileBlobs::new(blobs_dir(app.data_dir.path()));
+    actors::store::BlobStore::put(&files, ws, CV, b"cv from a file").unwrap();
+    actors::store::BlobStore::put(&files, ws, KEPT, b"kept from a file").unwrap();
+    let names = [blob_name(CV), blob_name(KEPT)];
+    app.store.delete_blobs(ws, &names).await.unwrap();
+    app.stop().await;
+    let TestApp { data_dir, .. } = app;
+    let root = data_dir.path().to_path_buf();
+
+    let again = spawn_app_in(b, data_dir).await;
+    assert_eq!(
+        download(&again, CV).await,
+        (StatusCode::OK, b"cv from a file".to_vec())
+    );
+    // New bytes go to the store, and the file they replace goes.
+    again
+        .import_ok(&attachments(json!([cv_with(b"cv in the store")])))
+        .await;
+    assert_eq!(
+        download(&again, CV).await,
+        (StatusCode::OK, b"cv in the store".to_vec())
+    );
+    assert!(!blob_path(&root, CV).exists());
+    // A deletion removes a file too.
+    again.import_ok(&attachments(json!([deleted(KEPT)]))).await;
+    assert!(file_gone(&blob_path(&root, KEPT)).await);
+    assert_eq!(download(&again, KEPT).await.0, 404);
 }
 
 async fn offline_import_reclaims_deleted_bytes(b: Backend) {
@@ -279,14 +367,14 @@ async fn offline_import_reclaims_deleted_bytes(b: Backend) {
         recruitd::cli::offline::import_files(store.clone(), dir.path(), &[first])
             .await
             .unwrap();
-        assert!(blob_path(dir.path(), CV).is_file());
+        assert_eq!(stored(&store, CV).await, Some(cv_bytes()));
         recruitd::cli::offline::import_files(store.clone(), dir.path(), &[second])
             .await
             .unwrap();
+        assert_eq!(stored(&store, CV).await, None);
+        assert_eq!(stored(&store, KEPT).await.as_deref(), Some(KEPT_BYTES));
         store.close().await;
     }
-    assert!(!blob_path(dir.path(), CV).exists());
-    assert!(blob_path(dir.path(), KEPT).is_file());
     let app = spawn_app_in(b, dir).await;
     assert_eq!(download(&app, CV).await.0, 404);
     assert_eq!(
@@ -303,4 +391,5 @@ store_test!(
     readded_attachment_keeps_its_bytes,
     startup_sweep_removes_orphans,
     offline_import_reclaims_deleted_bytes,
+    files_of_an_older_data_dir_are_still_served,
 );

@@ -150,9 +150,10 @@ impl ImportPlan {
         blobs: &mut BlobWrite,
     ) -> Result<(), ApplyError> {
         let id = self.workspace.id;
-        let unlogged = self.changes.unlogged;
+        let (unlogged, fresh) = (self.changes.unlogged, self.changes.fresh);
         let part = async |mut changes: ChangeSet| {
             changes.unlogged = unlogged;
+            changes.fresh = fresh;
             env.store
                 .commit_import(id, &changes)
                 .await

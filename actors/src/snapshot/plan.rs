@@ -272,6 +272,10 @@ pub fn plan_import(
     // A workspace's first commit logs nothing: no reader can be behind it, and a large
     // first import would otherwise write every record a second time.
     changes.unlogged = current.is_none_or(|c| c.position == 0);
+    // The store holds a workspace's records only after a commit, which moves its
+    // position; and the state was loaded from the store (a store written before
+    // positions were kept reads 0 with records, hence the count).
+    changes.fresh = current.is_none_or(|c| c.position == 0 && c.stored_records() == 0);
 
     Ok(ImportPlan {
         workspace,

@@ -188,6 +188,32 @@ fn deletions_remove_records() {
     assert_eq!(q.next.as_ref().unwrap().attachments.len(), 1);
 }
 
+/// Only an import into a workspace the store holds no record of may insert rather than
+/// upsert: not one into a workspace with records, even at position 0 (a store written
+/// before positions were kept).
+#[test]
+fn only_a_first_import_into_an_empty_workspace_is_fresh() {
+    let p = plan(&example()).unwrap();
+    assert!(p.changes.fresh && p.changes.unlogged);
+    let empty = crate::state::WorkspaceState::new(p.workspace.clone());
+    let snap = parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+    assert!(
+        plan_import(Some(&empty), snap, &NoKeys, true)
+            .unwrap()
+            .changes
+            .fresh
+    );
+    let mut held = p.next.unwrap();
+    assert_eq!(held.position, 0);
+    let snap = parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+    let q = plan_import(Some(&held), snap, &NoKeys, true).unwrap();
+    assert!(!q.changes.fresh && q.changes.unlogged);
+    held.position = 3;
+    let snap = parse_slice(&serde_json::to_vec(&example()).unwrap()).unwrap();
+    let q = plan_import(Some(&held), snap, &NoKeys, true).unwrap();
+    assert!(!q.changes.fresh && !q.changes.unlogged);
+}
+
 #[test]
 fn undoing_a_placement_cancels_its_open_tasks() {
     let mut v = example();
