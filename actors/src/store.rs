@@ -548,13 +548,18 @@ impl std::ops::AddAssign for Reclaimed {
 /// any character and object names must not; one naming for every store means objects
 /// move between stores (a directory tree, a bucket) by plain copying.
 pub fn object_key(workspace: Uuid, attachment_id: &str) -> String {
+    format!("{workspace}/{}", object_name(attachment_id))
+}
+
+/// The name part of an attachment's [`object_key`]: the SHA-256 of its id, in lower-case
+/// hex (how a store that keys objects by workspace and name names them).
+pub fn object_name(attachment_id: &str) -> String {
     use std::fmt::Write;
-    let mut key = String::with_capacity(36 + 1 + 64);
-    write!(key, "{workspace}/").expect("writing to a String");
+    let mut name = String::with_capacity(64);
     for b in object_digest(attachment_id) {
-        write!(key, "{b:02x}").expect("writing to a String");
+        write!(name, "{b:02x}").expect("writing to a String");
     }
-    key
+    name
 }
 
 /// The SHA-256 of an attachment id: the name part of its [`object_key`], as bytes.

@@ -21,7 +21,9 @@
 //! is left alone.
 
 use actors::private_files;
-use actors::store::{object_key, Blob, BlobMeta, BlobStore, Reclaimed, Store, StoreError};
+use actors::store::{
+    object_key, object_name, Blob, BlobMeta, BlobStore, Reclaimed, Store, StoreError,
+};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,12 +68,6 @@ impl StoreBlobs {
         }
     }
 
-    /// The object name of an attachment (its key without the workspace).
-    fn name(workspace: Uuid, attachment_id: &str) -> String {
-        let key = object_key(workspace, attachment_id);
-        key[key.len() - 64..].to_owned()
-    }
-
     /// Removes the older data dir's files of `names` in `workspace` once the store holds
     /// their bytes, so that the replaced bytes do not linger; nothing to do (one failed
     /// `stat`) when the workspace has no such directory.
@@ -90,7 +86,7 @@ impl StoreBlobs {
 
 impl BlobStore for StoreBlobs {
     fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        let name = Self::name(workspace, attachment_id);
+        let name = object_name(attachment_id);
         self.wait(self.store.put_blobs(workspace, &[(name.clone(), bytes)]))?;
         self.drop_files(workspace, std::iter::once(name));
         Ok(())
@@ -99,7 +95,7 @@ impl BlobStore for StoreBlobs {
     fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         let mut named: Vec<(String, &[u8])> = items
             .iter()
-            .map(|(id, bytes)| (Self::name(workspace, id), bytes.as_slice()))
+            .map(|(id, bytes)| (object_name(id), bytes.as_slice()))
             .collect();
         // In key order: names are digests, and in the order given every insert would
         // land on another page of the store's index (three times slower at a million).
@@ -110,7 +106,7 @@ impl BlobStore for StoreBlobs {
     }
 
     fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
-        let name = Self::name(workspace, attachment_id);
+        let name = object_name(attachment_id);
         match self.wait(self.store.blob_len(workspace, &name))? {
             Some(len) => Ok(Some(BlobMeta { len })),
             None => self.files.stat(workspace, attachment_id),
@@ -118,7 +114,7 @@ impl BlobStore for StoreBlobs {
     }
 
     fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
-        let name = Self::name(workspace, attachment_id);
+        let name = object_name(attachment_id);
         match self.wait(self.store.blob(workspace, &name))? {
             Some(bytes) => Ok(Some(Blob {
                 len: bytes.len() as u64,

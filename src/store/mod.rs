@@ -103,8 +103,8 @@ pub async fn open_paced(
     }
 }
 
-/// Most bytes one transaction (or statement) of `Store::put_blobs` writes (one object larger than this goes
-/// alone).
+/// Most bytes one transaction (or statement) of `Store::put_blobs` writes (an object
+/// larger than this goes alone), counting 64 per object for its name and row.
 const BLOB_TX_BYTES: usize = 8 << 20;
 
 /// `items` cut into the transactions of `Store::put_blobs`: consecutive runs of at most
@@ -601,6 +601,70 @@ pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart 
 /// Change log parts deleted per transaction when retention prunes (each some tens of
 /// kilobytes): short enough that commits never wait long behind a prune.
 pub(crate) const PRUNE_PARTS_PER_TX: usize = 64;
+
+/// The steps of retention, each in an adapter's own SQL; their order and batching are
+/// [`prune_changes`]'s, the same for both stores. `ws` is the workspace id as stored.
+#[async_trait::async_trait]
+pub(crate) trait LogPruning {
+    /// Removes the tombstones of records that left before `before_ms`; how many.
+    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError>;
+    /// The newest position with a log part committed before `before_ms`, if any.
+    async fn newest_position_before(
+        &self,
+        ws: &str,
+        before_ms: i64,
+    ) -> Result<Option<u64>, StoreError>;
+    /// The position the log is pruned through (0: never pruned).
+    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError>;
+    /// Moves the pruned-through mark up to `through` (never down).
+    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError>;
+    /// Deletes at most `limit` parts at or before `through`, in one transaction; how many.
+    async fn delete_parts_through(
+        &self,
+        ws: &str,
+        through: u64,
+        limit: usize,
+    ) -> Result<u64, StoreError>;
+    /// The parts left, and the bytes of their entries.
+    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError>;
+}
+
+/// `Store::prune_changes` over an adapter's steps: the tombstones, then the mark (a
+/// reader that finds parts missing is told it is behind), then the parts, a few per
+/// transaction so that no commit waits long behind the prune.
+pub(crate) async fn prune_changes(
+    log: &impl LogPruning,
+    workspace: Uuid,
+    before_ms: i64,
+) -> Result<actors::store::Pruned, StoreError> {
+    let ws = workspace.to_string();
+    let tombstones_removed = log.delete_tombstones_before(&ws, before_ms).await?;
+    let mut parts_removed = 0;
+    let through = match log.newest_position_before(&ws, before_ms).await? {
+        Some(through) => {
+            log.mark_pruned_through(&ws, through).await?;
+            loop {
+                let deleted = log
+                    .delete_parts_through(&ws, through, PRUNE_PARTS_PER_TX)
+                    .await?;
+                if deleted == 0 {
+                    break;
+                }
+                parts_removed += deleted;
+            }
+            through
+        }
+        None => log.pruned_through(&ws).await?,
+    };
+    let (parts_left, bytes_left) = log.log_size(&ws).await?;
+    Ok(actors::store::Pruned {
+        through,
+        parts_removed,
+        tombstones_removed,
+        parts_left,
+        bytes_left,
+    })
+}
 
 /// Tombstone rows as both stores read them (entity index, id, deleted_at).
 pub(crate) fn tombstone_rows(

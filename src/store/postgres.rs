@@ -624,6 +624,88 @@ fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     )
 }
 
+/// Retention's steps (`super::prune_changes`): each delete its own transaction.
+#[async_trait]
+impl super::LogPruning for PostgresStore {
+    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM tombstones WHERE workspace_id = $1 AND deleted_at < $2")
+                .bind(ws)
+                .bind(before_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(err("pruning tombstones"))?
+                .rows_affected(),
+        )
+    }
+
+    async fn newest_position_before(
+        &self,
+        ws: &str,
+        before_ms: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        let through: Option<i64> = sqlx::query_scalar(
+            "SELECT max(position) FROM change_log WHERE workspace_id = $1 AND committed_at < $2",
+        )
+        .bind(ws)
+        .bind(before_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(err("pruning the change log"))?;
+        Ok(through.map(|t| t as u64))
+    }
+
+    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError> {
+        PostgresStore::pruned_through(self, ws)
+            .await
+            .map_err(err("pruning the change log"))
+    }
+
+    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE commit_positions SET pruned_through = GREATEST(pruned_through, $2) \
+             WHERE workspace_id = $1",
+        )
+        .bind(ws)
+        .bind(through as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(err("pruning the change log"))?;
+        Ok(())
+    }
+
+    async fn delete_parts_through(
+        &self,
+        ws: &str,
+        through: u64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "DELETE FROM change_log WHERE ctid IN (SELECT ctid FROM change_log \
+             WHERE workspace_id = $1 AND position <= $2 LIMIT $3)",
+        )
+        .bind(ws)
+        .bind(through as i64)
+        .bind(limit as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(err("pruning the change log"))?
+        .rows_affected())
+    }
+
+    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
+        let (parts, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), coalesce(sum(octet_length(entries)), 0) FROM change_log \
+             WHERE workspace_id = $1",
+        )
+        .bind(ws)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(err("sizing the change log"))?;
+        Ok((parts as u64, bytes as u64))
+    }
+}
+
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| map_error(context, e, transient)
 }
@@ -807,19 +889,6 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    /// Certain, never a guess: a transaction still in progress (its COMMIT stalled on a
-    /// slow disk, a synchronous standby that does not answer, a frozen backend or a lost
-    /// connection) could commit after any read of the mark. So while it is in progress
-    /// its backend is ended (`pg_terminate_backend`, matched on pid *and* transaction id
-    /// so that no other session is touched), and the answer is read only once the
-    /// transaction has ended: `pg_xact_status` says committed or aborted. A backend ended
-    /// while waiting for a standby finishes its commit locally first, so the batch is
-    /// then committed (and the standby catches up later).
-    ///
-    /// A commit still before its first answer is waited for (up to `STARTING_WAIT`). A
-    /// batch not recorded at all has ended: either its commit reported its outcome, or
-    /// it never got an answer to its first statement, so never sent COMMIT; the mark
-    /// tells which.
     async fn read_changes(
         &self,
         workspace: Uuid,
@@ -872,75 +941,22 @@ impl Store for PostgresStore {
         workspace: Uuid,
         before_ms: i64,
     ) -> Result<actors::store::Pruned, StoreError> {
-        let fail = err("pruning the change log");
-        let ws = workspace.to_string();
-        let tombstones_removed =
-            sqlx::query("DELETE FROM tombstones WHERE workspace_id = $1 AND deleted_at < $2")
-                .bind(&ws)
-                .bind(before_ms)
-                .execute(&self.pool)
-                .await
-                .map_err(&fail)?
-                .rows_affected();
-        let mut parts_removed = 0;
-        let through: Option<i64> = sqlx::query_scalar(
-            "SELECT max(position) FROM change_log WHERE workspace_id = $1 AND committed_at < $2",
-        )
-        .bind(&ws)
-        .bind(before_ms)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(&fail)?;
-        let (through, older) = match through {
-            Some(through) => (through, true),
-            None => (self.pruned_through(&ws).await.map_err(&fail)? as i64, false),
-        };
-        if older {
-            // The mark moves first: a reader that finds parts missing is told it is behind.
-            sqlx::query(
-                "UPDATE commit_positions SET pruned_through = GREATEST(pruned_through, $2) \
-             WHERE workspace_id = $1",
-            )
-            .bind(&ws)
-            .bind(through)
-            .execute(&self.pool)
-            .await
-            .map_err(&fail)?;
-            // Then the parts, a few per transaction.
-            loop {
-                let deleted = sqlx::query(
-                    "DELETE FROM change_log WHERE ctid IN (SELECT ctid FROM change_log \
-                 WHERE workspace_id = $1 AND position <= $2 LIMIT $3)",
-                )
-                .bind(&ws)
-                .bind(through)
-                .bind(super::PRUNE_PARTS_PER_TX as i64)
-                .execute(&self.pool)
-                .await
-                .map_err(&fail)?
-                .rows_affected();
-                if deleted == 0 {
-                    break;
-                }
-                parts_removed += deleted;
-            }
-        }
-        let (parts_left, bytes_left): (i64, i64) = sqlx::query_as(
-            "SELECT count(*), coalesce(sum(octet_length(entries)), 0) FROM change_log WHERE workspace_id = $1",
-        )
-        .bind(&ws)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(&fail)?;
-        Ok(actors::store::Pruned {
-            through: through as u64,
-            parts_removed,
-            tombstones_removed,
-            parts_left: parts_left as u64,
-            bytes_left: bytes_left as u64,
-        })
+        super::prune_changes(self, workspace, before_ms).await
     }
 
+    /// Certain, never a guess: a transaction still in progress (its COMMIT stalled on a
+    /// slow disk, a synchronous standby that does not answer, a frozen backend or a lost
+    /// connection) could commit after any read of the mark. So while it is in progress
+    /// its backend is ended (`pg_terminate_backend`, matched on pid *and* transaction id
+    /// so that no other session is touched), and the answer is read only once the
+    /// transaction has ended: `pg_xact_status` says committed or aborted. A backend ended
+    /// while waiting for a standby finishes its commit locally first, so the batch is
+    /// then committed (and the standby catches up later).
+    ///
+    /// A commit still before its first answer is waited for (up to `STARTING_WAIT`). A
+    /// batch not recorded at all has ended: either its commit reported its outcome, or
+    /// it never got an answer to its first statement, so never sent COMMIT; the mark
+    /// tells which.
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         let waiting_since = std::time::Instant::now();
         loop {

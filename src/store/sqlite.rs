@@ -548,6 +548,88 @@ pub(super) fn judges_the_statement(code: i64) -> bool {
     matches!(code & 0xff, 1 | 2 | 18 | 19 | 20 | 21 | 25)
 }
 
+/// Retention's steps (`super::prune_changes`): deletes on the one writer, each brief.
+#[async_trait]
+impl super::LogPruning for SqliteStore {
+    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
+                .bind(ws)
+                .bind(before_ms)
+                .execute(&self.writer)
+                .await
+                .map_err(err("pruning tombstones"))?
+                .rows_affected(),
+        )
+    }
+
+    async fn newest_position_before(
+        &self,
+        ws: &str,
+        before_ms: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        let through: Option<i64> = sqlx::query_scalar(
+            "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
+        )
+        .bind(ws)
+        .bind(before_ms)
+        .fetch_one(&self.readers)
+        .await
+        .map_err(err("pruning the change log"))?;
+        Ok(through.map(|t| t as u64))
+    }
+
+    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError> {
+        SqliteStore::pruned_through(self, ws)
+            .await
+            .map_err(err("pruning the change log"))
+    }
+
+    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
+             WHERE workspace_id = ?1",
+        )
+        .bind(ws)
+        .bind(through as i64)
+        .execute(&self.writer)
+        .await
+        .map_err(err("pruning the change log"))?;
+        Ok(())
+    }
+
+    async fn delete_parts_through(
+        &self,
+        ws: &str,
+        through: u64,
+        limit: usize,
+    ) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
+             WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
+        )
+        .bind(ws)
+        .bind(through as i64)
+        .bind(limit as i64)
+        .execute(&self.writer)
+        .await
+        .map_err(err("pruning the change log"))?
+        .rows_affected())
+    }
+
+    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
+        let (parts, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), coalesce(sum(length(entries)), 0) FROM change_log \
+             WHERE workspace_id = ?1",
+        )
+        .bind(ws)
+        .fetch_one(&self.readers)
+        .await
+        .map_err(err("sizing the change log"))?;
+        Ok((parts as u64, bytes as u64))
+    }
+}
+
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| map_error(context, e, transient)
 }
@@ -855,73 +937,7 @@ impl Store for SqliteStore {
         workspace: Uuid,
         before_ms: i64,
     ) -> Result<actors::store::Pruned, StoreError> {
-        let fail = err("pruning the change log");
-        let ws = workspace.to_string();
-        let tombstones_removed =
-            sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
-                .bind(&ws)
-                .bind(before_ms)
-                .execute(&self.writer)
-                .await
-                .map_err(&fail)?
-                .rows_affected();
-        let mut parts_removed = 0;
-        let through: Option<i64> = sqlx::query_scalar(
-            "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
-        )
-        .bind(&ws)
-        .bind(before_ms)
-        .fetch_one(&self.readers)
-        .await
-        .map_err(&fail)?;
-        let (through, older) = match through {
-            Some(through) => (through, true),
-            None => (self.pruned_through(&ws).await.map_err(&fail)? as i64, false),
-        };
-        if older {
-            // The mark moves first: a reader that finds parts missing is told it is behind.
-            sqlx::query(
-                "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
-             WHERE workspace_id = ?1",
-            )
-            .bind(&ws)
-            .bind(through)
-            .execute(&self.writer)
-            .await
-            .map_err(&fail)?;
-            // Then the parts, a few at a time: each delete holds the one writer briefly.
-            loop {
-                let deleted = sqlx::query(
-                    "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
-                 WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
-                )
-                .bind(&ws)
-                .bind(through)
-                .bind(super::PRUNE_PARTS_PER_TX as i64)
-                .execute(&self.writer)
-                .await
-                .map_err(&fail)?
-                .rows_affected();
-                if deleted == 0 {
-                    break;
-                }
-                parts_removed += deleted;
-            }
-        }
-        let (parts_left, bytes_left): (i64, i64) = sqlx::query_as(
-            "SELECT count(*), coalesce(sum(length(entries)), 0) FROM change_log WHERE workspace_id = ?1",
-        )
-        .bind(&ws)
-        .fetch_one(&self.readers)
-        .await
-        .map_err(&fail)?;
-        Ok(actors::store::Pruned {
-            through: through as u64,
-            parts_removed,
-            tombstones_removed,
-            parts_left: parts_left as u64,
-            bytes_left: bytes_left as u64,
-        })
+        super::prune_changes(self, workspace, before_ms).await
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

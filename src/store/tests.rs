@@ -694,6 +694,24 @@ async fn postgres_fresh_imports_load_back_as_upserts_would() {
     }
 }
 
+#[test]
+fn blob_batches_are_cut_by_bytes_in_order() {
+    let sizes = [3 << 20, 3 << 20, 3 << 20, 20 << 20, 0, 1];
+    let bytes: Vec<Vec<u8>> = sizes.iter().map(|n| vec![0; *n]).collect();
+    let items: Vec<(String, &[u8])> = bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (i.to_string(), &b[..]))
+        .collect();
+    let cut: Vec<Vec<&str>> = blob_transactions(&items)
+        .map(|t| t.iter().map(|(n, _)| n.as_str()).collect())
+        .collect();
+    // Two 3 MB objects fit in 8 MB, a third does not; one larger than the limit goes
+    // alone; nothing is left out or reordered.
+    assert_eq!(cut, [vec!["0", "1"], vec!["2"], vec!["3"], vec!["4", "5"]]);
+    assert_eq!(blob_transactions(&[]).count(), 0);
+}
+
 /// Attachment bytes by workspace and object name: stored and replaced in transactions of
 /// a few megabytes (a batch larger than one), read back whole or by length, listed in
 /// pages, removed with what they gave back; one workspace never sees another's.

@@ -47,10 +47,9 @@ async fn app_at(b: Backend, clock: &Clock) -> TestApp {
 
 /// Loses an attachment's bytes from the store, as a fault would.
 async fn lose_bytes(app: &TestApp, id: &str) {
-    let key = actors::store::object_key(WS.parse().unwrap(), id);
     let removed = app
         .store
-        .delete_blobs(WS.parse().unwrap(), &[key[key.len() - 64..].to_owned()])
+        .delete_blobs(WS.parse().unwrap(), &[actors::store::object_name(id)])
         .await
         .unwrap();
     assert_eq!(removed.objects, 1, "{id} had bytes");

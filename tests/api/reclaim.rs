@@ -76,16 +76,10 @@ fn blob_path(dir: &std::path::Path, id: &str) -> PathBuf {
     recruitd::store::blobs::FileBlobs::new(blobs_dir(dir)).path_of(WS.parse().unwrap(), id)
 }
 
-/// The object name of an attachment's bytes in the store.
-fn blob_name(id: &str) -> String {
-    let key = actors::store::object_key(WS.parse().unwrap(), id);
-    key[key.len() - 64..].to_owned()
-}
-
 /// The bytes the store holds for an attachment.
 async fn stored(store: &Arc<dyn Store>, id: &str) -> Option<Vec<u8>> {
     store
-        .blob(WS.parse().unwrap(), &blob_name(id))
+        .blob(WS.parse().unwrap(), &actors::store::object_name(id))
         .await
         .unwrap()
 }
@@ -262,7 +256,13 @@ async fn startup_sweep_removes_orphans(b: Backend) {
     let ws = WS.parse().unwrap();
     let orphan = vec![7u8; 1000];
     app.store
-        .put_blobs(ws, &[(blob_name("cv:deleted-before-a-crash"), &orphan[..])])
+        .put_blobs(
+            ws,
+            &[(
+                actors::store::object_name("cv:deleted-before-a-crash"),
+                &orphan[..],
+            )],
+        )
         .await
         .unwrap();
     app.stop().await;
@@ -319,7 +319,10 @@ async fn files_of_an_older_data_dir_are_still_served(b: Backend) {
     let files = recruitd::store::blobs::FileBlobs::new(blobs_dir(app.data_dir.path()));
     actors::store::BlobStore::put(&files, ws, CV, b"cv from a file").unwrap();
     actors::store::BlobStore::put(&files, ws, KEPT, b"kept from a file").unwrap();
-    let names = [blob_name(CV), blob_name(KEPT)];
+    let names = [
+        actors::store::object_name(CV),
+        actors::store::object_name(KEPT),
+    ];
     app.store.delete_blobs(ws, &names).await.unwrap();
     app.stop().await;
     let TestApp { data_dir, .. } = app;
