@@ -27,37 +27,18 @@ API_PORT="${API_PORT:-18463}"
 ADMIN_PORT="${ADMIN_PORT:-18464}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
-mkdir -p "$OUT" "$CACHE"
-OUT="$(cd "$OUT" && pwd)"
-cargo build --release -p recruitd -p recruitd-loadtest
-BIN="$CARGO_TARGET_DIR/release"
+mkdir -p "$CACHE"
+source loadtest/common.sh
 SNAP="$CACHE/workspace-$PEOPLE-seed$SEED.json"
 if [ ! -s "$SNAP" ]; then
   "$BIN/recruitd" generate --people "$PEOPLE" --seed "$SEED" --out "$SNAP.tmp"
   mv "$SNAP.tmp" "$SNAP"
 fi
 
-DATA="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-
-store=()
 fresh_store() {
-  rm -rf "$DATA"/*
-  # Creating files where many were just deleted is several times slower on ext4 while
-  # their inode table blocks are cached (it skips recently freed inodes one by one), so
-  # each import would pay for the previous run's cleanup: drop the caches when allowed.
-  sync
-  echo 3 2>/dev/null >/proc/sys/vm/drop_caches || true
-  if [ "$STORE" != sqlite ]; then
-    local server_url="${STORE%/*}/postgres"
-    psql "$server_url" -qc 'DROP DATABASE IF EXISTS recruitd_capacity WITH (FORCE)' -c 'CREATE DATABASE recruitd_capacity'
-    store=(--database-url "${STORE%/*}/recruitd_capacity")
-  fi
+  rm -rf "${DATA:?}"/*
+  lt_drop_caches
+  lt_fresh_database capacity
 }
 
 # Runs a command; its wall time (s) and peak resident memory (KiB) go to $OUT/time.txt.
@@ -75,13 +56,6 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 mb() { echo "$(( $1 / 1024 ))"; }
 
-start_server() {
-  "$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
-    --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-    >"$OUT/server-$1.out" 2>"$OUT/server-$1.log" &
-  server_pid=$!
-}
-
 # Seconds until the admin interface says ready.
 wait_ready() {
   local t0; t0=$(date +%s.%N)
@@ -92,10 +66,6 @@ wait_ready() {
     sleep 0.1
   done
   echo "$(date +%s.%N) - $t0" | bc
-}
-
-stop_server() {
-  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 }
 
 echo "store: $STORE; $PEOPLE people (seed $SEED), snapshot $(du -h "$SNAP" | cut -f1)" | tee "$OUT/summary.txt"
@@ -111,7 +81,7 @@ if [ "${SKIP_ADMIN_IMPORT:-0}" != 1 ]; then
   ADMIN_DATA="$DATA"
   DATA="$(mktemp -d)"
   fresh_store
-  start_server admin-import
+  lt_start_server admin-import
   wait_ready >/dev/null
   t0=$(date +%s.%N)
   # --upload-file streams the file (--data-binary would read all of it into memory first).
@@ -120,7 +90,7 @@ if [ "${SKIP_ADMIN_IMPORT:-0}" != 1 ]; then
     "http://127.0.0.1:$ADMIN_PORT/admin/v1/import"
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
   echo "import through the admin interface: ${secs} s, server peak $(mb "$(hwm_kib "$server_pid")") MiB" | tee -a "$OUT/summary.txt"
-  stop_server
+  lt_stop_server
   rm -rf "$DATA"
   DATA="$ADMIN_DATA"
   if [ "$STORE" != sqlite ]; then
@@ -136,7 +106,7 @@ owner=$(grep -o 'created-by [^ )]*' "$OUT/import.out" | head -n1 | cut -d' ' -f2
 "$BIN/recruitd" --data-dir "$DATA" "${store[@]}" key create --workspace "$workspace" \
   --created-by "$owner" --rate-limit-per-minute 100000000 --admin-listen 127.0.0.1:9 \
   2>/dev/null | head -n1 > "$DATA/loadtest.key"
-start_server ready
+lt_start_server ready
 ready_secs=$(wait_ready)
 ready_rss=$(rss_kib "$server_pid")
 records=$(grep -o 'records=[0-9]*' "$OUT/server-ready.log" | head -n1 | cut -d= -f2)
@@ -149,12 +119,12 @@ echo "start to ready: ${ready_secs} s; resident at ready $(mb "$ready_rss") MiB 
 synced_rss=$(rss_kib "$server_pid")
 rate=$(grep -o '"full_records_per_s": *[0-9.]*' "$OUT/full-sync.json" | head -n1 | grep -o '[0-9.]*$')
 echo "after a full sync: resident $(mb "$synced_rss") MiB ($(( synced_rss * 1024 / records )) B per stored record); full sync ${rate%.*} records/s" | tee -a "$OUT/summary.txt"
-stop_server
+lt_stop_server
 
 # 5. The same start without the checkpoint: a full load from the store.
 rm -rf "$DATA/checkpoints"
-start_server full-load
+lt_start_server full-load
 load_secs=$(wait_ready)
 echo "start to ready without a checkpoint (full load from the store): ${load_secs} s; resident $(mb "$(rss_kib "$server_pid")") MiB" | tee -a "$OUT/summary.txt"
-stop_server
+lt_stop_server
 echo "reports in $OUT"

@@ -14,7 +14,7 @@
 # Settings (environment): PEOPLE (160000), RATE (500 writes/s), DURATION (30 s measured
 # after a 5 s warm-up), STORE (sqlite, or a postgres:// URL: a fresh database is made
 # from it, named recruitd_changes), OUT (bench-results/changes-<UTC time>), API_PORT
-# (18463), ADMIN_PORT (18464), CARGO_TARGET_DIR (target).
+# (18473), ADMIN_PORT (18474), CARGO_TARGET_DIR (target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,35 +23,14 @@ RATE="${RATE:-500}"
 DURATION="${DURATION:-30}"
 STORE="${STORE:-sqlite}"
 OUT="${OUT:-bench-results/changes-$(date -u +%Y%m%dT%H%M%SZ)}"
-API_PORT="${API_PORT:-18463}"
-ADMIN_PORT="${ADMIN_PORT:-18464}"
+API_PORT="${API_PORT:-18473}"
+ADMIN_PORT="${ADMIN_PORT:-18474}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-cargo build --release -p recruitd -p recruitd-loadtest
-BIN="$CARGO_TARGET_DIR/release"
-
-DATA="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-
-store=()
-if [ "$STORE" != sqlite ]; then
-  server_url="${STORE%/*}/postgres"
-  psql "$server_url" -qc 'DROP DATABASE IF EXISTS recruitd_changes' -c 'CREATE DATABASE recruitd_changes'
-  store=(--database-url "${STORE%/*}/recruitd_changes")
-fi
-
-"$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
-  --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  >"$OUT/server.out" 2>"$OUT/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+source loadtest/common.sh
+lt_fresh_database changes
+lt_start_server changes
+lt_wait_started
 
 LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
 ADMIN=(--admin-url "http://127.0.0.1:$ADMIN_PORT")
@@ -85,6 +64,6 @@ done
 echo "== live at $RATE writes/s" | tee -a "$OUT/summary.txt"
 "${LT[@]}" --name live sync --mode changes --write-rate "$RATE" --duration "$DURATION" --warmup 5 \
   2>"$OUT/live.log" | tee -a "$OUT/summary.txt" || status=$?
-grep -h "changes in\|acknowledged\|checked" "$OUT"/catch-up-*.log "$OUT/live.log" | tee -a "$OUT/summary.txt"
+grep -h "changes in\|acknowledged\|checked" "$OUT"/catch-up-*.log "$OUT/live.log" | tee -a "$OUT/summary.txt" || true
 echo "reports in $OUT"
 exit "$status"

@@ -23,39 +23,15 @@ API_PORT="${API_PORT:-18453}"
 ADMIN_PORT="${ADMIN_PORT:-18454}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-cargo build --release -p recruitd -p recruitd-loadtest
-BIN="$CARGO_TARGET_DIR/release"
-
-DATA="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-
-store=()
-if [ "$STORE" != sqlite ]; then
-  server_url="${STORE%/*}/postgres"
-  psql "$server_url" -qc 'DROP DATABASE IF EXISTS recruitd_isolation' -c 'CREATE DATABASE recruitd_isolation'
-  store=(--database-url "${STORE%/*}/recruitd_isolation")
-fi
+source loadtest/common.sh
+lt_fresh_database isolation
 
 "$BIN/recruitd" generate --people "$PEOPLE" --seed 17 --out "$DATA/a.json" >/dev/null
 # The snapshot file is the harness's own: flushed now, its write-back does not land in
 # the middle of the measurement (the kernel writes dirty pages out after 30 s).
-sync
-# Creating files where many were just deleted (an earlier run's blobs) is several times
-# slower on ext4 while the freed inodes' table blocks are cached: drop the caches when
-# allowed, so that a run does not measure the previous one's cleanup.
-echo 3 2>/dev/null >/proc/sys/vm/drop_caches || true
-"$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
-  --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  >"$OUT/server.out" 2>"$OUT/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+lt_drop_caches
+lt_start_server isolation
+lt_wait_started
 
 LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
 "${LT[@]}" prepare --people 1000 --admin-url "http://127.0.0.1:$ADMIN_PORT" >"$OUT/prepare.log" 2>&1

@@ -123,11 +123,14 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
     // The change feed's catch-up is measured first, on a server doing nothing else; it
     // harvests the workspace itself, after, when writes follow.
     let changes = s.scenario == Scenario::Sync && s.sync.mode == SyncMode::Changes;
-    let mut ds = None;
-    if !changes {
-        ds = Some(harvest(&s, &setup).await?);
-    }
-    let ds = ds.unwrap_or_default();
+    // The workspace as the report describes it: harvested here, or by the feed's run
+    // when it writes.
+    let mut harvested = if changes {
+        None
+    } else {
+        Some(harvest(&s, &setup).await?)
+    };
+    let ds = harvested.clone().unwrap_or_default();
     let warmup = Duration::from_secs_f64(s.warmup);
     let load = match s.rate {
         Some(rate) => Load::Open { rate },
@@ -173,7 +176,9 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
             }
         }
         Scenario::Sync if s.sync.mode == SyncMode::Changes => {
-            runs.extend(run_changes(&s, &target, &setup).await?);
+            let (feed_runs, feed_ds) = run_changes(&s, &target, &setup).await?;
+            runs.extend(feed_runs);
+            harvested = feed_ds;
         }
         Scenario::Sync => {
             let streams = s.sync.streams;
@@ -248,7 +253,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         machine,
         settings: s.clone(),
-        dataset: (!changes || s.sync.write_rate > 0.0).then(|| ds.summary()),
+        dataset: harvested.map(|d| d.summary()),
         runs,
         clean,
     };
@@ -382,7 +387,7 @@ async fn run_changes(
     s: &Settings,
     target: &Arc<Target>,
     setup: &Pool,
-) -> anyhow::Result<Vec<RunReport>> {
+) -> anyhow::Result<(Vec<RunReport>, Option<Arc<Dataset>>)> {
     use scenarios::changes::{self, Feed, StopSignal};
     if s.baseline_postgres.is_some() {
         anyhow::bail!("--baseline-postgres: the baseline has no change feed to compare with");
@@ -421,15 +426,8 @@ async fn run_changes(
                 feed.got.changes as f64 / secs,
                 feed.got.mirror.len(),
             );
-            let mut m = meta(
-                s,
-                "recruitd",
-                "changes: catch-up",
-                Some(Load::Closed { concurrency: 1 }),
-            );
-            m.duration_s = secs;
-            m.warmup_s = 0.0;
-            runs.push(report::run_report(m, rec.finish()));
+            let load = Load::Closed { concurrency: 1 };
+            runs.push(elapsed_run(s, "changes: catch-up", load, secs, &rec));
             let mirror = std::mem::take(&mut feed.got.mirror);
             let name = "changes: catch-up, checked against GET";
             runs.push(check_run(s, &check_pool, mirror, name).await);
@@ -438,9 +436,9 @@ async fn run_changes(
         None => changes::current_token(&check_pool).await?,
     };
     if s.sync.write_rate == 0.0 {
-        return Ok(runs);
+        return Ok((runs, None));
     }
-    let ds = &harvest(s, setup).await?;
+    let ds = harvest(s, setup).await?;
     let rate = s.sync.write_rate;
     let warmup = Duration::from_secs_f64(s.warmup);
     let writes = recorder(s);
@@ -502,7 +500,7 @@ async fn run_changes(
     ));
     let name = "changes: feed, checked against GET";
     runs.push(check_run(s, &check_pool, mirror, name).await);
-    Ok(runs)
+    Ok((runs, Some(ds)))
 }
 
 /// Every record of a feed client's mirror fetched with GET and compared: a run of its
@@ -522,6 +520,11 @@ async fn check_run(
     let load = Load::Closed {
         concurrency: CHECKERS,
     };
+    elapsed_run(s, name, load, secs, &rec)
+}
+
+/// The report of a run as long as it took (no warm-up, every sample counted).
+fn elapsed_run(s: &Settings, name: &str, load: Load, secs: f64, rec: &Recorder) -> RunReport {
     let mut m = meta(s, "recruitd", name, Some(load));
     m.duration_s = secs;
     m.warmup_s = 0.0;

@@ -143,7 +143,6 @@ pub struct Feed {
     limit: u32,
     pub got: Received,
     pub pages: u64,
-    pub failed: bool,
 }
 
 /// What one answer said.
@@ -169,7 +168,6 @@ impl Feed {
                 changes: 0,
             },
             pages: 0,
-            failed: false,
         }
     }
 
@@ -217,7 +215,6 @@ impl Feed {
             Ok(a) => Verdict::Status(a.status, a.error_code()),
             Err(f) => Verdict::Failed(f.label(), f.to_string()),
         };
-        self.failed |= !matches!(verdict, Verdict::Ok);
         let n = step.as_ref().map_or(0, |s| s.changes);
         self.rec
             .record_in(label, unit.unwrap_or(sent), sent, done, verdict, n);
@@ -234,11 +231,12 @@ impl Feed {
     /// request leaves as soon as an answer's `next_since` is read off its end, before the
     /// answer is taken in: the client's work overlaps the server's, as a client that
     /// ingests while it fetches does.
-    pub async fn catch_up(&mut self, label: &str, unit: Option<Instant>) -> bool {
+    /// What went wrong is in the recorder's verdicts.
+    pub async fn catch_up(&mut self, label: &str, unit: Option<Instant>) {
         let mut pending = self.send(&self.got.token.clone(), 0);
         loop {
             let Ok(answer) = pending.await else {
-                return false;
+                return;
             };
             let ahead = match &answer.0 {
                 Ok(a) if a.status == 200 => peek(&a.body),
@@ -251,7 +249,6 @@ impl Feed {
             let step = self.take(answer, label, unit);
             if let (Some((peeked, _)), true) = (&next, step.is_some()) {
                 if *peeked != self.got.token {
-                    self.failed = true;
                     self.rec.record_in(
                         label,
                         unit.unwrap_or_else(Instant::now),
@@ -262,13 +259,13 @@ impl Feed {
                         ),
                         0,
                     );
-                    return false;
+                    return;
                 }
             }
             pending = match (step, next) {
-                (None, _) => return false,
+                (None, _) => return,
                 (Some(_), Some((_, request))) => request,
-                (Some(s), None) if s.changes == 0 && !s.has_more => return true,
+                (Some(s), None) if s.changes == 0 && !s.has_more => return,
                 // Changes, and nothing more waiting as the answer was made: ask again.
                 (Some(_), None) => self.send(&self.got.token.clone(), 0),
             };
@@ -276,7 +273,7 @@ impl Feed {
     }
 
     /// Long-polls until `stop` is raised, then catches up.
-    pub async fn follow(&mut self, stop: &StopSignal, unit: Instant) -> bool {
+    pub async fn follow(&mut self, stop: &StopSignal, unit: Instant) {
         while !stop.raised() {
             let polled = tokio::select! {
                 s = self.step(WAIT_SECS, "GET /v1/changes?wait=30", None) => Some(s),
@@ -737,10 +734,15 @@ mod tests {
     #[test]
     fn fingerprints_tell_records_apart() {
         let a = br#"{"id":"n1","body_html":"<p>one</p>","updated_at":"2026-01-01T00:00:00.001Z"}"#;
-        let mut b = *a;
-        b[b.len() - 5] = b'2';
-        assert_eq!(hash_of(a), hash_of(&a.clone()));
-        assert_ne!(hash_of(a), hash_of(&b));
+        // One byte changed at every place (in the whole words and in the remainder):
+        // a fingerprint that skipped any byte would miss one of them.
+        for at in 0..a.len() {
+            let mut b = *a;
+            b[at] ^= 1;
+            assert_ne!(hash_of(a), hash_of(&b), "byte {at}");
+        }
+        assert_ne!(hash_of(b"abcdefghi"), hash_of(b"abcdefghj"));
+        assert_ne!(hash_of(b"abc"), hash_of(b"abd"));
         assert_ne!(hash_of(b"abc"), hash_of(b"abc\0"));
         assert_ne!(hash_of(b""), hash_of(b"\0"));
     }
@@ -815,13 +817,23 @@ mod tests {
             feed.deliveries.as_ref().unwrap()[&("notes", "n1".to_string())][0].0,
             "2026-01-01T00:00:00.001Z"
         );
-        let twice = br#"{"data":[
-            {"entity":"notes","id":"n1","op":"delete","deleted_at":"x"},
-            {"entity":"notes","id":"n1","op":"delete","deleted_at":"x"},
-            {"entity":"widgets","id":"w","op":"delete","deleted_at":"x"}
-        ],"next_since":"t2","has_more":false}"#;
+        // Compact answers, as the server writes them, go through the scanner.
+        let compact = br#"{"data":[{"entity":"notes","id":"n3","op":"upsert","record":{"id":"n3","updated_at":"2026-01-01T00:00:00.003Z"}},{"entity":"tasks","id":"t1","op":"upsert","record":{"id":"t1","updated_at":"2026-01-01T00:00:00.004Z"}}],"next_since":"t2","has_more":false,"request_id":"r"}"#;
+        assert!(scan_answer(compact).is_some(), "the scanner reads it");
+        let t = feed.take(compact, t0, false).unwrap();
+        assert_eq!((t.changes, t.has_more, t.problem), (2, false, None));
+        assert_eq!(feed.token, "t2");
+        assert!(feed.mirror[&("tasks", "t1".to_string())].is_some());
+        assert_eq!(
+            feed.deliveries.as_ref().unwrap()[&("notes", "n3".to_string())][0].0,
+            "2026-01-01T00:00:00.003Z"
+        );
+        let twice = br#"{"data":[{"entity":"notes","id":"n1","op":"delete","deleted_at":"x"},{"entity":"notes","id":"n1","op":"delete","deleted_at":"x"}],"next_since":"t2","has_more":false}"#;
         let t = feed.take(twice, t0, false).unwrap();
         assert!(t.problem.unwrap().contains("twice in one answer"));
+        let widgets = br#"{"data":[{"entity":"widgets","id":"w","op":"delete","deleted_at":"x"}],"next_since":"t2","has_more":false}"#;
+        let t = feed.take(widgets, t0, false).unwrap();
+        assert!(t.problem.unwrap().contains("unknown entity"));
         let wrong = br#"{"data":[{"entity":"notes","id":"n2","op":"upsert","deleted_at":"x"}],
             "next_since":"t3","has_more":false}"#;
         assert!(feed

@@ -1,0 +1,61 @@
+# Shared by the measurement scripts beside it (sourced, after each has set its own
+# defaults): the build, a temporary data dir removed on exit, a fresh PostgreSQL database
+# when STORE names a server, and starting and stopping one recruitd.
+#
+# Expects: OUT, STORE, API_PORT, ADMIN_PORT, CARGO_TARGET_DIR (set by the caller).
+# Sets: OUT (made absolute), BIN, DATA, server_pid, store (the store arguments).
+
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+cargo build --release -p recruitd -p recruitd-loadtest
+BIN="$CARGO_TARGET_DIR/release"
+
+DATA="$(mktemp -d)"
+server_pid=""
+lt_cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$DATA"
+}
+trap lt_cleanup EXIT
+
+store=()
+# A fresh database named recruitd_$1 on the server STORE names (nothing for SQLite).
+lt_fresh_database() {
+  if [ "$STORE" != sqlite ]; then
+    psql "${STORE%/*}/postgres" -qc "DROP DATABASE IF EXISTS recruitd_$1 WITH (FORCE)" \
+      -c "CREATE DATABASE recruitd_$1"
+    store=(--database-url "${STORE%/*}/recruitd_$1")
+  fi
+}
+
+# Creating files where many were just deleted (an earlier run's data dir) is several
+# times slower on ext4 while the freed inodes' table blocks are cached: flush, and drop
+# the caches when allowed, so that a run does not measure the previous one's cleanup.
+lt_drop_caches() {
+  sync
+  echo 3 2>/dev/null >/proc/sys/vm/drop_caches || true
+}
+
+# Starts recruitd on DATA (its output in $OUT/server-$1.out and .log).
+lt_start_server() {
+  "$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
+    --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+    >"$OUT/server-$1.out" 2>"$OUT/server-$1.log" &
+  server_pid=$!
+}
+
+# Waits until the server has written its admin token and TLS pair; fails if it stops
+# or takes over a minute.
+lt_wait_started() {
+  for _ in $(seq 1 600); do
+    [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || { echo "the server stopped; see $OUT" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "the server did not start within a minute; see $OUT" >&2
+  exit 1
+}
+
+lt_stop_server() {
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+}
