@@ -29,6 +29,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_rustls::TlsConnector;
 
 /// Where and how to reach the API: address, TLS trust and the key.
+#[derive(Clone)]
 pub struct Target {
     pub base: String,
     addr: String,
@@ -40,6 +41,14 @@ pub struct Target {
 }
 
 impl Target {
+    /// The same target, its requests given `timeout` (the TLS set-up shared).
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Target {
+            timeout,
+            ..self.clone()
+        }
+    }
+
     /// `base` must be `https://host[:port]`; plain HTTP is refused by the server anyway.
     pub fn new(base: &str, cacert: &Path, key: &str, timeout: Duration) -> anyhow::Result<Self> {
         let base = base.trim_end_matches('/').to_string();

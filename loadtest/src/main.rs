@@ -394,12 +394,7 @@ async fn run_changes(
     }
     // A long-poll holds its answer up to `wait`: its requests get that much more time.
     let feed_timeout = s.timeout.max(f64::from(changes::WAIT_SECS) + 10.0);
-    let feed_target = Arc::new(Target::new(
-        &s.url,
-        &s.cacert,
-        &s.key,
-        Duration::from_secs_f64(feed_timeout),
-    )?);
+    let feed_target = Arc::new(target.with_timeout(Duration::from_secs_f64(feed_timeout)));
     let feed_pool = || Arc::new(Pool::new(feed_target.clone(), 1));
     let check_pool = Arc::new(Pool::new(target.clone(), 8));
     let mut runs = Vec::new();

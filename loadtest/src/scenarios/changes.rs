@@ -19,6 +19,7 @@
 //! `GET /v1/{entity}/{id}`: an upsert's last delivery must be byte for byte the `data`
 //! that GET returns, a tombstone's GET must be 404.
 
+use super::PARSE_EVERY;
 use crate::data::ENTITIES;
 use crate::http::{encode, Pool};
 use crate::stats::{Recorder, Verdict};
@@ -367,9 +368,6 @@ impl Received {
     }
 }
 
-/// Every how many answers one is parsed as JSON whole, and must agree with its scan.
-const PARSE_EVERY: u64 = 32;
-
 /// A change as the client reads it.
 #[derive(Debug, PartialEq)]
 struct Seen<'a> {
@@ -439,10 +437,7 @@ fn scan_answer(body: &[u8]) -> Option<(Vec<Seen<'_>>, Tail)> {
         }
     }
     let rest = body[c.at..].strip_prefix(b",")?;
-    let mut tail = Vec::with_capacity(rest.len() + 1);
-    tail.push(b'{');
-    tail.extend_from_slice(rest);
-    Some((data, serde_json::from_slice(&tail).ok()?))
+    Some((data, super::parse_tail(rest)?))
 }
 
 /// A position in a text being scanned.

@@ -19,6 +19,19 @@ pub mod mixed;
 pub mod sync;
 pub mod write;
 
+/// Every how many answers (list pages, feed answers) one is parsed as JSON whole and
+/// must agree with what the scan of it found.
+pub(crate) const PARSE_EVERY: u64 = 32;
+
+/// What follows the data of an answer the scanners read (`],` and then members to the
+/// closing brace), as `T`: parsed as an object of its own.
+pub(crate) fn parse_tail<T: serde::de::DeserializeOwned>(rest: &[u8]) -> Option<T> {
+    let mut object = Vec::with_capacity(rest.len() + 1);
+    object.push(b'{');
+    object.extend_from_slice(rest);
+    serde_json::from_slice(&object).ok()
+}
+
 use crate::baseline::Pg;
 use crate::http::{Answer, Failure, Pool};
 use crate::stats::Verdict;

@@ -13,6 +13,7 @@
 //! starts inside the measurement window.
 
 use super::Backend;
+use super::PARSE_EVERY;
 use crate::data::ENTITIES;
 use crate::stats::{Recorder, Verdict};
 use hyper::Method;
@@ -68,10 +69,6 @@ struct Tail {
     total_count: Option<u64>,
 }
 
-/// Every how many pages one is parsed as JSON whole, and its records and `updated_at`s
-/// compared with what the scan found.
-const PARSE_EVERY: u64 = 32;
-
 /// A page's records' `updated_at` and what follows the records, found without parsing
 /// the records: recruitd writes a page as `{"data":[…],"next_cursor":…}` and each record
 /// with one `"updated_at":"…"` member of its own (its last). The key opens with an
@@ -96,11 +93,7 @@ fn scan_page(body: &[u8]) -> Option<(Vec<&str>, Tail)> {
         }
         stamps.push(std::str::from_utf8(&value[..len]).ok()?);
     }
-    let mut object = Vec::with_capacity(tail.len() + 1);
-    object.push(b'{');
-    object.extend_from_slice(tail);
-    let tail: Tail = serde_json::from_slice(&object).ok()?;
-    Some((stamps, tail))
+    Some((stamps, super::parse_tail(tail)?))
 }
 
 /// What the sync checks of a page: its records' `updated_at`, `next_cursor` and
