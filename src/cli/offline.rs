@@ -10,7 +10,7 @@ use actors::checkpoint::files::CheckpointDir;
 use actors::env::ActorEnv;
 use actors::keys::{KeyRing, KeyService, NewKey};
 use actors::model::ApiKey;
-use actors::snapshot::{plan_import, ImportReport, Snapshot};
+use actors::snapshot::{plan_import, BuildNext, ImportReport, Snapshot};
 use actors::state::WorkspaceState;
 use actors::store::{BlobStore, Store};
 use anyhow::Context;
@@ -67,8 +67,13 @@ pub async fn import_snapshot(
     let t = std::time::Instant::now();
     let current = load_workspace(&*env.store, checkpoints, ws_id).await?;
     let t_load = t.elapsed();
-    let plan = plan_import(current.as_ref(), snap, &*env.keys, true)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = plan_import(
+        current.as_ref(),
+        snap,
+        &*env.keys,
+        BuildNext::WhileCommitting,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     drop(current);
     let t_plan = t.elapsed();
     let (blobs, upserted, deleted) = (
@@ -76,17 +81,27 @@ pub async fn import_snapshot(
         plan.changes.upserts.len() + plan.packed.len(),
         plan.changes.deletes.len(),
     );
-    let mut applied = plan.apply(env, uuid::Uuid::new_v4()).await?;
+    // The checkpoint is written while the store commits, but for the position the commit
+    // ends at, which is filled in after it.
+    let dir = checkpoints.clone();
+    let (mut applied, checkpoint) = plan
+        .apply_beside(env, uuid::Uuid::new_v4(), move |next| dir.begin(next))
+        .await?;
     let t_apply = t.elapsed();
     // Nothing else writes the store meanwhile (an offline writer holds it alone): the
     // position now is the one the next state reflects.
-    let next = applied.next.take().expect("planned with the next state");
+    let checkpoint = checkpoint.expect("planned with the next state");
     let position = env.store.position(ws_id).await?;
-    let dir = checkpoints.clone();
-    let saved = tokio::task::spawn_blocking(move || dir.save(&next, position)).await?;
+    let saved = tokio::task::spawn_blocking(move || checkpoint?.finish(position)).await?;
     if let Err(e) = &saved {
         tracing::warn!(workspace = %ws_id, error = %e, "writing the checkpoint failed; the next start loads from the store");
     }
+    // Freeing a large workspace's state takes seconds: on a thread of its own, which
+    // the process does not wait for when it ends.
+    let next = applied.next.take();
+    let _ = std::thread::Builder::new()
+        .name("free-state".into())
+        .spawn(move || drop(next));
     let t_checkpoint = t.elapsed();
     // Only now that the deletions are committed. A crash before this, or a failure here
     // (the import itself has taken effect), leaves objects no attachment names, which the
@@ -132,6 +147,11 @@ pub async fn import_files(
         })
         .await?
         .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        tracing::debug!(
+            file = %f.display(),
+            parse_ms = started.elapsed().as_millis() as u64,
+            "snapshot parsed"
+        );
         let report = import_snapshot(&env, &checkpoints, snap)
             .await
             .with_context(|| format!("importing {}", f.display()))?;

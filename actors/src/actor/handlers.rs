@@ -7,7 +7,7 @@ use super::{
 };
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
-use crate::snapshot::{plan_import, Applied, ApplyError};
+use crate::snapshot::{plan_import, Applied, ApplyError, BuildNext};
 use crate::state::WorkspaceState;
 use crate::store::{ChangeSet, StoreError};
 use crate::writes::{plan_write, WriteError};
@@ -480,7 +480,7 @@ impl WorkspaceActor {
         let runtime = tokio::runtime::Handle::current();
         let run = move || -> Result<Applied, ImportFailed> {
             lower_cpu_priority();
-            let plan = plan_import(Some(&current), snap, &*env.keys, true)
+            let plan = plan_import(Some(&current), snap, &*env.keys, BuildNext::WhileCommitting)
                 .map_err(|e| ImportFailed::Nothing(ImportError::Invalid(e)))?;
             // Driven from here too (by this arbiter's runtime): ordering and encoding
             // hundreds of thousands of records is CPU work as well.

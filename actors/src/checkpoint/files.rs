@@ -4,7 +4,7 @@
 //! one whole, never a mix; a leftover temporary file is never read, and the next write
 //! replaces it.
 
-use super::{restore, write, Refused};
+use super::{finish_unpositioned, restore, write, write_unpositioned, Refused, Unpositioned};
 use crate::model::Workspace;
 use crate::state::WorkspaceState;
 use crate::store::CommitPosition;
@@ -16,6 +16,44 @@ use uuid::Uuid;
 #[derive(Clone, Debug)]
 pub struct CheckpointDir {
     dir: PathBuf,
+}
+
+/// A checkpoint written by [`CheckpointDir::begin`] but for its commit position: not
+/// yet a checkpoint, and removed when dropped unfinished.
+pub struct Unfinished {
+    dir: CheckpointDir,
+    file: std::fs::File,
+    tmp: PathBuf,
+    path: PathBuf,
+    records: usize,
+    /// `None` until written, and once finishing has begun.
+    written: Option<Unpositioned>,
+    /// Renamed into place: nothing to remove.
+    finished: bool,
+}
+
+impl Unfinished {
+    /// Completes the checkpoint with the commit `position` its state reflects, and makes
+    /// it the workspace's (atomically, as [`CheckpointDir::save`] does).
+    pub fn finish(mut self, position: CommitPosition) -> io::Result<Saved> {
+        let written = self.written.take().expect("begun");
+        let bytes = finish_unpositioned(&self.file, written, position)?;
+        self.dir.replace(&self.file, &self.tmp, &self.path)?;
+        self.finished = true;
+        Ok(Saved {
+            bytes,
+            records: self.records,
+        })
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        // Never finished: the commit failed, or writing or finishing did.
+        if !self.finished {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// What a successful [`CheckpointDir::save`] wrote.
@@ -48,10 +86,7 @@ impl CheckpointDir {
             let mut out = io::BufWriter::with_capacity(1 << 20, &file);
             let bytes = write(state, position, &mut out)?;
             drop(out);
-            file.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-            // The rename is durable once the directory is.
-            std::fs::File::open(&self.dir)?.sync_all()?;
+            self.replace(&file, &tmp, &path)?;
             Ok(Saved {
                 bytes,
                 records: state.stored_records(),
@@ -61,6 +96,40 @@ impl CheckpointDir {
             let _ = std::fs::remove_file(&tmp);
         }
         result
+    }
+
+    /// Writes `state` while the commit that makes it is under way, when the position it
+    /// will have is not known yet: everything but that position goes to a temporary file,
+    /// which [`Unfinished::finish`] completes once the commit is done, and which is
+    /// removed if it never is. Blocking, like [`save`](Self::save).
+    pub fn begin(&self, state: &WorkspaceState) -> io::Result<Unfinished> {
+        crate::private_files::create_dir(&self.dir)?;
+        let path = self.path(state.id());
+        let tmp = path.with_extension("ckpt.tmp");
+        let file = crate::private_files::create(&tmp)?;
+        let mut unfinished = Unfinished {
+            dir: self.clone(),
+            file,
+            tmp,
+            path,
+            records: state.stored_records(),
+            written: None,
+            finished: false,
+        };
+        let mut out = io::BufWriter::with_capacity(1 << 20, &unfinished.file);
+        let written = write_unpositioned(state, &mut out)?;
+        out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        unfinished.written = Some(written);
+        Ok(unfinished)
+    }
+
+    /// Makes `file`, written at `tmp`, the checkpoint at `path`: synced, renamed over
+    /// the old one, the rename made durable.
+    fn replace(&self, file: &std::fs::File, tmp: &Path, path: &Path) -> io::Result<()> {
+        file.sync_all()?;
+        std::fs::rename(tmp, path)?;
+        // The rename is durable once the directory is.
+        std::fs::File::open(&self.dir)?.sync_all()
     }
 
     /// The workspace's state from its checkpoint, if there is one and it holds at the

@@ -86,6 +86,16 @@ struct Summed<W> {
     written: u64,
 }
 
+impl<W> Summed<W> {
+    fn new(inner: W) -> Self {
+        Summed {
+            inner,
+            crc: crc32fast::Hasher::new(),
+            written: 0,
+        }
+    }
+}
+
 impl<W: Write> Write for Summed<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
@@ -112,17 +122,95 @@ fn region_text(state: &WorkspaceState) -> &str {
 /// Writes `state`, as of commit `position`, to `out`; returns the bytes written. `out`
 /// should be buffered: records are written a few bytes at a time.
 pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) -> io::Result<u64> {
-    let mut out = Summed {
-        inner: out,
-        crc: crc32fast::Hasher::new(),
-        written: 0,
-    };
+    let mut out = Summed::new(out);
+    write_head(state, &mut out)?;
+    out.write_all(&position_bytes(position))?;
+    write_body(state, &mut out)?;
+    let crc = out.crc.clone().finalize();
+    let mut inner = out.inner;
+    inner.write_all(&crc.to_le_bytes())?;
+    inner.write_all(TRAILER)?;
+    inner.flush()?;
+    Ok(out.written + 8)
+}
+
+/// What [`write_unpositioned`] wrote, to finish with [`finish_unpositioned`].
+pub(crate) struct Unpositioned {
+    /// Where the commit position's bytes go.
+    position_at: u64,
+    /// The CRC-32 of what comes before them, and of what comes after them.
+    head: crc32fast::Hasher,
+    body: crc32fast::Hasher,
+    /// Bytes written, the position's placeholder included.
+    written: u64,
+}
+
+/// Writes `state` as [`write`] does, with zeros where the commit position goes, for a
+/// state whose position is not known yet (its commit is under way): the position is
+/// written in its place, and the CRC-32 and trailer appended, by [`finish_unpositioned`].
+pub(crate) fn write_unpositioned(
+    state: &WorkspaceState,
+    out: impl Write,
+) -> io::Result<Unpositioned> {
+    let mut out = Summed::new(out);
+    write_head(state, &mut out)?;
+    let position_at = out.written;
+    let head = std::mem::replace(&mut out.crc, crc32fast::Hasher::new());
+    out.inner.write_all(&[0; POSITION_BYTES])?;
+    out.written += POSITION_BYTES as u64;
+    write_body(state, &mut out)?;
+    out.inner.flush()?;
+    Ok(Unpositioned {
+        position_at,
+        head,
+        body: out.crc,
+        written: out.written,
+    })
+}
+
+/// Completes a checkpoint that [`write_unpositioned`] wrote to `file`: its commit
+/// `position` in place, then the CRC-32 of the whole and the trailer at its end. Returns
+/// the bytes the file holds.
+pub(crate) fn finish_unpositioned(
+    file: &std::fs::File,
+    written: Unpositioned,
+    position: CommitPosition,
+) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let position = position_bytes(position);
+    file.write_all_at(&position, written.position_at)?;
+    let mut crc = written.head;
+    let mut at_position = crc32fast::Hasher::new();
+    at_position.update(&position);
+    crc.combine(&at_position);
+    crc.combine(&written.body);
+    let mut tail = [0; 8];
+    tail[..4].copy_from_slice(&crc.finalize().to_le_bytes());
+    tail[4..].copy_from_slice(TRAILER);
+    file.write_all_at(&tail, written.written)?;
+    Ok(written.written + 8)
+}
+
+/// The commit position's length in the header: its count and its tag.
+const POSITION_BYTES: usize = 8 + 16;
+
+fn position_bytes(position: CommitPosition) -> [u8; POSITION_BYTES] {
+    let mut out = [0; POSITION_BYTES];
+    out[..8].copy_from_slice(&position.seq.to_le_bytes());
+    out[8..].copy_from_slice(position.tag.as_bytes());
+    out
+}
+
+/// The header up to the commit position.
+fn write_head(state: &WorkspaceState, out: &mut impl Write) -> io::Result<()> {
     out.write_all(MAGIC)?;
     out.write_all(&FORMAT.to_le_bytes())?;
-    put_text(&mut out, env!("CARGO_PKG_VERSION"))?;
-    out.write_all(state.id().as_bytes())?;
-    out.write_all(&position.seq.to_le_bytes())?;
-    out.write_all(position.tag.as_bytes())?;
+    put_text(out, env!("CARGO_PKG_VERSION"))?;
+    out.write_all(state.id().as_bytes())
+}
+
+/// The header after the commit position, then every table.
+fn write_body(state: &WorkspaceState, mut out: &mut impl Write) -> io::Result<()> {
     put_text(&mut out, region_text(state))?;
 
     fn section<'a, I>(out: &mut impl Write, count: usize, records: I) -> io::Result<()>
@@ -223,12 +311,7 @@ pub fn write(state: &WorkspaceState, position: CommitPosition, out: impl Write) 
             )?,
         }
     }
-    let crc = out.crc.clone().finalize();
-    let mut inner = out.inner;
-    inner.write_all(&crc.to_le_bytes())?;
-    inner.write_all(TRAILER)?;
-    inner.flush()?;
-    Ok(out.written + 8)
+    Ok(())
 }
 
 /// A record's packed form on its way out: the state's own, or packed for the file.

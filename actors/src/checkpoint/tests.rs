@@ -228,3 +228,32 @@ fn the_packed_layouts_are_those_of_this_format() {
         "the packed layout changed: bump checkpoint::FORMAT and update this fingerprint"
     );
 }
+
+/// A checkpoint written while its commit runs, its position filled in afterwards, is
+/// byte for byte the one written at once with that position; one never finished is
+/// removed, and leaves the workspace's checkpoint as it was.
+#[test]
+fn a_checkpoint_begun_before_its_position_is_the_one_written_with_it() {
+    let state = example();
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = files::CheckpointDir::new(dir.path());
+    let saved = checkpoints.begin(&state).unwrap().finish(at(9)).unwrap();
+    let path = checkpoints.path(state.id());
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, written(&state, at(9)));
+    assert_eq!(saved.bytes as usize, bytes.len());
+    assert_eq!(saved.records, state.stored_records());
+    let back = checkpoints.load(&state.workspace, at(9)).unwrap().unwrap();
+    assert_eq!(back.describe(), state.describe());
+
+    let tmp = path.with_extension("ckpt.tmp");
+    let unfinished = checkpoints.begin(&example()).unwrap();
+    assert!(tmp.exists(), "written beside the checkpoint");
+    drop(unfinished);
+    assert!(!tmp.exists(), "removed unfinished");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the checkpoint as it was"
+    );
+}

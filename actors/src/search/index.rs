@@ -67,21 +67,23 @@ impl fmt::Debug for Base {
 
 impl Base {
     fn empty() -> Base {
-        Base::from_sorted(std::iter::empty::<(&[u8], &[Owner])>())
+        Base::from_sorted(std::iter::empty::<(&[u8], &[Owner])>(), 0)
     }
 
-    /// Builds a base from keys in strictly increasing order with their non-empty lists.
-    fn from_sorted<'a, K: AsRef<[u8]> + 'a>(
-        entries: impl Iterator<Item = (K, &'a [Owner])>,
+    /// Builds a base from keys in strictly increasing order with their non-empty lists
+    /// (`postings`: how many owners they hold in all, or about, to size the arena).
+    fn from_sorted<K: AsRef<[u8]>, L: IntoIterator<Item = O>, O: std::borrow::Borrow<Owner>>(
+        entries: impl Iterator<Item = (K, L)>,
+        postings: usize,
     ) -> Base {
         let mut builder = MapBuilder::memory();
         let mut offsets = vec![0u32];
-        let mut owners = Vec::new();
+        let mut owners = Vec::with_capacity(postings);
         for (i, (key, list)) in entries.enumerate() {
             builder
                 .insert(key.as_ref(), i as u64)
                 .expect("keys are given in strictly increasing order");
-            owners.extend_from_slice(list);
+            owners.extend(list.into_iter().map(|o| *o.borrow()));
             offsets.push(u32::try_from(owners.len()).expect("fewer than 2^32 postings"));
         }
         let mut bytes = builder.into_inner().expect("writing to memory cannot fail");
@@ -181,25 +183,14 @@ impl<K: Clone + Ord + Borrow<[u8]>> KeyIndex<K> {
     pub fn build(mut pairs: Vec<(K, Owner)>) -> Self {
         pairs.sort_unstable();
         pairs.dedup();
-        // (index of the group's first pair, start, end) into one owners arena.
-        let mut groups: Vec<(usize, usize, usize)> = Vec::new();
-        let mut owners: Vec<Owner> = Vec::with_capacity(pairs.len());
-        let mut i = 0;
-        while i < pairs.len() {
-            let start = owners.len();
-            let mut j = i;
-            while j < pairs.len() && pairs[j].0 == pairs[i].0 {
-                owners.push(pairs[j].1);
-                j += 1;
-            }
-            groups.push((i, start, owners.len()));
-            i = j;
-        }
-        let entries = groups
-            .iter()
-            .map(|&(k, s, e)| (pairs[k].0.borrow(), &owners[s..e]));
+        // Read in groups of one key straight from the sorted pairs: for a large
+        // workspace these are millions, and a copy of them would add to the peak of a
+        // load or an import.
+        let entries = pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|group| (group[0].0.borrow(), group.iter().map(|(_, owner)| owner)));
         KeyIndex {
-            base: Arc::new(Base::from_sorted(entries)),
+            base: Arc::new(Base::from_sorted(entries, pairs.len())),
             delta: OrdMap::new(),
             seq: 0,
         }
@@ -432,7 +423,8 @@ impl<K: Clone + Ord + Borrow<[u8]>> RebuildJob<K> {
                 next_base = stream.next().map(|(k, v)| (SmallVec::from_slice(k), v));
             }
         }
-        let new = Base::from_sorted(merged.iter().map(|(k, o)| (&k[..], &o[..])));
+        let postings = merged.iter().map(|(_, o)| o.len()).sum();
+        let new = Base::from_sorted(merged.iter().map(|(k, o)| (&k[..], &o[..])), postings);
         Rebuilt {
             from: self.base,
             base: Arc::new(new),

@@ -9,15 +9,19 @@
 //!    the state), then the deletions, the keys and the batch's mark. The parts with
 //!    attachments, and the mark, wait until the bytes are durable, so no record in the
 //!    store names bytes the blob store lacks;
-//! 3. the keys the snapshot carried, into the key ring (only once they are committed).
+//! 3. meanwhile too, by a thread of its own, the state after the import, when the plan
+//!    left it to be built now (an import into a workspace that holds nothing, where it
+//!    derives nothing from what was there), from the same shared records; and whatever
+//!    the caller asks to do with that state ([`ImportPlan::apply_beside`]);
+//! 4. the keys the snapshot carried, into the key ring (only once they are committed).
 //!
 //! What is left to the caller: publishing the next state (the actor), and removing the
 //! bytes of the attachments the import deleted ([`Applied::released`]) once the new
 //! state is what readers see.
 
-use super::{Counts, ImportPlan};
+use super::{Counts, ImportPlan, PackedUpserts};
 use crate::env::{ActorEnv, CommitKind};
-use crate::model::RecordKind;
+use crate::model::{Record, RecordKind};
 use crate::state::WorkspaceState;
 use crate::store::{object_key, ChangeSet, StoreError};
 use std::collections::HashSet;
@@ -63,7 +67,22 @@ impl ImportPlan {
     /// Writes the plan: blobs, store, key ring (see the module doc). `batch` names the
     /// commit for `Store::committed`. Blocking I/O (the blob writes): run it where a
     /// thread may block.
-    pub async fn apply(mut self, env: &ActorEnv, batch: Uuid) -> Result<Applied, ApplyError> {
+    pub async fn apply(self, env: &ActorEnv, batch: Uuid) -> Result<Applied, ApplyError> {
+        let (applied, _) = self.apply_beside(env, batch, |_| ()).await?;
+        Ok(applied)
+    }
+
+    /// [`apply`](Self::apply), and meanwhile, on a thread of its own, `beside` on the
+    /// state after the import, once it is built (built then too, when the plan left it
+    /// to the commit: [`super::BuildNext::WhileCommitting`]): the offline import writes
+    /// the workspace's checkpoint so while the store writes. What `beside` returns comes
+    /// back with the import; `None` when the plan has no next state.
+    pub async fn apply_beside<T: Send + 'static>(
+        mut self,
+        env: &ActorEnv,
+        batch: Uuid,
+        beside: impl FnOnce(&WorkspaceState) -> T + Send + 'static,
+    ) -> Result<(Applied, Option<T>), ApplyError> {
         let id = self.workspace.id;
         let blobs = std::mem::take(&mut self.blobs);
         let blob_count = blobs.len();
@@ -78,13 +97,39 @@ impl ImportPlan {
             writing: Some(writing),
             took: None,
         };
-        let committed = self.commit(env, batch, &mut blobs).await;
-        // A commit that failed first still waits for the blob writer: nothing of this
-        // import may be written after its outcome is reported.
+        let packed = Arc::new(std::mem::take(&mut self.packed));
+        // What the parse and the plan freed (the document's buffers, the snapshot's
+        // arrays) goes back to the system before the commit and the next state add theirs.
+        crate::memory::return_free_memory();
+        // The small kinds' records, handed to the builder of the next state once the
+        // commit is done with them.
+        let (small_kinds, small_kinds_committed) = std::sync::mpsc::sync_channel(1);
+        let building = self.build_next_beside(packed.clone(), small_kinds_committed, beside);
+        let committed = self
+            .commit(env, batch, &packed, &mut blobs, small_kinds)
+            .await;
+        // A commit that failed first still waits for the blob writer and the builder:
+        // nothing of this import may be written after its outcome is reported.
         let _ = blobs.wait().await;
+        let built = match building {
+            Some(building) => building.await,
+            None => Ok(None),
+        };
         env.observer
             .commit(CommitKind::Import, started.elapsed(), committed.is_ok());
         committed?;
+        let built = built.map_err(|e| {
+            // In the store, not in memory: the caller makes memory what the store holds.
+            ApplyError::Unsure(StoreError::Other(format!(
+                "building the state after the import failed: {e}"
+            )))
+        })?;
+        // Every task that shared the records is done.
+        self.packed = Arc::try_unwrap(packed).unwrap_or_else(|shared| (*shared).clone());
+        let beside = built.map(|(next, beside)| {
+            self.next = Some(next);
+            beside
+        });
         tracing::debug!(
             workspace = %id,
             blobs = blob_count,
@@ -96,7 +141,7 @@ impl ImportPlan {
             env.keys.put(k.clone());
         }
         let released = released_objects(&self);
-        Ok(Applied {
+        let applied = Applied {
             released,
             report: ImportReport {
                 workspace_id: id,
@@ -106,7 +151,53 @@ impl ImportPlan {
             },
             next: self.next,
             changes: self.changes,
-        })
+        };
+        Ok((applied, beside))
+    }
+
+    /// Starts the thread that runs `beside` on the next state: the plan's, or one built
+    /// from `next_base` and the records of the import (the small kinds' once the commit
+    /// sends them: it takes them first). `None` when the plan has no next state; the
+    /// thread's answer is `None` when the commit failed before it sent them.
+    fn build_next_beside<T: Send + 'static>(
+        &mut self,
+        packed: Arc<PackedUpserts>,
+        small_kinds: std::sync::mpsc::Receiver<Vec<Record>>,
+        beside: impl FnOnce(&WorkspaceState) -> T + Send + 'static,
+    ) -> Option<tokio::task::JoinHandle<Option<(WorkspaceState, T)>>> {
+        if let Some(next) = self.next.take() {
+            return Some(tokio::task::spawn_blocking(move || {
+                let out = beside(&next);
+                Some((next, out))
+            }));
+        }
+        let base = self.next_base.take()?;
+        let workspace = self.workspace.clone();
+        let deletes = self.changes.deletes.clone();
+        Some(tokio::task::spawn_blocking(move || {
+            let upserts = small_kinds.recv().ok()?;
+            let started = std::time::Instant::now();
+            // Beside the commit, which holds memory of its own: the lower peak.
+            let search = crate::state::SearchBuild::OneAfterTheOther;
+            let next = super::plan::next_state(
+                search,
+                base,
+                &workspace,
+                upserts.into_iter(),
+                &packed,
+                &deletes,
+            );
+            drop(packed);
+            // The index builds' sort vectors.
+            crate::memory::return_free_memory();
+            tracing::debug!(
+                workspace = %workspace.id,
+                next_ms = started.elapsed().as_millis() as u64,
+                "state after the import built"
+            );
+            let out = beside(&next);
+            Some((next, out))
+        }))
     }
 }
 
@@ -129,6 +220,8 @@ impl BlobWrite {
                 .await
                 .unwrap_or_else(|e| Err(StoreError::Other(format!("the blob writer failed: {e}"))));
             self.took = Some(result?);
+            // The attachments' bytes, freed by the writer.
+            crate::memory::return_free_memory();
         }
         Ok(())
     }
@@ -147,7 +240,9 @@ impl ImportPlan {
         &mut self,
         env: &ActorEnv,
         batch: Uuid,
+        packed: &Arc<PackedUpserts>,
         blobs: &mut BlobWrite,
+        small_kinds: std::sync::mpsc::SyncSender<Vec<Record>>,
     ) -> Result<(), ApplyError> {
         let id = self.workspace.id;
         let (unlogged, fresh) = (self.changes.unlogged, self.changes.fresh);
@@ -157,7 +252,8 @@ impl ImportPlan {
             env.store
                 .commit_import(id, &changes)
                 .await
-                .map_err(ApplyError::Unsure)
+                .map_err(ApplyError::Unsure)?;
+            Ok(changes)
         };
         let first = ChangeSet {
             workspace: self.changes.workspace.clone(),
@@ -165,13 +261,16 @@ impl ImportPlan {
             ..ChangeSet::default()
         };
         let mut committed_any = !first.is_empty();
-        if committed_any {
-            part(first).await?;
-        }
-        let before_attachments = self.packed.candidates.len() + self.packed.notes.len();
+        let first = if committed_any {
+            part(first).await?
+        } else {
+            first
+        };
+        // No one listens when the plan has its next state, or none.
+        let _ = small_kinds.send(first.upserts);
+        let before_attachments = packed.candidates.len() + packed.notes.len();
         // Each part is unpacked and rendered on the other threads while the store writes
         // the one before it.
-        let packed = Arc::new(std::mem::take(&mut self.packed));
         let prepare = |from: usize| {
             let packed = packed.clone();
             tokio::task::spawn_blocking(move || packed.part(from, COMMIT_PART))
@@ -193,8 +292,6 @@ impl ImportPlan {
             committed_any = true;
             part(changes).await?;
         }
-        // Every preparation has been waited for, so this is the only reference left.
-        self.packed = Arc::try_unwrap(packed).unwrap_or_else(|shared| (*shared).clone());
         blobs_written(blobs, committed_any).await?;
         part(ChangeSet {
             // Kept in the plan: the objects they release are named after the commit.
@@ -206,6 +303,7 @@ impl ImportPlan {
             ..ChangeSet::default()
         })
         .await
+        .map(drop)
     }
 }
 

@@ -20,7 +20,7 @@ mod validate;
 
 pub use apply::{released_objects, Applied, ApplyError, ImportReport};
 pub use parse::{parse_reader, parse_slice};
-pub use plan::plan_import;
+pub use plan::{plan_import, BuildNext};
 
 use crate::model::*;
 use crate::state::{AttachmentRec, CandidateRec, NoteRec, WorkspaceState};
@@ -201,8 +201,12 @@ pub struct ImportPlan {
     pub packed: PackedUpserts,
     /// Attachment bytes to put in the blob store before the commit.
     pub blobs: Vec<(String, Vec<u8>)>,
-    /// The workspace state as it will be once the change set is committed (when asked for).
+    /// The workspace state as it will be once the change set is committed (when asked
+    /// for, and built with the plan).
     pub next: Option<WorkspaceState>,
+    /// The workspace as it stands, when the next state is built while the change set is
+    /// committed ([`BuildNext::WhileCommitting`]) rather than with the plan.
+    pub next_base: Option<WorkspaceState>,
     pub upserted: Counts,
     pub deleted: Counts,
     /// How many raw records the workspace will hold once the change set is committed

@@ -16,8 +16,9 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::sync::Arc;
 
-/// Elements decoded together, at most (a batch is handed to every core at once)...
-const BATCH_ELEMENTS: usize = 8192;
+/// Elements decoded together, at most (a batch is handed to every core at once; a few
+/// in tests, so that every array there spans several batches)...
+const BATCH_ELEMENTS: usize = if cfg!(test) { 3 } else { 8192 };
 /// ...and the bytes a batch may span (the window's size, but for one long element).
 const BATCH_BYTES: usize = 16 << 20;
 
@@ -216,6 +217,11 @@ const TASK_ELEMENTS: usize = 256;
 /// One array (`null` is an absent one): its elements found by the scanner and decoded
 /// in batches on every core, in order, each upsert turned into what the snapshot keeps
 /// by `convert` (an error there names the element and the field it gives).
+///
+/// The scanner finds the next batches while the pool decodes the ones before them (at
+/// most [`BATCHES_IN_FLIGHT`] at a time, each a copy of its bytes): scanning in turn
+/// with decoding would leave every core but one idle while it scans, and wake them all
+/// again for each batch.
 fn parse_array<T, U, R>(
     sc: &mut Scanner<R>,
     name: &'static str,
@@ -237,57 +243,180 @@ where
         }
         None => return Err(malformed(ScanError("the document ends early".into()))),
     }
-    let mut out = Vec::new();
+    let out = Vec::new();
     if sc.peek().map_err(malformed)? == Some(b']') {
         sc.expect(b']').map_err(malformed)?;
         return Ok(out);
     }
-    let mut done = false;
-    while !done {
-        let mut batch = Vec::with_capacity(BATCH_ELEMENTS);
-        let mut bytes = 0;
-        while !done && batch.len() < BATCH_ELEMENTS && bytes < BATCH_BYTES {
-            let v = sc.value().map_err(malformed)?;
-            bytes += v.len();
-            batch.push(v);
-            match sc.peek().map_err(malformed)? {
-                Some(b',') => sc.expect(b',').map_err(malformed)?,
-                Some(b']') => {
-                    sc.expect(b']').map_err(malformed)?;
-                    done = true;
+    let convert = &convert;
+    rayon::in_place_scope(|scope| {
+        let (sender, results) = std::sync::mpsc::channel();
+        let mut decoded = InOrder {
+            name,
+            results,
+            waiting: std::collections::BTreeMap::new(),
+            in_flight: 0,
+            next: 0,
+            out,
+        };
+        let (mut scanned, mut batches, mut done) = (0, 0, false);
+        while !done {
+            let batch = match scan_batch(sc, name, &mut done) {
+                Ok(batch) => batch,
+                Err(e) => {
+                    // An element before the malformed one that does not decode is the
+                    // first error in the document.
+                    decoded.drain()?;
+                    return Err(e);
                 }
-                _ => {
-                    return Err(malformed(ScanError(format!(
-                        "{name}: expected `,` or `]` after an element"
-                    ))))
+            };
+            let (first, number, sender) = (scanned, batches, sender.clone());
+            scanned += batch.ranges.len();
+            batches += 1;
+            scope.spawn(move |_| {
+                let entries = batch.decode(convert);
+                // Unheard only when an earlier batch's error ended the array.
+                let _ = sender.send((number, Decoded { first, entries }));
+            });
+            decoded.in_flight += 1;
+            if decoded.in_flight >= BATCHES_IN_FLIGHT {
+                decoded.take_one()?;
+            }
+        }
+        decoded.drain()?;
+        Ok(decoded.out)
+    })
+}
+
+/// An array's decoded batches, put back in document order as they come.
+struct InOrder<U> {
+    name: &'static str,
+    /// Each batch by its number, once decoded.
+    results: std::sync::mpsc::Receiver<(usize, Decoded<U>)>,
+    /// Batches decoded before one that comes before them.
+    waiting: std::collections::BTreeMap<usize, Decoded<U>>,
+    /// Batches handed to the pool and not yet received.
+    in_flight: usize,
+    /// The number of the next batch to append.
+    next: usize,
+    out: Vec<Entry<U>>,
+}
+
+impl<U> InOrder<U> {
+    /// Waits for one more batch, then appends every batch now in order; an element that
+    /// did not decode ends the array with its error.
+    fn take_one(&mut self) -> Result<(), SnapshotError> {
+        let (number, batch) = self
+            .results
+            .recv()
+            .expect("a decoding task always sends its batch");
+        self.in_flight -= 1;
+        self.waiting.insert(number, batch);
+        while let Some(Decoded { first, entries }) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            for (i, e) in entries.into_iter().enumerate() {
+                match e {
+                    Ok(e) => self.out.push(e),
+                    Err((field, message)) => {
+                        return Err(SnapshotError::at(self.name, first + i, &field, message))
+                    }
                 }
             }
         }
-        let window = sc.window();
-        let decoded: Vec<Result<Entry<U>, (String, String)>> = batch
+        Ok(())
+    }
+
+    /// Takes every batch still in flight.
+    fn drain(&mut self) -> Result<(), SnapshotError> {
+        while self.in_flight > 0 {
+            self.take_one()?;
+        }
+        Ok(())
+    }
+}
+
+/// Batches of one array decoding at once, at most: enough for the scanner to stay ahead
+/// of the pool, few enough to bound the copies held.
+const BATCHES_IN_FLIGHT: usize = 3;
+
+/// A batch's decoded elements, and the index of its first in the array.
+struct Decoded<U> {
+    first: usize,
+    entries: Vec<Result<Entry<U>, (String, String)>>,
+}
+
+/// The elements of one batch: a copy of the bytes they span, and where each lies in it.
+struct Batch {
+    bytes: Vec<u8>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl Batch {
+    /// Decodes the elements on every core, in order; tasks of [`TASK_ELEMENTS`] share a
+    /// [`NumberMemo`].
+    fn decode<T, U>(
+        &self,
+        convert: &(impl Fn(T, &mut NumberMemo) -> Result<U, (String, String)> + Sync),
+    ) -> Vec<Result<Entry<U>, (String, String)>>
+    where
+        T: DeserializeOwned,
+        U: Send,
+    {
+        self.ranges
             .par_chunks(TASK_ELEMENTS)
             .flat_map_iter(|task| {
                 let mut memo = NumberMemo::default();
                 task.iter()
-                    .map(|r| match entry_from_raw::<T>(&window[r.clone()])? {
+                    .map(|r| match entry_from_raw::<T>(&self.bytes[r.clone()])? {
                         Entry::Upsert(t) => convert(t, &mut memo).map(Entry::Upsert),
                         Entry::Delete(id) => Ok(Entry::Delete(id)),
                     })
                     .collect::<Vec<_>>()
             })
-            .collect();
-        let first = out.len();
-        for (i, e) in decoded.into_iter().enumerate() {
-            match e {
-                Ok(e) => out.push(e),
-                Err((field, message)) => {
-                    return Err(SnapshotError::at(name, first + i, &field, message))
-                }
+            .collect()
+    }
+}
+
+/// Finds the next batch of elements of the array `name` (at most [`BATCH_ELEMENTS`]
+/// spanning [`BATCH_BYTES`], but for one long element), copies them out of the window
+/// and drops them from it. Sets `done` at the array's closing bracket.
+fn scan_batch<R: Read>(
+    sc: &mut Scanner<R>,
+    name: &str,
+    done: &mut bool,
+) -> Result<Batch, SnapshotError> {
+    let mut ranges = Vec::with_capacity(BATCH_ELEMENTS);
+    let mut bytes = 0;
+    while !*done && ranges.len() < BATCH_ELEMENTS && bytes < BATCH_BYTES {
+        let v = sc.value().map_err(malformed)?;
+        bytes += v.len();
+        ranges.push(v);
+        match sc.peek().map_err(malformed)? {
+            Some(b',') => sc.expect(b',').map_err(malformed)?,
+            Some(b']') => {
+                sc.expect(b']').map_err(malformed)?;
+                *done = true;
+            }
+            _ => {
+                return Err(malformed(ScanError(format!(
+                    "{name}: expected `,` or `]` after an element"
+                ))))
             }
         }
-        sc.compact();
     }
-    Ok(out)
+    // The elements lie in order in the window: one copy from the first one's start to
+    // the last one's end.
+    let start = ranges.first().map_or(0, |r| r.start);
+    let end = ranges.last().map_or(0, |r| r.end);
+    let batch = Batch {
+        bytes: sc.window()[start..end].to_vec(),
+        ranges: ranges
+            .into_iter()
+            .map(|r| r.start - start..r.end - start)
+            .collect(),
+    };
+    sc.compact();
+    Ok(batch)
 }
 
 /// One array element, parsed straight into its record type; only an element that does

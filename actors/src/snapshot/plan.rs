@@ -8,7 +8,7 @@ use super::validate::Checker;
 use super::{Counts, Entry, ImportPlan, KeyDirectory, PackedUpserts, Snapshot, SnapshotError};
 use crate::model::*;
 use crate::phone::NumberMemo;
-use crate::state::WorkspaceState;
+use crate::state::{SearchBuild, WorkspaceState};
 use crate::store::ChangeSet;
 use crate::time::Stamp;
 use rayon::prelude::*;
@@ -27,8 +27,10 @@ pub fn plan_import(
     current: Option<&WorkspaceState>,
     mut snap: Snapshot,
     keys: &dyn KeyDirectory,
-    build_next: bool,
+    build_next: impl Into<BuildNext>,
 ) -> Result<ImportPlan, SnapshotError> {
+    let build_next = build_next.into();
+    let began = std::time::Instant::now();
     let workspace = snap
         .workspace
         .clone()
@@ -58,6 +60,7 @@ pub fn plan_import(
         }
     };
     let completed = Checker::new(state, keys, &snap)?.check(&snap)?;
+    let validated = began.elapsed();
     // Candidate rows parsed before the workspace (or none) are normalised now, with the
     // region the workspace will have.
     let region = workspace
@@ -202,37 +205,26 @@ pub fn plan_import(
             .filter(|(k, id)| state.holds(*k, id))
             .count();
 
-    // The next state, unless the caller only needs the change set (some tests).
-    let next = build_next.then(|| {
-        let mut next = state.clone();
-        // A bulk import builds the sync orders and search indexes once, not row by row.
-        let changed = changes.upserts.len() + packed.len() + changes.deletes.len();
-        let held = state.candidates.len() + state.contacts.len() + state.companies.len();
-        let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
-        if bulk {
-            next.begin_bulk();
+    // The next state, unless the caller only needs the change set (some tests). Into a
+    // workspace that holds nothing, nothing the import writes derives changes or
+    // tombstones from what was there, so the state can wait for the commit to build.
+    let holds_nothing =
+        state.position == 0 && state.stored_records() == 0 && state.tombstones.is_empty();
+    let (next, next_base) = match build_next {
+        BuildNext::No => (None, None),
+        BuildNext::WhileCommitting if holds_nothing => (None, Some(state.clone())),
+        BuildNext::Now | BuildNext::WhileCommitting => {
+            let next = next_state(
+                SearchBuild::Together,
+                state.clone(),
+                &workspace,
+                changes.upserts.iter().cloned(),
+                &packed,
+                &changes.deletes,
+            );
+            (Some(next), None)
         }
-        next.set_workspace(workspace.clone());
-        for r in changes.upserts.iter().cloned() {
-            next.put(r);
-        }
-        for c in &packed.candidates {
-            next.put_candidate_rec(c.clone());
-        }
-        for n in &packed.notes {
-            next.put_note(n.clone());
-        }
-        for a in &packed.attachments {
-            next.put_attachment_rec(a.clone());
-        }
-        for (k, id) in &changes.deletes {
-            next.delete(*k, id);
-        }
-        if bulk {
-            next.end_bulk();
-        }
-        next
-    });
+    };
 
     // What the API shows of records the import does not write, but which show something
     // of records it does (a company's name on its jobs, a user on candidate rows, …).
@@ -277,16 +269,86 @@ pub fn plan_import(
     // positions were kept reads 0 with records, hence the count).
     changes.fresh = current.is_none_or(|c| c.position == 0 && c.stored_records() == 0);
 
+    tracing::debug!(
+        validate_ms = validated.as_millis() as u64,
+        plan_ms = began.elapsed().as_millis() as u64,
+        next_built = next.is_some(),
+        "import planned"
+    );
     Ok(ImportPlan {
         workspace,
         changes,
         packed,
         blobs,
         next,
+        next_base,
         upserted,
         deleted,
         records_after,
     })
+}
+
+/// `base` (the workspace as it stands) with an import's records written into it: the
+/// small kinds' `upserts` (taken one by one, so that a caller who owns them never holds
+/// them twice), the `packed` ones, then the `deletes`. A bulk import builds the
+/// sync orders and search indexes once, not row by row.
+pub(super) fn next_state(
+    search: SearchBuild,
+    mut next: WorkspaceState,
+    workspace: &Workspace,
+    upserts: impl ExactSizeIterator<Item = Record>,
+    packed: &PackedUpserts,
+    deletes: &[(RecordKind, String)],
+) -> WorkspaceState {
+    let changed = upserts.len() + packed.len() + deletes.len();
+    let held = next.candidates.len() + next.contacts.len() + next.companies.len();
+    let bulk = changed >= BULK_IMPORT_RECORDS && changed * 4 >= held;
+    if bulk {
+        next.begin_bulk();
+    }
+    next.set_workspace(workspace.clone());
+    for r in upserts {
+        next.put(r);
+    }
+    for c in &packed.candidates {
+        next.put_candidate_rec(c.clone());
+    }
+    for n in &packed.notes {
+        next.put_note(n.clone());
+    }
+    for a in &packed.attachments {
+        next.put_attachment_rec(a.clone());
+    }
+    for (k, id) in deletes {
+        next.delete(*k, id);
+    }
+    if bulk {
+        next.end_bulk_with(search);
+    }
+    next
+}
+
+/// Whether, and when, an import's plan builds the workspace state after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildNext {
+    /// Not at all: the caller needs only the change set.
+    No,
+    /// With the plan.
+    Now,
+    /// While the change set is committed (`ImportPlan::apply`), where nothing the import
+    /// derives depends on it: into a workspace that holds nothing. With the plan
+    /// otherwise.
+    WhileCommitting,
+}
+
+impl From<bool> for BuildNext {
+    fn from(now: bool) -> Self {
+        if now {
+            BuildNext::Now
+        } else {
+            BuildNext::No
+        }
+    }
 }
 
 /// Moves one array's packed entries into `into` (upserts) and the change set

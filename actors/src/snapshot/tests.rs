@@ -756,3 +756,106 @@ fn a_keys_creator_must_be_an_owner_or_administrator() {
         1
     );
 }
+
+/// Into a workspace that holds nothing, the state after an import is built while the
+/// commit runs, and is the state the plan would have built; what the caller runs beside
+/// the commit gets that state. Into one that holds records, it is built with the plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_built_while_committing_is_the_one_planned() {
+    use crate::env::ActorEnv;
+    use crate::keys::KeyRing;
+    use crate::store::{MemoryBlobs, MemoryStore};
+    let doc = serde_json::to_vec(&example()).unwrap();
+    let planned = plan(&example()).unwrap().next.unwrap();
+    let deferred = plan_import(
+        None,
+        parse_slice(&doc).unwrap(),
+        &NoKeys,
+        BuildNext::WhileCommitting,
+    )
+    .unwrap();
+    assert!(deferred.next.is_none() && deferred.next_base.is_some());
+    let env = ActorEnv::new(
+        MemoryStore::new(),
+        Arc::new(MemoryBlobs::default()),
+        Arc::new(KeyRing::default()),
+    );
+    let (applied, beside) = deferred
+        .apply_beside(&env, uuid::Uuid::new_v4(), |next| next.describe())
+        .await
+        .unwrap();
+    let next = applied.next.expect("built");
+    assert_eq!(next.describe(), planned.describe());
+    assert_eq!(beside, Some(planned.describe()));
+    assert_eq!(applied.report.records, planned.stored_records());
+
+    let again = plan_import(
+        Some(&next),
+        parse_slice(&doc).unwrap(),
+        &NoKeys,
+        BuildNext::WhileCommitting,
+    )
+    .unwrap();
+    assert!(again.next.is_some() && again.next_base.is_none());
+}
+
+/// An array of many batches (a few elements each in tests) is decoded in order, and its
+/// first error in the document is the one reported, whichever batch finished first:
+/// a field that does not decode before a malformed element, the malformed element
+/// before a later bad field.
+#[test]
+fn arrays_of_many_batches_keep_their_order_and_their_first_error() {
+    let notes = |n: usize| -> Vec<Value> {
+        let template = example()["notes"][0].clone();
+        (0..n)
+            .map(|i| {
+                let mut note = template.clone();
+                note["id"] = json!(uuid::Uuid::from_u128(0x1000 + i as u128));
+                note
+            })
+            .collect()
+    };
+    let doc = |notes: &[Value], malformed_at: Option<usize>| -> Vec<u8> {
+        let mut v = example();
+        v["notes"] = json!([]);
+        let text = serde_json::to_string(&v).unwrap();
+        let elements: Vec<String> = notes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match malformed_at {
+                // No comma after it: the scanner's error, not a decoder's.
+                Some(at) if at == i => format!("{n} x"),
+                _ => n.to_string(),
+            })
+            .collect();
+        text.replacen(
+            "\"notes\":[]",
+            &format!("\"notes\":[{}]", elements.join(",")),
+            1,
+        )
+        .into_bytes()
+    };
+    let many = notes(20);
+    let snap = parse_slice(&doc(&many, None)).unwrap();
+    let ids: Vec<uuid::Uuid> = snap
+        .notes
+        .iter()
+        .map(|e| e.upsert().expect("an upsert").id())
+        .collect();
+    let want: Vec<uuid::Uuid> = (0..20).map(|i| uuid::Uuid::from_u128(0x1000 + i)).collect();
+    assert_eq!(ids, want);
+
+    let mut bad_field = many.clone();
+    bad_field[5]["is_private"] = json!("perhaps");
+    let e = parse_slice(&doc(&bad_field, Some(17))).unwrap_err();
+    assert_eq!(place(&e), (Some("notes"), Some(5), Some("is_private")));
+    let mut late = many.clone();
+    late[17]["is_private"] = json!("perhaps");
+    let e = parse_slice(&doc(&late, Some(11))).unwrap_err();
+    assert!(
+        e.message.starts_with("not a valid snapshot document"),
+        "{e}"
+    );
+    let e = parse_slice(&doc(&late, None)).unwrap_err();
+    assert_eq!(place(&e), (Some("notes"), Some(17), Some("is_private")));
+}
