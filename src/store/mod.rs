@@ -276,25 +276,41 @@ pub(crate) struct ImportTransaction {
     pub last: bool,
 }
 
-/// The transactions of an import of `upserts` upserts and `deletes` deletes, at most
-/// `size` records each: upserts before deletes, as in one transaction.
+/// The transactions of an import of `upserts` upserts and `deletes` deletes, each of at
+/// most as many records as `size` says when it is cut: upserts before deletes, as in
+/// one transaction.
 pub(crate) fn import_transactions(
     upserts: usize,
     deletes: usize,
-    size: usize,
+    mut size: impl FnMut() -> usize,
 ) -> impl Iterator<Item = ImportTransaction> {
-    let runs = |n: usize| (0..n).step_by(size).map(move |at| at..(at + size).min(n));
-    runs(upserts)
-        .map(|r| (r, 0..0))
-        .chain(runs(deletes).map(|r| (0..0, r)))
-        .chain(std::iter::once((0..0, 0..0)))
-        .enumerate()
-        .map(move |(i, (upserts, deletes))| ImportTransaction {
-            last: upserts.is_empty() && deletes.is_empty(),
+    let (mut upserted, mut deleted, mut first, mut done) = (0, 0, true, false);
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut run = |at: &mut usize, of: usize| {
+            let run = *at..(*at + size().max(1)).min(of);
+            *at = run.end;
+            run
+        };
+        let (upserts, deletes) = if upserted < upserts {
+            (run(&mut upserted, upserts), 0..0)
+        } else if deleted < deletes {
+            (0..0, run(&mut deleted, deletes))
+        } else {
+            done = true;
+            (0..0, 0..0)
+        };
+        let tx = ImportTransaction {
             upserts,
             deletes,
-            first: i == 0,
-        })
+            first,
+            last: done,
+        };
+        first = false;
+        Some(tx)
+    })
 }
 
 /// Rebuilds a workspace description from its columns.

@@ -8,9 +8,10 @@
 //! connection. Deletes use the same shape (`DELETE … USING UNNEST(…)`). Records go out
 //! in primary-key order (`in_key_order`), and an upsert that would not change a body
 //! does not write a new row version, so re-importing a snapshot costs little more than
-//! reading it. An import commits in transactions of a few hundred records, so that its
-//! WAL is flushed as it goes rather than by the commits of other workspaces
-//! (`commit_import`); only the last of each call waits for its flush. Alone
+//! reading it. An import commits in transactions of a few hundred records while other
+//! commits run, so that its WAL is flushed as it goes rather than by the commits of
+//! other workspaces, and of a few thousand while none do (`commit_import`); only the
+//! last of each call waits for its flush. Alone
 //! (`ImportPacing::Alone`: `recruitd import`), it commits a part per transaction.
 //!
 //! # Body type
@@ -32,7 +33,8 @@ use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// Rows per upsert statement: large enough that round trips do not matter, small enough
@@ -49,6 +51,12 @@ const DELETE_CHUNK: usize = 5000;
 /// every page's first change is logged whole), which is what a commit of another
 /// workspace may have to flush with its own. The import takes no longer for it.
 const IMPORT_TX_RECORDS: usize = 250;
+/// Records per import transaction while no other commit has run for `QUIET`: with no
+/// commit to flush the import's WAL, larger transactions cost nothing to anyone, and a
+/// million people's import runs 25,000 fewer of them (114 -> 84 s through the admin
+/// interface).
+const QUIET_IMPORT_TX_RECORDS: usize = 5_000;
+const QUIET: Duration = Duration::from_secs(1);
 
 /// What one transaction of `write_part` writes.
 struct Part<'a> {
@@ -115,8 +123,12 @@ pub struct PostgresStore {
     /// statement answers, then the transaction that carries it; cleared once the outcome
     /// is known.
     in_flight: Mutex<HashMap<Uuid, InFlight>>,
-    /// Records per import transaction (`paced`).
+    /// Records per import transaction (`paced`) while other commits run beside it.
     import_tx_records: usize,
+    /// When the last commit other than an import's ran, in milliseconds since `opened`
+    /// (`u64::MAX`: none yet).
+    last_commit_beside: AtomicU64,
+    opened: Instant,
 }
 
 /// Where a batch's commit is: enough to wait for it, end it and ask how it ended.
@@ -223,6 +235,8 @@ impl PostgresStore {
             pool,
             in_flight: Mutex::new(HashMap::new()),
             import_tx_records: IMPORT_TX_RECORDS,
+            last_commit_beside: AtomicU64::new(u64::MAX),
+            opened: Instant::now(),
         })
     }
 
@@ -845,6 +859,8 @@ impl Store for PostgresStore {
         if changes.is_empty() {
             return Ok(());
         }
+        let now = self.opened.elapsed().as_millis() as u64;
+        self.last_commit_beside.store(now, Ordering::Relaxed);
         self.write_changes(workspace, changes).await
     }
 
@@ -858,16 +874,29 @@ impl Store for PostgresStore {
     /// lets hundreds of megabytes gather and then writes them in one burst that every
     /// WAL flush on the disk waits behind (measured: 350 MB at once, half-second
     /// commits); `backend_flush_after` makes it start their write-back every 256 kB,
-    /// for its transactions only. The workspace row goes first (a workspace whose first import failed
+    /// for its transactions only. While no other commit has run for a second, the
+    /// import's transactions are larger (`QUIET_IMPORT_TX_RECORDS`): there is no commit
+    /// to flush their WAL, and the next one to come waits for at most one of them
+    /// before the import's transactions are small again. The workspace row goes first (a workspace whose first import failed
     /// part way is still found and loaded), the mark and keys last. Every transaction is
     /// tracked under the batch, so `committed` settles whichever is in doubt.
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
-            return self.commit(workspace, changes).await;
+            return self.write_changes(workspace, changes).await;
         }
         let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
-        for tx in import_transactions(upserts.len(), deletes.len(), self.import_tx_records) {
+        let size = || {
+            let last = self.last_commit_beside.load(Ordering::Relaxed);
+            let now = self.opened.elapsed().as_millis() as u64;
+            let quiet = last == u64::MAX || now.saturating_sub(last) >= QUIET.as_millis() as u64;
+            if quiet {
+                self.import_tx_records.max(QUIET_IMPORT_TX_RECORDS)
+            } else {
+                self.import_tx_records
+            }
+        };
+        for tx in import_transactions(upserts.len(), deletes.len(), size) {
             self.write_tracked(
                 workspace,
                 Part {

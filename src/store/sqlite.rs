@@ -828,7 +828,7 @@ impl Store for SqliteStore {
             .collect();
         deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
         let transactions =
-            import_transactions(upserts.len(), deletes.len(), self.import_tx_records);
+            import_transactions(upserts.len(), deletes.len(), || self.import_tx_records);
         for (i, tx) in transactions.enumerate() {
             if self
                 .import_fold_every

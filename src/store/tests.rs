@@ -975,9 +975,46 @@ async fn postgres_imports_let_other_commits_through() {
     }
 }
 
+/// PostgreSQL cuts an import into transactions of a few thousand records while no other
+/// commit has run for a second (each that writes records moves the position by one), and of a
+/// few hundred as soon as one has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_imports_in_large_transactions_only_while_nothing_else_commits() {
+    let Some(b) = Backend::postgres().await else {
+        return;
+    };
+    let store = b.open().await;
+    let import = |name: &str, n: usize| ChangeSet {
+        workspace: Some(workspace(WS, "Northwind")),
+        upserts: (0..n).map(|_| candidate(Uuid::new_v4(), name)).collect(),
+        batch: Some(Uuid::new_v4()),
+        ..ChangeSet::default()
+    };
+    let seq = async || store.position(ws(WS)).await.unwrap().seq;
+    store
+        .commit_import(ws(WS), &import("quiet", 6_000))
+        .await
+        .unwrap();
+    // Two transactions of records (the mark's, which writes none, moves nothing).
+    assert_eq!(seq().await, 2);
+    let other = ChangeSet {
+        workspace: Some(workspace(WS2, "Other")),
+        upserts: vec![candidate(Uuid::new_v4(), "beside")],
+        ..ChangeSet::default()
+    };
+    store.commit(ws(WS2), &other).await.unwrap();
+    store
+        .commit_import(ws(WS), &import("busy", 1_000))
+        .await
+        .unwrap();
+    // Four of 250.
+    assert_eq!(seq().await, 2 + 4);
+    b.cleanup().await;
+}
+
 #[test]
 fn imports_split_into_transactions_upserts_then_deletes_then_the_mark() {
-    let txs: Vec<_> = import_transactions(1200, 300, 500)
+    let txs: Vec<_> = import_transactions(1200, 300, || 500)
         .map(|t| (t.upserts, t.deletes, t.first, t.last))
         .collect();
     assert_eq!(
@@ -990,10 +1027,25 @@ fn imports_split_into_transactions_upserts_then_deletes_then_the_mark() {
             (0..0, 0..0, false, true),
         ]
     );
-    let only_mark: Vec<_> = import_transactions(0, 0, 500)
+    let only_mark: Vec<_> = import_transactions(0, 0, || 500)
         .map(|t| (t.first, t.last))
         .collect();
     assert_eq!(only_mark, vec![(true, true)]);
+    // Each transaction as large as the size asked for when it is cut.
+    let mut sizes = [2, 5, 1].into_iter().cycle();
+    let varying: Vec<_> = import_transactions(7, 3, || sizes.next().unwrap())
+        .map(|t| (t.upserts, t.deletes))
+        .collect();
+    assert_eq!(
+        varying,
+        vec![
+            (0..2, 0..0),
+            (2..7, 0..0),
+            (0..0, 0..1),
+            (0..0, 1..3),
+            (0..0, 0..0)
+        ]
+    );
 }
 
 /// A large import folds the WAL into the database file as it goes, even while other
