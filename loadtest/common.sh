@@ -2,7 +2,8 @@
 # defaults): the build, a temporary data dir removed on exit, a fresh PostgreSQL database
 # when STORE names a server, and starting and stopping one recruitd.
 #
-# Expects: OUT, STORE, API_PORT, ADMIN_PORT, CARGO_TARGET_DIR (set by the caller).
+# Expects: OUT, API_PORT, ADMIN_PORT, CARGO_TARGET_DIR (set by the caller); STORE for
+# lt_fresh_database.
 # Sets: OUT (made absolute), BIN, DATA, server_pid, store (the store arguments).
 
 mkdir -p "$OUT"

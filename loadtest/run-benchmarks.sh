@@ -32,10 +32,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 if [ "${QUICK:-0}" = 1 ]; then long=3 short=2 warm_long=1 warm_short=1; MIXED_SECS="${MIXED_SECS:-5}"
 else long=60 short=30 warm_long=10 warm_short=5; MIXED_SECS="${MIXED_SECS:-600}"; fi
 
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-cargo build --release -p recruitd -p recruitd-loadtest
-BIN="$CARGO_TARGET_DIR/release"
+source loadtest/common.sh
 
 # The baseline's database (its own, so the schema it replaces disturbs nothing else).
 pg_db="${PG_URL##*/}"
@@ -44,15 +41,8 @@ if ! psql "$pg_server" -Atc "SELECT 1 FROM pg_database WHERE datname = '$pg_db'"
   psql "$pg_server" -c "CREATE DATABASE \"$pg_db\""
 fi
 
-DATA="$(mktemp -d)"
-server_pid=""
 sampler_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  if [ -n "$sampler_pid" ]; then kill "$sampler_pid" 2>/dev/null || true; fi
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
+trap 'if [ -n "$sampler_pid" ]; then kill "$sampler_pid" 2>/dev/null || true; fi; lt_cleanup' EXIT
 
 workers=()
 if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
@@ -60,7 +50,7 @@ if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
   --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" "${workers[@]}" \
   >"$OUT/server.out" 2>"$OUT/server.log" &
 server_pid=$!
-for _ in $(seq 1 100); do [ -s "$DATA/admin-token" ] && [ -s "$DATA/tls/cert.pem" ] && break; sleep 0.1; done
+lt_wait_started
 
 # What else the machine did meanwhile: load average and the busiest processes; and the
 # server's resident memory.

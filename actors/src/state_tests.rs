@@ -235,3 +235,41 @@ fn the_indexes_answer_what_the_records_say() {
     let files = state.attachments_of(&[(ParentType::Candidate, id(50))], 10);
     assert_eq!(files.total, 1);
 }
+
+/// Every key of both search indexes with its owners (sorted), base and delta alike.
+fn index_contents(s: &WorkspaceState) -> Vec<(&'static str, Vec<u8>, Vec<Owner>)> {
+    let mut out = Vec::new();
+    s.search.phone.for_each_with_prefix(b"", |key, owners| {
+        let mut owners = owners.to_vec();
+        owners.sort();
+        out.push(("phone", key.to_vec(), owners));
+    });
+    s.search.email.for_each_with_prefix(b"", |key, owners| {
+        let mut owners = owners.to_vec();
+        owners.sort();
+        out.push(("email", key.to_vec(), owners));
+    });
+    out.sort();
+    out
+}
+
+/// A bulk fill's search indexes, built on two threads or one after the other, hold
+/// every key and owner that putting the records one by one gives.
+#[test]
+fn search_indexes_built_together_or_in_turn_are_those_of_puts_one_by_one() {
+    let (w, records) = records();
+    let mut one_by_one = WorkspaceState::new(w.clone());
+    apply(&mut one_by_one, records.iter().cloned().map(Ok).collect());
+    let want = index_contents(&one_by_one);
+    assert!(want.iter().any(|(kind, _, _)| *kind == "phone"));
+    assert!(want
+        .iter()
+        .any(|(kind, _, owners)| *kind == "email" && owners.len() == 1));
+    for how in [SearchBuild::Together, SearchBuild::OneAfterTheOther] {
+        let mut bulk = WorkspaceState::new(w.clone());
+        bulk.begin_bulk();
+        apply(&mut bulk, records.iter().cloned().map(Ok).collect());
+        bulk.end_bulk_with(how);
+        assert_eq!(index_contents(&bulk), want, "{how:?}");
+    }
+}
