@@ -95,8 +95,16 @@ fn feed_answer(c: &mut Criterion) {
     let cache = PartCache::default();
     let all = Entity::ALL;
     let answer = |since: FeedPoint| {
-        rt.block_on(feed_page(&*store, &cache, &ws, since, &all, 500))
-            .unwrap()
+        rt.block_on(feed_page(
+            &*store,
+            &cache,
+            &ws,
+            since,
+            &all,
+            500,
+            Vec::new(),
+        ))
+        .unwrap()
     };
     let first = answer(FeedPoint::at(0));
     assert_eq!(first.changes, 500);

@@ -11,12 +11,15 @@
 //!   client the CLI reaches a running server with.
 //! - [`cli`]: the command line (`serve`, `import`, `key`, `generate`), the offline
 //!   commands and the demo.
+//! - [`cluster`]: several nodes on one PostgreSQL store: membership by leases in the
+//!   store, what each node holds, placement by rendezvous hashing, the cluster view.
 //! - [`store`]: the sqlx adapters of the Store port (SQLite, PostgreSQL), the store lock,
 //!   and the blob store on disk.
 //! - [`generate`]: the synthetic-data generator behind `recruitd generate` and the demo.
 
 pub mod admin;
 pub mod cli;
+pub mod cluster;
 pub mod generate;
 pub mod http;
 pub mod server;

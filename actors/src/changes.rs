@@ -580,7 +580,7 @@ fn parts_to_read(wanted: usize, parts: usize, entries: usize) -> usize {
 /// in commit order (of the first of its changes in the answer): an upsert with the
 /// record as `GET /v1/{entity}/{id}` gives it when the state shows it, a tombstone
 /// otherwise. Only the log up to the state's own position is read, so the answer is
-/// exactly the state's.
+/// exactly the state's. The answer's `data` array is appended to `out`.
 pub async fn feed_page(
     store: &dyn Store,
     cache: &PartCache,
@@ -588,14 +588,103 @@ pub async fn feed_page(
     since: FeedPoint,
     entities: &[Entity],
     limit: usize,
+    out: Vec<u8>,
 ) -> Result<FeedPage, FeedError> {
+    feed_pick(store, cache, ws, since, entities, limit)
+        .await?
+        .render(ws, out)
+}
+
+/// The changes an answer of the feed shows, chosen from the log (the store's part of
+/// [`feed_page`]), before they are rendered ([`Picked::render`], the CPU's part).
+#[derive(Debug)]
+pub struct Picked {
+    /// Each change with its part's commit time.
+    changes: Vec<(Change, i64)>,
+    next: FeedPoint,
+    has_more: bool,
+}
+
+impl Picked {
+    pub fn has_more(&self) -> bool {
+        self.has_more
+    }
+
+    pub fn next(&self) -> FeedPoint {
+        self.next
+    }
+
+    /// The answer, rendered as `ws` (the state the changes were picked from) shows each
+    /// record: the `data` array appended to `out`.
+    ///
+    /// A full page is rendered in two halves on the rayon pool: the answer is the
+    /// longest the API writes record by record, and a client catching up waits for
+    /// each one in turn.
+    pub fn render(&self, ws: &WorkspaceState, mut out: Vec<u8>) -> Result<FeedPage, FeedError> {
+        out.reserve(256 + self.changes.len() * 1024);
+        out.push(b'[');
+        let (first, second) = self
+            .changes
+            .split_at(if self.changes.len() >= RENDER_SPLIT_AT {
+                self.changes.len() / 2
+            } else {
+                self.changes.len()
+            });
+        if second.is_empty() {
+            write_changes(ws, first, &mut out)?;
+        } else {
+            let mut rest = Vec::with_capacity(second.len() * 1024);
+            let (a, b) = rayon::join(
+                || write_changes(ws, first, &mut out),
+                || write_changes(ws, second, &mut rest),
+            );
+            a.and(b)?;
+            out.push(b',');
+            out.extend_from_slice(&rest);
+        }
+        out.push(b']');
+        Ok(FeedPage {
+            data: out,
+            changes: self.changes.len(),
+            next: self.next,
+            has_more: self.has_more,
+        })
+    }
+}
+
+/// Changes from which an answer is rendered in two halves (see [`Picked::render`]).
+const RENDER_SPLIT_AT: usize = 128;
+
+/// `changes`, as the feed shows them, comma-separated.
+fn write_changes(
+    ws: &WorkspaceState,
+    changes: &[(Change, i64)],
+    out: &mut Vec<u8>,
+) -> Result<(), FeedError> {
+    for (n, (change, at)) in changes.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        write_change(ws, change, *at, out)
+            .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
+    }
+    Ok(())
+}
+
+/// The store's part of [`feed_page`]: which changes after `since` the answer shows.
+pub async fn feed_pick(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    entities: &[Entity],
+    limit: usize,
+) -> Result<Picked, FeedError> {
     if since.position > ws.position {
         return Err(FeedError::Ahead);
     }
-    // The changes the answer shows, each with its part's commit time: chosen first,
-    // then rendered (`render`).
     let mut picked: Vec<(Change, i64)> = Vec::with_capacity(limit.min(1024));
-    let mut seen: HashSet<Change> = HashSet::new();
+    let mut seen: HashSet<Change, foldhash::fast::RandomState> = HashSet::default();
     let mut after = since.read_after();
     let mut skip = (since.index != WHOLE_PART).then_some((since.position, since.part, since.index));
     let mut next = since;
@@ -653,7 +742,11 @@ pub async fn feed_page(
                         .map_err(FeedError::Store)?
                         .parts
                         .is_empty();
-                return render(ws, &picked, next, more);
+                return Ok(Picked {
+                    changes: picked,
+                    next,
+                    has_more: more,
+                });
             }
             next = FeedPoint {
                 position: part.position,
@@ -677,31 +770,10 @@ pub async fn feed_page(
         after = (part.position, part.part);
     }
     // Read to the state's position: the next answer starts after all of it.
-    render(ws, &picked, FeedPoint::at(ws.position), false)
-}
-
-/// The answer: `picked` rendered as the state shows each record.
-fn render(
-    ws: &WorkspaceState,
-    picked: &[(Change, i64)],
-    next: FeedPoint,
-    has_more: bool,
-) -> Result<FeedPage, FeedError> {
-    let mut data = Vec::with_capacity(256 + picked.len() * 1024);
-    data.push(b'[');
-    for (n, (change, at)) in picked.iter().enumerate() {
-        if n > 0 {
-            data.push(b',');
-        }
-        write_change(ws, change, *at, &mut data)
-            .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
-    }
-    data.push(b']');
-    Ok(FeedPage {
-        data,
-        changes: picked.len(),
-        next,
-        has_more,
+    Ok(Picked {
+        changes: picked,
+        next: FeedPoint::at(ws.position),
+        has_more: false,
     })
 }
 
@@ -941,25 +1013,50 @@ mod tests {
         }
         let mut ws = ws;
         ws.position = 3;
-        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 100)
-            .await
-            .unwrap();
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            100,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         // Tasks the state does not hold: shown as tombstones, each once.
         assert_eq!(page.changes, 3);
         assert_eq!(page.next, FeedPoint::at(3));
         assert!(!page.has_more);
-        let two = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 2)
-            .await
-            .unwrap();
+        let two = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            2,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(two.changes, 2);
         assert!(two.has_more);
-        let rest = feed_page(&*store, &cache, &ws, two.next, &Entity::ALL, 2)
+        let rest = feed_page(&*store, &cache, &ws, two.next, &Entity::ALL, 2, Vec::new())
             .await
             .unwrap();
         assert_eq!(rest.changes, 1);
         assert!(!rest.has_more);
         assert!(matches!(
-            feed_page(&*store, &cache, &ws, FeedPoint::at(4), &Entity::ALL, 10).await,
+            feed_page(
+                &*store,
+                &cache,
+                &ws,
+                FeedPoint::at(4),
+                &Entity::ALL,
+                10,
+                Vec::new()
+            )
+            .await,
             Err(FeedError::Ahead)
         ));
         store
@@ -967,13 +1064,30 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(
-            feed_page(&*store, &cache, &ws, FeedPoint::at(2), &Entity::ALL, 10).await,
+            feed_page(
+                &*store,
+                &cache,
+                &ws,
+                FeedPoint::at(2),
+                &Entity::ALL,
+                10,
+                Vec::new()
+            )
+            .await,
             Err(FeedError::Pruned)
         ));
         // At the pruned point itself nothing is missing.
-        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(3), &Entity::ALL, 10)
-            .await
-            .unwrap();
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(3),
+            &Entity::ALL,
+            10,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(page.changes, 0);
     }
 
@@ -994,36 +1108,67 @@ mod tests {
         store.commit(ws.id(), &Default::default()).await.unwrap();
         store.commit(ws.id(), &changes).await.unwrap();
         ws.position = 2;
-        let first = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 3)
-            .await
-            .unwrap();
+        let first = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            3,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!((first.changes, first.has_more), (3, true));
         // The store is down: the rest of the part comes from the cache, in order.
         store.fail.store(true, std::sync::atomic::Ordering::SeqCst);
-        let second = feed_page(&*store, &cache, &ws, first.next, &Entity::ALL, 3)
-            .await
-            .unwrap();
+        let second = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            first.next,
+            &Entity::ALL,
+            3,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!((second.changes, second.has_more), (3, true));
         let shown = String::from_utf8(second.data).unwrap();
         for t in &tasks[3..6] {
             assert!(shown.contains(t.as_str()), "{t} not in {shown}");
         }
         // Past the part's end the store is needed again.
-        assert!(
-            feed_page(&*store, &cache, &ws, second.next, &Entity::ALL, 10)
-                .await
-                .is_err()
-        );
+        assert!(feed_page(
+            &*store,
+            &cache,
+            &ws,
+            second.next,
+            &Entity::ALL,
+            10,
+            Vec::new()
+        )
+        .await
+        .is_err());
         store.fail.store(false, std::sync::atomic::Ordering::SeqCst);
-        let rest = feed_page(&*store, &cache, &ws, second.next, &Entity::ALL, 10)
-            .await
-            .unwrap();
+        let rest = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            second.next,
+            &Entity::ALL,
+            10,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!((rest.changes, rest.has_more), (4, false));
         assert_eq!(rest.next, FeedPoint::at(2));
     }
 
     #[tokio::test]
     async fn a_large_answer_is_rendered_whole_and_in_commit_order() {
+        // 301 changes: rendered in two halves (`RENDER_SPLIT_AT`), joined into one array.
         let store = crate::store::MemoryStore::new();
         let cache = PartCache::default();
         let mut ws = state_at(0);
@@ -1041,9 +1186,17 @@ mod tests {
             ws.position += 1;
         }
         ws.position += 1;
-        let page = feed_page(&*store, &cache, &ws, FeedPoint::at(0), &Entity::ALL, 500)
-            .await
-            .unwrap();
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            500,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!((page.changes, page.has_more), (301, false));
         let shown: Vec<serde_json::Value> = serde_json::from_slice(&page.data).unwrap();
         let ids: Vec<&str> = shown.iter().map(|c| c["id"].as_str().unwrap()).collect();

@@ -15,6 +15,10 @@
 -- multi-shard path and none on a request's: listing the workspaces and loading the API
 -- keys when a node starts, revoking a key by its id, and the advisory lock that keeps
 -- offline writers off a store servers use. `_sqlx_migrations` stays a local table.
+-- The cluster's nodes (`cluster_nodes`) belong to no workspace: a reference table,
+-- copied to every worker. A node's report of its holdings (`cluster_holdings`, once a
+-- second) and the cluster view read and write many workspaces' rows: background and
+-- admin statements, off the request paths.
 SELECT create_distributed_table('workspaces', 'workspace_id');
 SELECT create_distributed_table('records', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('api_keys', 'workspace_id', colocate_with => 'workspaces');
@@ -23,3 +27,5 @@ SELECT create_distributed_table('commit_positions', 'workspace_id', colocate_wit
 SELECT create_distributed_table('change_log', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('tombstones', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('blobs', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('cluster_holdings', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_reference_table('cluster_nodes');

@@ -30,6 +30,36 @@ pub struct AdminState {
     /// Set once the API listener is accepting.
     pub api_accepting: Arc<AtomicBool>,
     pub metrics: Arc<crate::server::metrics::Metrics>,
+    /// This node in the cluster (`GET /admin/v1/cluster`).
+    pub membership: Arc<crate::cluster::Membership>,
+}
+
+/// The workspaces this node holds in memory, each with the position its state stands
+/// at (those still loading hold nothing yet).
+pub fn holdings(registry: &Registry) -> Vec<crate::cluster::Holding> {
+    registry
+        .slots()
+        .into_iter()
+        .filter_map(|(id, slot)| match slot {
+            Slot::Ready(h) => Some((id, h.state().position)),
+            Slot::Loading => None,
+        })
+        .collect()
+}
+
+/// `GET /admin/v1/cluster`: the nodes, and which of them hold and write each workspace.
+async fn cluster(
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+    rid: RequestId,
+) -> Result<HttpResponse, ApiError> {
+    check_token(&req, &state)?;
+    let view = state
+        .membership
+        .view(&holdings(&state.registry))
+        .await
+        .map_err(|e| ApiError::internal(anyhow::anyhow!(e).context("reading the cluster view")))?;
+    Envelope::of(&view)?.respond(rid.as_str())
 }
 
 /// `GET /metrics`: Prometheus text exposition (admin token required, as everywhere here).
@@ -263,6 +293,11 @@ pub fn app(
         .service(
             web::resource("/admin/v1/ready")
                 .route(web::get().to(ready))
+                .default_service(refuse_methods_but("GET")),
+        )
+        .service(
+            web::resource("/admin/v1/cluster")
+                .route(web::get().to(cluster))
                 .default_service(refuse_methods_but("GET")),
         )
         .service(

@@ -235,6 +235,16 @@ pub struct ServeArgs {
     /// checkpoint that matches the store instead of loading every record. 0 keeps none.
     #[arg(long, default_value_t = crate::server::DEFAULT_CHECKPOINT_INTERVAL.as_secs())]
     pub checkpoint_interval: u64,
+    /// This node's name in the cluster of servers on one PostgreSQL store, unique within
+    /// it [default: <hostname>:<listen port>].
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// How the cluster's other nodes reach this node's API [default: https://<listen>].
+    #[arg(long)]
+    pub advertise_url: Option<String>,
+    /// How many nodes hold each workspace in memory (capped by the live nodes).
+    #[arg(long, default_value_t = crate::cluster::DEFAULT_REPLICAS as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub replicas: u64,
 }
 
 /// Prints one line of a command's output. A reader that has gone away (`| head -n1`,

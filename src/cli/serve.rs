@@ -36,6 +36,9 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         ),
         changes_prune_every: actors::changes::PRUNE_EVERY,
         clock: crate::http::signed_urls::Clock::System,
+        node_name: args.node_name,
+        advertise_url: args.advertise_url,
+        replicas: args.replicas as usize,
     };
     // The sockets first: an address in use is found before anything is made.
     let listeners = crate::server::Listeners::bind(&settings)?;

@@ -20,6 +20,19 @@ impl Envelope {
         Envelope(buf)
     }
 
+    /// The start of an envelope's buffer, for data written before the envelope is
+    /// made (see [`Envelope::resume`]).
+    pub fn start() -> Vec<u8> {
+        Envelope::new(0).0
+    }
+
+    /// The envelope whose buffer is `buf`: [`Envelope::start`] and then exactly one JSON
+    /// value, the data.
+    pub fn resume(buf: Vec<u8>) -> Self {
+        debug_assert!(buf.starts_with(b"{\"data\":"));
+        Envelope(buf)
+    }
+
     /// An envelope whose data is `data`, serialised.
     pub fn of<T: Serialize + ?Sized>(data: &T) -> Result<Self, ApiError> {
         let mut e = Envelope::new(256);

@@ -65,6 +65,8 @@ pub struct AppState {
     pub store: Arc<dyn actors::store::Store>,
     /// The change log parts the feed read last (`actors::changes::PartCache`).
     pub log_parts: actors::changes::PartCache,
+    /// Feed pages made before they were asked for (`changes::PagesAhead`).
+    pub pages_ahead: crate::http::changes::PagesAhead,
     /// Signs list cursors and change feed tokens.
     pub cursor_key: CursorKey,
     pub downloads: Downloads,

@@ -22,6 +22,9 @@
 //!   `recruitd_change_log_pruned_parts_total{workspace}`,
 //!   `recruitd_tombstones_pruned_total{workspace}` and
 //!   `recruitd_change_log_prune_duration_seconds{outcome}`: what pruning did.
+//! - `recruitd_feed_pages_ahead_total{outcome}`: feed pages made before they were asked
+//!   for (`http::changes::PagesAhead`), `taken` by the request they were made for or
+//!   `unused` (the workspace changed first, or the client stopped).
 
 use actors::env::{CommitKind, CommitObserver, ReclaimedBy};
 use actors::loader::Loader;
@@ -158,6 +161,7 @@ pub struct Metrics {
     index_delta: Family<IndexLabels, Gauge>,
     connections: ConnectionMetrics,
     log_position: Family<WorkspaceLabels, Gauge>,
+    pages_ahead: Family<OutcomeLabels, Counter>,
     tombstones: Family<WorkspaceLabels, Gauge>,
     log_pruned_through: Family<WorkspaceLabels, Gauge>,
     log_parts: Family<WorkspaceLabels, Gauge>,
@@ -190,6 +194,7 @@ impl Metrics {
             index_delta: Family::default(),
             connections: ConnectionMetrics::default(),
             log_position: Family::default(),
+            pages_ahead: Family::default(),
             tombstones: Family::default(),
             log_pruned_through: Family::default(),
             log_parts: Family::default(),
@@ -304,7 +309,20 @@ impl Metrics {
             "Time to prune one workspace's change log and tombstones, by outcome",
             m.prunes.clone(),
         );
+        registry.register(
+            "recruitd_feed_pages_ahead",
+            "Change feed pages made before they were asked for, by outcome (taken, unused)",
+            m.pages_ahead.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// A feed page made ahead was `taken` by its request, or went `unused`.
+    pub fn page_ahead(&self, taken: bool) {
+        let outcome = if taken { "taken" } else { "unused" };
+        self.pages_ahead
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// Records one workspace's pruning.

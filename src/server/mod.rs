@@ -71,6 +71,10 @@ pub struct Settings {
     pub changes_prune_every: std::time::Duration,
     /// "Now" for signed download URLs (tests use a manual clock to cross an expiry).
     pub clock: Clock,
+    /// `--node-name`, `--advertise-url`, `--replicas` (see `crate::cluster::Identity`).
+    pub node_name: Option<String>,
+    pub advertise_url: Option<String>,
+    pub replicas: usize,
 }
 
 /// `--checkpoint-interval`'s default: a restart after a deploy finds a checkpoint at
@@ -109,6 +113,9 @@ impl Settings {
             ),
             changes_prune_every: actors::changes::PRUNE_EVERY,
             clock: Clock::System,
+            node_name: None,
+            advertise_url: None,
+            replicas: crate::cluster::DEFAULT_REPLICAS,
         }
     }
 }
@@ -147,6 +154,8 @@ pub struct Application {
     store: Arc<dyn Store>,
     /// Writes the checkpoints; once more when both servers have stopped.
     keeper: Option<Arc<Keeper>>,
+    /// This node in the cluster: left once both servers have stopped.
+    membership: Arc<crate::cluster::Membership>,
     pub admin_token: String,
     pub tls_cert_pem: Vec<u8>,
     /// Held while the application runs, so that no offline command writes the store
@@ -189,6 +198,16 @@ impl Application {
         actors::private_files::create_dir(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
         let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
+        let identity = crate::cluster::Identity::new(
+            s.node_name.clone(),
+            s.advertise_url.clone(),
+            s.replicas,
+            listeners.api.local_addr()?,
+        )?;
+        let membership = match s.database_url.as_deref() {
+            Some(url) => crate::cluster::Membership::join(url, identity).await?,
+            None => crate::cluster::Membership::alone(identity),
+        };
         let blobs: Arc<dyn BlobStore> =
             Arc::new(StoreBlobs::new(store.clone(), s.data_dir.join("blobs")));
         let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
@@ -219,6 +238,14 @@ impl Application {
             actix_web::rt::spawn(keeper.clone().run());
         }
         let list = loader.discover().await.context("listing workspaces")?;
+        {
+            let registry = registry.clone();
+            actix_web::rt::spawn(
+                membership
+                    .clone()
+                    .keep_alive(move || admin::holdings(&registry)),
+            );
+        }
         // After discovery, so that the first pruning covers every workspace of the store.
         actix_web::rt::spawn(prune_changes_forever(
             store.clone(),
@@ -260,6 +287,7 @@ impl Application {
             blobs,
             store: store.clone(),
             log_parts: Default::default(),
+            pages_ahead: Default::default(),
             cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
             downloads: Downloads {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
@@ -297,6 +325,7 @@ impl Application {
             token: admin_token.clone(),
             api_accepting,
             metrics,
+            membership: membership.clone(),
         });
         // Signals are the caller's (`stop_on_signals`): several servers may share a
         // process (tests), and actix would stop at once on SIGINT.
@@ -319,6 +348,7 @@ impl Application {
             store_lock,
             store,
             keeper,
+            membership,
             _actors: actors,
             _loading: loading,
         })
@@ -392,6 +422,7 @@ impl Application {
         if let Some(keeper) = &self.keeper {
             keeper.flush(SHUTDOWN_CHECKPOINT_LIMIT).await;
         }
+        self.membership.leave().await;
         // Close the store cleanly, and only then let others write it.
         self.store.close().await;
         self.store_lock.release().await;

@@ -201,7 +201,49 @@ async fn offline_import_is_served(b: Backend) {
     assert_eq!(body["data"], json!({"candidates": 2, "attachments": 2}));
 }
 
+/// A single node is the whole cluster: it holds and writes every workspace, up to date;
+/// the view needs the admin token.
+async fn a_single_node_is_the_whole_cluster(b: Backend) {
+    let app = spawn_app(b).await;
+    app.import_ok(&example()).await;
+    let (s, body) = app.admin(Method::GET, "/admin/v1/cluster", None).await;
+    assert_eq!(s, 200, "{body}");
+    let view = &body["data"];
+    let me = view["node"].as_str().unwrap();
+    assert!(me.contains(':'), "<hostname>:<port> by default: {me}");
+    let nodes = view["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{view}");
+    assert_eq!(nodes[0]["name"], me);
+    assert_eq!(nodes[0]["alive"], true);
+    assert_eq!(nodes[0]["workspaces_held"], 1);
+    assert_eq!(nodes[0]["workspaces_owned"], 1);
+    assert!(nodes[0]["advertise_url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://127.0.0.1:"));
+    assert_eq!(
+        view["workspaces"],
+        json!([{
+            "id": "b2574901-bbf6-5245-9d3f-3dd074396143",
+            "owner": me,
+            "holders": [me],
+            "lag_ms": {me: 0},
+        }])
+    );
+    let res = app
+        .client
+        .get(format!("{}/admin/v1/cluster", app.admin_base))
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = json_of(res).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+    let (s, _) = app.admin(Method::POST, "/admin/v1/cluster", None).await;
+    assert_eq!(s, 405);
+}
+
 store_test!(
+    a_single_node_is_the_whole_cluster,
     ready_and_token,
     import_reports_counts,
     rejected_import_changes_nothing,

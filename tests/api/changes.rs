@@ -937,6 +937,82 @@ async fn create_and_delete_note(app: &TestApp) -> String {
     id
 }
 
+/// A client reading the feed a page at a time is answered from pages made ahead of
+/// its requests, but only while the workspace stands as it did when they were made: a
+/// write between two requests shows in the very next answer.
+async fn pages_made_ahead_answer_only_the_state_they_were_made_from(b: Backend) {
+    let app = app(b).await;
+    let since = token_now(&app).await;
+    let mut notes = Vec::new();
+    for i in 0..4 {
+        let (s, created) = send(
+            &app,
+            Method::POST,
+            "/v1/notes",
+            &json!({"parent_type": "company", "parent_id": FABRIKAM, "body_html": format!("<p>note {i}</p>")}),
+        )
+        .await;
+        assert_eq!(s, 201, "{created}");
+        notes.push(created["data"]["id"].as_str().unwrap().to_string());
+    }
+    let page = |since: &str| format!("/v1/changes?since={since}&limit=1");
+    let (s, first) = app.get(&page(&since), READ_KEY).await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!(first["data"][0]["id"], notes[0].as_str());
+    assert_eq!(first["has_more"], true);
+    // The pages after it are being made now; give them the time to be.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (s, patched) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/notes/{}", notes[1]),
+        &json!({"body_html": "<p>changed</p>"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{patched}");
+    let (s, second) = app
+        .get(&page(first["next_since"].as_str().unwrap()), READ_KEY)
+        .await;
+    assert_eq!(s, 200, "{second}");
+    assert_eq!(second["data"][0]["id"], notes[1].as_str());
+    assert_eq!(
+        second["data"][0]["record"]["body_html"], "<p>changed</p>",
+        "a page made before the write is not the answer after it"
+    );
+    // Unchanged from here on: the pages made ahead are the answers.
+    let taken_before = metric(
+        &app.metrics_text().await,
+        "recruitd_feed_pages_ahead_total{outcome=\"taken\"}",
+    )
+    .unwrap_or(0.0);
+    let mut since = second["next_since"].as_str().unwrap().to_string();
+    let mut rest = Vec::new();
+    loop {
+        // As a client that takes in each answer before it asks again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (s, next) = app.get(&page(&since), READ_KEY).await;
+        assert_eq!(s, 200, "{next}");
+        for c in next["data"].as_array().unwrap() {
+            rest.push(c["id"].as_str().unwrap().to_string());
+        }
+        since = next["next_since"].as_str().unwrap().to_string();
+        if next["has_more"] == false {
+            break;
+        }
+    }
+    assert_eq!(rest, [notes[2].clone(), notes[3].clone(), notes[1].clone()]);
+    let taken = metric(
+        &app.metrics_text().await,
+        "recruitd_feed_pages_ahead_total{outcome=\"taken\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(
+        taken - taken_before >= 2.0,
+        "the pages after the write were made ahead: {taken_before} -> {taken}"
+    );
+    app.stop().await;
+}
+
 /// The `changes_since` of a first list page: a token of now.
 async fn token_now(app: &TestApp) -> String {
     let (_, page) = app.get("/v1/users?limit=1", READ_KEY).await;
@@ -1025,6 +1101,7 @@ async fn retention_prunes_only_what_is_older_than_the_setting(b: Backend) {
 }
 
 store_test!(
+    pages_made_ahead_answer_only_the_state_they_were_made_from,
     retention_prunes_only_what_is_older_than_the_setting,
     writes_deletions_and_derived_changes_reach_the_feed,
     a_mirror_that_follows_the_feed_equals_a_fresh_full_sync,

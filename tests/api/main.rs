@@ -40,6 +40,7 @@ mod build;
 mod changes;
 mod checkpoint;
 mod cli;
+mod cluster;
 mod demo;
 mod docs;
 mod doubt;

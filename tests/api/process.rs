@@ -56,6 +56,16 @@ impl Server {
         backend: &Backend,
         log: Option<&Path>,
     ) -> Server {
+        Self::start_with(data_dir, backend, log, &[]).await
+    }
+
+    /// As [`Server::start_logging`], with `extra` arguments to `serve`.
+    pub(crate) async fn start_with(
+        data_dir: &Path,
+        backend: &Backend,
+        log: Option<&Path>,
+        extra: &[&str],
+    ) -> Server {
         let own_log = tempfile::NamedTempFile::new().unwrap();
         let log_path = log.unwrap_or(own_log.path()).to_path_buf();
         for _ in 0..3 {
@@ -63,6 +73,7 @@ impl Server {
             let mut cmd = command(data_dir, backend);
             cmd.args(["serve", "--listen", &format!("127.0.0.1:{api}")])
                 .args(["--admin-listen", &format!("127.0.0.1:{admin}")])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(&log_path).unwrap())
                 .kill_on_drop(true);

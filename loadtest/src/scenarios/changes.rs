@@ -162,12 +162,7 @@ impl Feed {
             pool,
             rec,
             limit,
-            got: Received {
-                token,
-                mirror: Mirror::default(),
-                deliveries: None,
-                changes: 0,
-            },
+            got: Received::new(token),
             pages: 0,
         }
     }
@@ -189,37 +184,15 @@ impl Feed {
 
     /// Takes in an answer; `None` when it is no usable one. Samples count when `unit`
     /// (default: the request's send) is inside the window.
-    fn take(
-        &mut self,
-        (result, sent, done): Sent,
-        label: &str,
-        unit: Option<Instant>,
-    ) -> Option<Step> {
-        self.pages += 1;
-        let mut step = None;
-        let verdict = match result {
-            Ok(a) if a.status == 200 => {
-                match self.got.take(&a.body, done, self.pages % PARSE_EVERY == 1) {
-                    Ok(s) => {
-                        step = Some(Step {
-                            changes: s.changes,
-                            has_more: s.has_more,
-                        });
-                        match s.problem {
-                            None => Verdict::Ok,
-                            Some(p) => Verdict::Mismatch(p),
-                        }
-                    }
-                    Err(e) => Verdict::Mismatch(format!("feed answer: {e}")),
-                }
-            }
-            Ok(a) => Verdict::Status(a.status, a.error_code()),
-            Err(f) => Verdict::Failed(f.label(), f.to_string()),
-        };
-        let n = step.as_ref().map_or(0, |s| s.changes);
-        self.rec
-            .record_in(label, unit.unwrap_or(sent), sent, done, verdict, n);
-        step
+    fn take(&mut self, answer: Sent, label: &str, unit: Option<Instant>) -> Option<Step> {
+        take_answer(
+            &mut self.got,
+            &mut self.pages,
+            &self.rec,
+            answer,
+            label,
+            unit,
+        )
     }
 
     /// One request from the current token, answered and taken in.
@@ -229,48 +202,104 @@ impl Feed {
     }
 
     /// Reads without waiting until the feed says the client is up to date. The next
-    /// request leaves as soon as an answer's `next_since` is read off its end, before the
-    /// answer is taken in: the client's work overlaps the server's, as a client that
-    /// ingests while it fetches does.
+    /// request leaves as soon as an answer's `next_since` is read off its end, and the
+    /// answer is taken in on a thread of its own: the client's work overlaps both the
+    /// server's and the next answer's transfer, as a client that ingests while it
+    /// fetches does (and a pause of the mirror's, growing its table, holds up no
+    /// request).
     /// What went wrong is in the recorder's verdicts.
     pub async fn catch_up(&mut self, label: &str, unit: Option<Instant>) {
-        let mut pending = self.send(&self.got.token.clone(), 0);
+        let mut got = std::mem::replace(&mut self.got, Received::new(String::new()));
+        let mut pages = self.pages;
+        let rec = self.rec.clone();
+        let owned_label = label.to_string();
+        let (answers, inbox) = std::sync::mpsc::channel::<(Sent, Option<String>)>();
+        let (steps_out, mut steps) = tokio::sync::mpsc::unbounded_channel::<Option<Step>>();
+        let token = got.token.clone();
+        let taker = std::thread::spawn(move || {
+            for (answer, peeked) in inbox {
+                let step = take_answer(&mut got, &mut pages, &rec, answer, &owned_label, unit);
+                let step = match (step, peeked) {
+                    (Some(_), Some(peeked)) if peeked != got.token => {
+                        let now = Instant::now();
+                        rec.record_in(
+                            &owned_label,
+                            unit.unwrap_or(now),
+                            now,
+                            now,
+                            Verdict::Mismatch(
+                                "next_since read off the end differs from the parse".into(),
+                            ),
+                            0,
+                        );
+                        None
+                    }
+                    (step, _) => step,
+                };
+                if steps_out.send(step).is_err() {
+                    break;
+                }
+            }
+            (got, pages)
+        });
+        let mut pending = self.send(&token, 0);
+        // Answers handed to the taker whose steps have not been read.
+        let mut taking = 0usize;
+        let mut failed = false;
         loop {
             let Ok(answer) = pending.await else {
-                return;
+                break;
             };
-            let ahead = match &answer.0 {
+            let peeked = match &answer.0 {
                 Ok(a) if a.status == 200 => peek(&a.body),
                 _ => None,
             };
-            let next = ahead
+            let next = peeked
                 .as_ref()
                 .filter(|(_, more)| *more)
-                .map(|(token, _)| (token.clone(), self.send(token, 0)));
-            let step = self.take(answer, label, unit);
-            if let (Some((peeked, _)), true) = (&next, step.is_some()) {
-                if *peeked != self.got.token {
-                    self.rec.record_in(
-                        label,
-                        unit.unwrap_or_else(Instant::now),
-                        Instant::now(),
-                        Instant::now(),
-                        Verdict::Mismatch(
-                            "next_since read off the end differs from the parse".into(),
-                        ),
-                        0,
-                    );
-                    return;
-                }
+                .map(|(token, _)| self.send(token, 0));
+            if answers
+                .send((answer, peeked.as_ref().map(|(t, _)| t.clone())))
+                .is_err()
+            {
+                break;
             }
-            pending = match (step, next) {
-                (None, _) => return,
-                (Some(_), Some((_, request))) => request,
-                (Some(s), None) if s.changes == 0 && !s.has_more => return,
-                // Changes, and nothing more waiting as the answer was made: ask again.
-                (Some(_), None) => self.send(&self.got.token.clone(), 0),
-            };
+            taking += 1;
+            while let Ok(step) = steps.try_recv() {
+                taking -= 1;
+                failed |= step.is_none();
+            }
+            if failed {
+                break;
+            }
+            if let Some(request) = next {
+                pending = request;
+                continue;
+            }
+            // Nothing more was waiting as the answer was made (or the answer is not
+            // one to read ahead of): what it said decides.
+            let mut last = None;
+            while taking > 0 {
+                let step = steps.recv().await.flatten();
+                taking -= 1;
+                failed |= step.is_none();
+                last = step;
+            }
+            match last {
+                None => break,
+                Some(s) if s.changes == 0 && !s.has_more => break,
+                // Changes, and nothing more waiting as the answer was made: ask again,
+                // from the token the answer ended with.
+                Some(_) => match peeked {
+                    Some((token, _)) => pending = self.send(&token, 0),
+                    None => break,
+                },
+            }
         }
+        drop(answers);
+        let (got, pages) = taker.join().expect("the taker thread does not panic");
+        self.got = got;
+        self.pages = pages;
     }
 
     /// Long-polls until `stop` is raised, then catches up.
@@ -295,7 +324,49 @@ impl Feed {
     }
 }
 
+/// Takes in an answer (see [`Feed::take`]).
+fn take_answer(
+    got: &mut Received,
+    pages: &mut u64,
+    rec: &Recorder,
+    (result, sent, done): Sent,
+    label: &str,
+    unit: Option<Instant>,
+) -> Option<Step> {
+    *pages += 1;
+    let mut step = None;
+    let verdict = match result {
+        Ok(a) if a.status == 200 => match got.take(&a.body, done, *pages % PARSE_EVERY == 1) {
+            Ok(s) => {
+                step = Some(Step {
+                    changes: s.changes,
+                    has_more: s.has_more,
+                });
+                match s.problem {
+                    None => Verdict::Ok,
+                    Some(p) => Verdict::Mismatch(p),
+                }
+            }
+            Err(e) => Verdict::Mismatch(format!("feed answer: {e}")),
+        },
+        Ok(a) => Verdict::Status(a.status, a.error_code()),
+        Err(f) => Verdict::Failed(f.label(), f.to_string()),
+    };
+    let n = step.as_ref().map_or(0, |s| s.changes);
+    rec.record_in(label, unit.unwrap_or(sent), sent, done, verdict, n);
+    step
+}
+
 impl Received {
+    fn new(token: String) -> Self {
+        Received {
+            token,
+            mirror: Mirror::default(),
+            deliveries: None,
+            changes: 0,
+        }
+    }
+
     /// Takes an answer's changes into the mirror: read by [`scan_answer`], or parsed
     /// whole (`check`, and whenever the scan does not recognise it), in which case the
     /// scan must agree.
@@ -319,7 +390,7 @@ impl Received {
             }
         };
         let mut problem = None;
-        let mut seen = HashSet::with_capacity(data.len());
+        let mut seen = HashSet::with_capacity_and_hasher(data.len(), Quick::default());
         for c in &data {
             let Some(entity) = entity_name(c.entity) else {
                 problem.get_or_insert(format!("unknown entity {:?}", c.entity));

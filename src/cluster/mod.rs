@@ -1,0 +1,506 @@
+//! Several nodes on one PostgreSQL: the cluster.
+//!
+//! Every `serve` started on the same PostgreSQL store is a node of one cluster; the
+//! store is the one source of truth, and what the nodes agree on are its rows and
+//! transactions (no consensus of their own). The embedded SQLite store is single-node
+//! (its store lock refuses a second server): there, the node is the whole cluster.
+//!
+//! - [`Membership`]: each node's row in `cluster_nodes`, held by a lease it renews every
+//!   [`RENEW_EVERY`], alive while the lease has not passed by PostgreSQL's clock.
+//!   A name is held by one running node at a time: a start under the name of a live
+//!   node waits for its lease to pass and is refused if it does not.
+//! - Each node reports the workspaces it holds in memory and the commit position each
+//!   stands at (`cluster_holdings`), with every renewal: the cluster view's holders
+//!   and their lag are those reports, not a guess.
+//! - [`placement`]: which nodes a workspace belongs on (rendezvous hashing).
+
+pub mod placement;
+
+use anyhow::Context;
+use serde::Serialize;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How long a node's row stays alive without a renewal.
+pub const LEASE: Duration = Duration::from_secs(5);
+
+/// How often a node renews its lease (and reports its holdings).
+pub const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// `--replicas`' default.
+pub const DEFAULT_REPLICAS: usize = 2;
+
+/// Longest node name.
+const MAX_NAME: usize = 200;
+
+/// Who this node is in the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// Unique within the cluster (`--node-name`).
+    pub name: String,
+    /// How other nodes reach this node's API (`--advertise-url`).
+    pub advertise_url: String,
+    /// How many nodes hold each workspace (`--replicas`).
+    pub replicas: usize,
+}
+
+impl Identity {
+    /// The identity `--node-name`, `--advertise-url` and `--replicas` give, for a node
+    /// whose API is bound to `api`: by default `<hostname>:<port>` and `https://<api>`.
+    pub fn new(
+        name: Option<String>,
+        advertise_url: Option<String>,
+        replicas: usize,
+        api: SocketAddr,
+    ) -> anyhow::Result<Identity> {
+        let name = name.unwrap_or_else(|| format!("{}:{}", hostname(), api.port()));
+        if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+            anyhow::bail!(
+                "--node-name {name:?} must be 1 to {MAX_NAME} bytes without control characters"
+            );
+        }
+        let advertise_url = advertise_url.unwrap_or_else(|| format!("https://{api}"));
+        let rest = advertise_url
+            .strip_prefix("https://")
+            .or_else(|| advertise_url.strip_prefix("http://"));
+        if rest.is_none_or(|r| r.is_empty() || r.contains(['?', '#', ' '])) {
+            anyhow::bail!(
+                "--advertise-url {advertise_url:?} must be an http(s) URL without query or fragment"
+            );
+        }
+        if replicas == 0 {
+            anyhow::bail!("--replicas must be at least 1");
+        }
+        Ok(Identity {
+            name,
+            advertise_url: advertise_url.trim_end_matches('/').to_string(),
+            replicas,
+        })
+    }
+}
+
+/// This machine's host name, or `localhost` when it has none to give.
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most that.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(h) if rc == 0 && !h.is_empty() => h.to_string(),
+        _ => "localhost".to_string(),
+    }
+}
+
+/// A node as the cluster view shows it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    pub advertise_url: String,
+    pub alive: bool,
+    pub workspaces_held: usize,
+    pub workspaces_owned: usize,
+}
+
+/// A workspace as the cluster view shows it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct HeldWorkspace {
+    pub id: Uuid,
+    /// The node that writes it: the one live holder while a workspace has one.
+    pub owner: Option<String>,
+    pub holders: Vec<String>,
+    /// Per holder, how far behind the store's last commit it stands (0: up to date).
+    pub lag_ms: std::collections::BTreeMap<String, u64>,
+}
+
+/// The cluster as one node sees it (`GET /admin/v1/cluster`).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ClusterView {
+    pub node: String,
+    pub nodes: Vec<Node>,
+    pub workspaces: Vec<HeldWorkspace>,
+}
+
+/// A workspace this node holds, and the commit position its state stands at.
+pub type Holding = (Uuid, u64);
+
+/// This node's membership (see the module's docs).
+pub struct Membership {
+    me: Identity,
+    shared: Option<Shared>,
+}
+
+struct Shared {
+    pool: PgPool,
+    /// This start's id (text, as the store keeps ids).
+    incarnation: String,
+    /// Set while another start holds this node's name (this one was stopped past its
+    /// lease): logged once, cleared when the name is back.
+    lost: AtomicBool,
+}
+
+/// How long a start waits for a stopped node's lease on its name to pass.
+const NAME_WAIT: Duration = Duration::from_millis(LEASE.as_millis() as u64 + 1000);
+
+impl Membership {
+    /// A node on its own (SQLite).
+    pub fn alone(me: Identity) -> Arc<Membership> {
+        Arc::new(Membership { me, shared: None })
+    }
+
+    /// Joins the cluster of the PostgreSQL store at `url` (migrated already). A live
+    /// node of the same name is waited for up to its lease, then refused.
+    pub async fn join(url: &str, me: Identity) -> anyhow::Result<Arc<Membership>> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(crate::store::ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await
+            .context("connecting for the cluster's membership")?;
+        let shared = Shared {
+            pool,
+            incarnation: Uuid::new_v4().to_string(),
+            lost: AtomicBool::new(false),
+        };
+        let deadline = tokio::time::Instant::now() + NAME_WAIT;
+        loop {
+            if shared.take_name(&me).await? {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let holder: Option<(String,)> =
+                    sqlx::query_as("SELECT advertise_url FROM cluster_nodes WHERE name = $1")
+                        .bind(&me.name)
+                        .fetch_optional(&shared.pool)
+                        .await?;
+                anyhow::bail!(
+                    "node name {:?} is held by a running node (advertising {}): give this node \
+                     another --node-name, or stop that one",
+                    me.name,
+                    holder.map_or_else(|| "?".into(), |h| h.0)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        tracing::info!(node = %me.name, advertise_url = %me.advertise_url, "joined the cluster");
+        Ok(Arc::new(Membership {
+            me,
+            shared: Some(shared),
+        }))
+    }
+
+    pub fn me(&self) -> &Identity {
+        &self.me
+    }
+
+    /// Renews the lease and reports `held` (on its own, a node has nothing to renew).
+    /// `Ok(false)` when another start holds this node's name.
+    pub async fn renew(&self, held: &[Holding]) -> Result<bool, sqlx::Error> {
+        let Some(s) = &self.shared else {
+            return Ok(true);
+        };
+        let mut tx = s.pool.begin().await?;
+        let renewed = sqlx::query(
+            "UPDATE cluster_nodes SET lease_until = now() + $3 * interval '1 millisecond' \
+             WHERE name = $1 AND incarnation = $2",
+        )
+        .bind(&self.me.name)
+        .bind(&s.incarnation)
+        .bind(LEASE.as_millis() as i64)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if !renewed {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let (ids, positions): (Vec<String>, Vec<i64>) = held
+            .iter()
+            .map(|(id, p)| (id.to_string(), i64::try_from(*p).unwrap_or(i64::MAX)))
+            .unzip();
+        sqlx::query(
+            "DELETE FROM cluster_holdings WHERE node = $1 AND workspace_id <> ALL($2::text[])",
+        )
+        .bind(&self.me.name)
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO cluster_holdings (workspace_id, node, position) \
+             SELECT * FROM UNNEST($2::text[], array_fill($1::text, ARRAY[cardinality($2::text[])]), $3::bigint[]) \
+             ON CONFLICT (workspace_id, node) DO UPDATE SET position = EXCLUDED.position",
+        )
+        .bind(&self.me.name)
+        .bind(&ids)
+        .bind(&positions)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Renews the lease every [`RENEW_EVERY`] while the process runs, reporting what
+    /// `held` says then. A node whose name another start took (it was stopped past its
+    /// lease) says so and takes the name back as soon as that start's lease passes.
+    pub async fn keep_alive<F>(self: Arc<Self>, held: F)
+    where
+        F: Fn() -> Vec<Holding>,
+    {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        loop {
+            tokio::time::sleep(RENEW_EVERY).await;
+            match self.renew(&held()).await {
+                Ok(true) => {
+                    if s.lost.swap(false, Ordering::Relaxed) {
+                        tracing::warn!(node = %self.me.name, "holds its node name again");
+                    }
+                }
+                Ok(false) => {
+                    if !s.lost.swap(true, Ordering::Relaxed) {
+                        tracing::error!(
+                            node = %self.me.name,
+                            "another start holds this node's name (this one was stopped past \
+                             its lease): its membership is lost until that lease passes"
+                        );
+                    }
+                    if let Err(e) = s.take_name(&self.me).await {
+                        tracing::warn!(error = %e, "taking the node name back");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(node = %self.me.name, error = %e, "renewing the node's lease")
+                }
+            }
+        }
+    }
+
+    /// Leaves the cluster (a shutdown): the row and the holdings go at once, so the
+    /// others need not wait for the lease.
+    pub async fn leave(&self) {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        let left = async {
+            let mut tx = s.pool.begin().await?;
+            let gone =
+                sqlx::query("DELETE FROM cluster_nodes WHERE name = $1 AND incarnation = $2")
+                    .bind(&self.me.name)
+                    .bind(&s.incarnation)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            if gone == 1 {
+                sqlx::query("DELETE FROM cluster_holdings WHERE node = $1")
+                    .bind(&self.me.name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        };
+        match tokio::time::timeout(Duration::from_secs(2), left).await {
+            Ok(Ok(())) => tracing::info!(node = %self.me.name, "left the cluster"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "leaving the cluster (its lease will pass)"),
+            Err(_) => tracing::warn!("leaving the cluster timed out (its lease will pass)"),
+        }
+    }
+
+    /// The cluster as the store says it is, this node's holdings (`held`) reported
+    /// first; on its own, `held` is the whole of it.
+    pub async fn view(&self, held: &[Holding]) -> Result<ClusterView, sqlx::Error> {
+        let Some(s) = &self.shared else {
+            let me = &self.me.name;
+            return Ok(ClusterView {
+                node: me.clone(),
+                nodes: vec![Node {
+                    name: me.clone(),
+                    advertise_url: self.me.advertise_url.clone(),
+                    alive: true,
+                    workspaces_held: held.len(),
+                    workspaces_owned: held.len(),
+                }],
+                workspaces: held
+                    .iter()
+                    .map(|(id, _)| HeldWorkspace {
+                        id: *id,
+                        owner: Some(me.clone()),
+                        holders: vec![me.clone()],
+                        lag_ms: [(me.clone(), 0)].into(),
+                    })
+                    .collect(),
+            });
+        };
+        // This node's own report brought up to date first: what it holds now, rather
+        // than as of its last renewal.
+        self.renew(held).await?;
+        let nodes: Vec<(String, String, bool)> = sqlx::query_as(
+            "SELECT name, advertise_url, lease_until > now() FROM cluster_nodes ORDER BY name",
+        )
+        .fetch_all(&s.pool)
+        .await?;
+        // Each live node's holdings, and how long ago the first commit it lacks was made
+        // (commit times are the committing node's milliseconds: a lag below 0, which
+        // only clock skew makes, shows as 0).
+        let holdings: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT h.workspace_id, h.node, \
+                    COALESCE((SELECT (extract(epoch FROM now()) * 1000)::bigint - min(l.committed_at) \
+                              FROM change_log l \
+                              WHERE l.workspace_id = h.workspace_id AND l.position > h.position), 0) \
+             FROM cluster_holdings h JOIN cluster_nodes n ON n.name = h.node \
+             WHERE n.lease_until > now() \
+             ORDER BY h.workspace_id, h.node",
+        )
+        .fetch_all(&s.pool)
+        .await?;
+        let mut workspaces: Vec<HeldWorkspace> = Vec::new();
+        for (id, node, lag) in holdings {
+            // Written by a node from a UUID: anything else is no workspace of this store.
+            let Ok(id) = Uuid::parse_str(&id) else {
+                continue;
+            };
+            if workspaces.last().is_none_or(|w| w.id != id) {
+                workspaces.push(HeldWorkspace {
+                    id,
+                    owner: None,
+                    holders: Vec::new(),
+                    lag_ms: Default::default(),
+                });
+            }
+            let w = workspaces.last_mut().expect("pushed");
+            w.lag_ms
+                .insert(node.clone(), u64::try_from(lag.max(0)).unwrap_or(0));
+            w.holders.push(node);
+        }
+        for w in &mut workspaces {
+            // Until writer leases, a workspace has one writer only while it has one
+            // holder: each holder commits what it is sent.
+            if let [only] = w.holders.as_slice() {
+                w.owner = Some(only.clone());
+            }
+        }
+        let nodes = nodes
+            .into_iter()
+            .map(|(name, advertise_url, alive)| {
+                let held = workspaces
+                    .iter()
+                    .filter(|w| w.holders.contains(&name))
+                    .count();
+                let owned = workspaces
+                    .iter()
+                    .filter(|w| w.owner.as_ref() == Some(&name))
+                    .count();
+                Node {
+                    name,
+                    advertise_url,
+                    alive,
+                    workspaces_held: held,
+                    workspaces_owned: owned,
+                }
+            })
+            .collect();
+        Ok(ClusterView {
+            node: self.me.name.clone(),
+            nodes,
+            workspaces,
+        })
+    }
+}
+
+impl Shared {
+    /// Takes `me`'s name for this start when no live node holds it.
+    async fn take_name(&self, me: &Identity) -> Result<bool, sqlx::Error> {
+        let taken: Option<(String,)> = sqlx::query_as(
+            "INSERT INTO cluster_nodes (name, advertise_url, incarnation, started_at, lease_until) \
+             VALUES ($1, $2, $3, now(), now() + $4 * interval '1 millisecond') \
+             ON CONFLICT (name) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, \
+                 incarnation = EXCLUDED.incarnation, started_at = EXCLUDED.started_at, \
+                 lease_until = EXCLUDED.lease_until \
+             WHERE cluster_nodes.lease_until < now() OR cluster_nodes.incarnation = $3 \
+             RETURNING incarnation",
+        )
+        .bind(&me.name)
+        .bind(&me.advertise_url)
+        .bind(&self.incarnation)
+        .bind(LEASE.as_millis() as i64)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(taken.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api() -> SocketAddr {
+        "127.0.0.1:8443".parse().unwrap()
+    }
+
+    #[test]
+    fn an_identity_defaults_to_the_host_and_the_bound_address() {
+        let me = Identity::new(None, None, 2, api()).unwrap();
+        assert!(me.name.ends_with(":8443"), "{}", me.name);
+        assert_eq!(me.advertise_url, "https://127.0.0.1:8443");
+        let named = Identity::new(
+            Some("a".into()),
+            Some("https://a.internal:9443/".into()),
+            3,
+            api(),
+        )
+        .unwrap();
+        assert_eq!(named.advertise_url, "https://a.internal:9443");
+        assert_eq!((named.name.as_str(), named.replicas), ("a", 3));
+    }
+
+    #[test]
+    fn bad_identities_are_refused() {
+        for (name, url, replicas) in [
+            (Some(""), None, 2),
+            (Some("a\nb"), None, 2),
+            (None, Some("ftp://x"), 2),
+            (None, Some("https://"), 2),
+            (None, Some("https://x/?q"), 2),
+            (None, None, 0),
+        ] {
+            assert!(
+                Identity::new(
+                    name.map(str::to_string),
+                    url.map(str::to_string),
+                    replicas,
+                    api()
+                )
+                .is_err(),
+                "{name:?} {url:?} {replicas}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_node_alone_holds_and_writes_everything_it_holds() {
+        let me = Identity::new(Some("solo".into()), None, 2, api()).unwrap();
+        let m = Membership::alone(me);
+        assert!(m.renew(&[]).await.unwrap());
+        let ws = Uuid::new_v4();
+        let view = m.view(&[(ws, 7)]).await.unwrap();
+        assert_eq!(view.node, "solo");
+        assert_eq!(view.nodes.len(), 1);
+        assert!(view.nodes[0].alive);
+        assert_eq!(
+            (
+                view.nodes[0].workspaces_held,
+                view.nodes[0].workspaces_owned
+            ),
+            (1, 1)
+        );
+        assert_eq!(view.workspaces[0].owner.as_deref(), Some("solo"));
+        assert_eq!(view.workspaces[0].lag_ms["solo"], 0);
+    }
+}
