@@ -1403,6 +1403,8 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "api_keys",
             "blobs",
             "change_log",
+            "cluster_holdings",
+            "cluster_nodes",
             "commit_marks",
             "commit_positions",
             "records",
