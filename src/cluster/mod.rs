@@ -8,7 +8,8 @@
 //! - [`Membership`]: each node's row in `cluster_nodes`, held by a lease it renews every
 //!   [`RENEW_EVERY`], alive while the lease has not passed by PostgreSQL's clock.
 //!   A name is held by one running node at a time: a start under the name of a live
-//!   node waits for its lease to pass and is refused if it does not.
+//!   node waits for its lease to pass and is refused if it does not (a node restarted
+//!   after `kill -9` under its name and URL takes its row back at once).
 //! - Each node reports the workspaces it holds in memory and the commit position each
 //!   stands at (`cluster_holdings`), with every renewal: the cluster view's holders
 //!   and their lag are those reports, not a guess.
@@ -415,7 +416,11 @@ impl Membership {
 }
 
 impl Shared {
-    /// Takes `me`'s name for this start when no live node holds it.
+    /// Takes `me`'s name for this start when no live node holds it. A row of the same
+    /// name that advertises the same URL is this node's previous start (killed, its
+    /// lease not passed yet): a live one would hold the port this start has bound, so it
+    /// is taken at once rather than waited for. (Several hosts given one name and one
+    /// advertised URL are the operator's mistake this cannot see.)
     async fn take_name(&self, me: &Identity) -> Result<bool, sqlx::Error> {
         let taken: Option<(String,)> = sqlx::query_as(
             "INSERT INTO cluster_nodes (name, advertise_url, incarnation, started_at, lease_until) \
@@ -424,6 +429,7 @@ impl Shared {
                  incarnation = EXCLUDED.incarnation, started_at = EXCLUDED.started_at, \
                  lease_until = EXCLUDED.lease_until \
              WHERE cluster_nodes.lease_until < now() OR cluster_nodes.incarnation = $3 \
+                OR cluster_nodes.advertise_url = $2 \
              RETURNING incarnation",
         )
         .bind(&me.name)

@@ -1,7 +1,8 @@
 //! Several nodes on one PostgreSQL, as real processes: membership by leases in the
 //! store, and the cluster view (`GET /admin/v1/cluster`). A node killed with `kill -9`
 //! stops being alive once its lease passes; its name is refused to a second start
-//! while it lives and free again after; a node that stops cleanly leaves at once.
+//! while it lives and free again after (at once to a start of the same name and URL:
+//! the node itself, restarted); a node that stops cleanly leaves at once.
 
 use crate::helpers::*;
 use crate::process::{command, prepare, Server};
@@ -155,6 +156,39 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
             node(v, "b").is_some_and(|n| n["alive"] == true)
         })
         .await;
+
+        // Killed and started again under its name and URL, a node takes its row back at
+        // once: its previous start's lease is not waited for.
+        let url_b = "https://b.cluster.test:1";
+        let mut node_b = node_b;
+        node_b.signal("-TERM");
+        assert!(node_b.child.wait().await.unwrap().success());
+        let node_b = Server::start_with(
+            dir_b.path(),
+            &b,
+            None,
+            &["--node-name", "b", "--advertise-url", url_b],
+        )
+        .await;
+        node_b.signal("-KILL");
+        let mut node_b = node_b;
+        node_b.child.wait().await.unwrap();
+        let restarted = Instant::now();
+        let node_b = Server::start_with(
+            dir_b.path(),
+            &b,
+            None,
+            &["--node-name", "b", "--advertise-url", url_b],
+        )
+        .await;
+        assert!(
+            restarted.elapsed() < Duration::from_secs(4),
+            "ready in {:?}, before the killed start's lease passed",
+            restarted.elapsed()
+        );
+        let v = view(&a, dir_a.path()).await;
+        assert_eq!(node(&v, "b").unwrap()["alive"], true);
+        assert_eq!(node(&v, "b").unwrap()["advertise_url"], url_b);
 
         // A clean stop leaves at once: no lease to wait for.
         a.signal("-TERM");
