@@ -37,7 +37,14 @@ pub struct Loader {
     checkpoints: Option<Arc<Keeper>>,
     /// Workspaces whose last load attempt failed, and why; retried with backoff.
     failures: DashMap<Uuid, LoadFailure>,
+    /// Whether a loaded workspace's blob store may be swept now (see
+    /// [`Loader::sweep_only_when`]); always, when unset.
+    may_sweep: std::sync::OnceLock<SweepGate>,
 }
+
+/// Says whether a workspace's blob store may be swept of objects its state does not
+/// name.
+pub type SweepGate = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Loader {
     pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Arc<Self> {
@@ -55,7 +62,16 @@ impl Loader {
             registry,
             checkpoints,
             failures: DashMap::new(),
+            may_sweep: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sweeps a loaded workspace's blob store only when `gate` says so (set once, before
+    /// loading; later calls change nothing). With several servers on one store, an
+    /// import on another writes its objects before it commits their records, and a
+    /// sweep from a state that lacks them would remove them.
+    pub fn sweep_only_when(&self, gate: SweepGate) {
+        let _ = self.may_sweep.set(gate);
     }
 
     /// One workspace's state: from its checkpoint when one holds at the store's current
@@ -114,7 +130,11 @@ impl Loader {
                         crate::memory::return_free_memory();
                         // Off the path to ready: the actor sweeps the blob store before
                         // it takes any import (the only writer of blobs).
-                        handle.addr.do_send(SweepBlobs);
+                        if self.may_sweep.get().is_none_or(|may| may()) {
+                            handle.addr.do_send(SweepBlobs);
+                        } else {
+                            tracing::info!(workspace = %id, "blob sweep left for a later start: other servers use the store");
+                        }
                         self.failures.remove(&id);
                         tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
                     }

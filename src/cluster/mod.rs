@@ -142,6 +142,10 @@ struct Shared {
     /// Set while another start holds this node's name (this one was stopped past its
     /// lease): logged once, cleared when the name is back.
     lost: AtomicBool,
+    /// Whether another node was alive at the last look (the join, then each renewal).
+    others: AtomicBool,
+    /// Set once this node has left (or tried to).
+    left: AtomicBool,
 }
 
 /// How long a start waits for a stopped node's lease on its name to pass.
@@ -168,6 +172,8 @@ impl Membership {
             pool,
             incarnation: Uuid::new_v4().to_string(),
             lost: AtomicBool::new(false),
+            others: AtomicBool::new(true),
+            left: AtomicBool::new(false),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
         loop {
@@ -189,7 +195,9 @@ impl Membership {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        tracing::info!(node = %me.name, advertise_url = %me.advertise_url, "joined the cluster");
+        let others = shared.others_alive(&me).await?;
+        shared.others.store(others, Ordering::Relaxed);
+        tracing::info!(node = %me.name, advertise_url = %me.advertise_url, others_alive = others, "joined the cluster");
         Ok(Arc::new(Membership {
             me,
             shared: Some(shared),
@@ -198,6 +206,20 @@ impl Membership {
 
     pub fn me(&self) -> &Identity {
         &self.me
+    }
+
+    /// Whether another node was alive at the last look (never, on its own).
+    pub fn others_alive(&self) -> bool {
+        self.shared
+            .as_ref()
+            .is_some_and(|s| s.others.load(Ordering::Relaxed))
+    }
+
+    /// Whether [`Membership::leave`] has run (on its own, a node has nothing to leave).
+    pub fn has_left(&self) -> bool {
+        self.shared
+            .as_ref()
+            .is_none_or(|s| s.left.load(Ordering::Relaxed))
     }
 
     /// Renews the lease and reports `held` (on its own, a node has nothing to renew).
@@ -244,6 +266,8 @@ impl Membership {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        s.others
+            .store(s.others_alive(&self.me).await?, Ordering::Relaxed);
         Ok(true)
     }
 
@@ -312,6 +336,7 @@ impl Membership {
             Ok(Err(e)) => tracing::warn!(error = %e, "leaving the cluster (its lease will pass)"),
             Err(_) => tracing::warn!("leaving the cluster timed out (its lease will pass)"),
         }
+        s.left.store(true, Ordering::Relaxed);
     }
 
     /// The cluster as the store says it is, this node's holdings (`held`) reported
@@ -416,6 +441,16 @@ impl Membership {
 }
 
 impl Shared {
+    /// Whether a node other than `me` holds a lease that has not passed.
+    async fn others_alive(&self, me: &Identity) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM cluster_nodes WHERE name <> $1 AND lease_until > now())",
+        )
+        .bind(&me.name)
+        .fetch_one(&self.pool)
+        .await
+    }
+
     /// Takes `me`'s name for this start when no live node holds it. A row of the same
     /// name that advertises the same URL is this node's previous start (killed, its
     /// lease not passed yet): a live one would hold the port this start has bound, so it

@@ -234,6 +234,10 @@ impl Application {
             )
         });
         let loader = Loader::with_checkpoints(store.clone(), registry.clone(), keeper.clone());
+        {
+            let membership = membership.clone();
+            loader.sweep_only_when(Arc::new(move || !membership.others_alive()));
+        }
         if let Some(keeper) = &keeper {
             actix_web::rt::spawn(keeper.clone().run());
         }
@@ -357,6 +361,11 @@ impl Application {
     /// The store the application serves (closed when it stops).
     pub fn store(&self) -> Arc<dyn Store> {
         self.store.clone()
+    }
+
+    /// This node's membership of the cluster (left when the application stops).
+    pub fn membership(&self) -> Arc<crate::cluster::Membership> {
+        self.membership.clone()
     }
 
     pub fn api_addr(&self) -> SocketAddr {

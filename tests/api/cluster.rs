@@ -2,7 +2,9 @@
 //! store, and the cluster view (`GET /admin/v1/cluster`). A node killed with `kill -9`
 //! stops being alive once its lease passes; its name is refused to a second start
 //! while it lives and free again after (at once to a start of the same name and URL:
-//! the node itself, restarted); a node that stops cleanly leaves at once.
+//! the node itself, restarted); a node that stops cleanly leaves at once. A node that
+//! loads while another is alive leaves the blob store unswept (the other may be writing
+//! objects for records it has yet to commit); one alone sweeps it.
 
 use crate::helpers::*;
 use crate::process::{command, prepare, Server};
@@ -150,12 +152,41 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
         assert_eq!(node(&v, "a").unwrap()["workspaces_owned"], 1);
         assert_eq!(node(&v, "b").unwrap()["workspaces_held"], 0);
 
-        // Its name is free again: b comes back.
-        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        // Bytes no record names, as an import on another node leaves them between its
+        // blob write and its commit.
+        let Backend::Postgres(url) = &b else {
+            unreachable!()
+        };
+        let store = recruitd::store::open(Some(url), dir_b.path())
+            .await
+            .unwrap();
+        let ws = WORKSPACE.parse().unwrap();
+        let orphan = actors::store::object_name("cv:not-committed-yet");
+        store
+            .put_blobs(ws, &[(orphan.clone(), &[7u8; 64][..])])
+            .await
+            .unwrap();
+
+        // Its name is free again: b comes back, and while a is alive it sweeps nothing.
+        let log_b = dir_b.path().join("b.log");
+        let node_b =
+            Server::start_with(dir_b.path(), &b, Some(&log_b), &["--node-name", "b"]).await;
         until(&a, dir_a.path(), Duration::from_secs(5), "b back", |v| {
             node(v, "b").is_some_and(|n| n["alive"] == true)
         })
         .await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !std::fs::read_to_string(&log_b)
+            .unwrap()
+            .contains("blob sweep left for a later start")
+        {
+            assert!(Instant::now() < deadline, "b says it left the sweep");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            store.blob(ws, &orphan).await.unwrap().is_some(),
+            "not swept"
+        );
 
         // Killed and started again under its name and URL, a node takes its row back at
         // once: its previous start's lease is not waited for.
@@ -196,6 +227,18 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
         assert!(a.child.wait().await.unwrap().success());
         let v = view(&node_b, dir_b.path()).await;
         assert!(node(&v, "a").is_none(), "a left: {v}");
+
+        // Alone, b sweeps at its next start.
+        node_b.signal("-TERM");
+        let mut node_b = node_b;
+        assert!(node_b.child.wait().await.unwrap().success());
+        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.blob(ws, &orphan).await.unwrap().is_some() {
+            assert!(Instant::now() < deadline, "swept once alone");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        store.close().await;
         drop(node_b);
     })
     .await;

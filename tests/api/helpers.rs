@@ -92,6 +92,7 @@ pub struct TestApp {
     /// The server's certificate (PEM), for clients of its own.
     pub tls_cert_pem: Vec<u8>,
     handles: (actix_web::dev::ServerHandle, actix_web::dev::ServerHandle),
+    membership: std::sync::Arc<recruitd::cluster::Membership>,
 }
 
 pub const READ_KEY: &str = "rk_example_read_0123456789abcdef";
@@ -174,6 +175,7 @@ async fn start_app(
     let admin_token = app.admin_token.clone();
     let registry = app.registry.clone();
     let store = app.store();
+    let membership = app.membership();
     let tls_cert_pem = app.tls_cert_pem.clone();
     actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
@@ -187,6 +189,7 @@ async fn start_app(
         backend,
         tls_cert_pem,
         handles,
+        membership,
     }
 }
 
@@ -204,6 +207,18 @@ impl TestApp {
     pub async fn stop(&self) {
         self.handles.0.stop(true).await;
         self.handles.1.stop(true).await;
+        self.await_left().await;
+    }
+
+    /// Waits (a little) until the stopped application has left the cluster, so that
+    /// the next one on the same store starts alone.
+    async fn await_left(&self) {
+        for _ in 0..500 {
+            if self.membership.has_left() {
+                return;
+            }
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     /// Stops at once, without waiting for idle keep-alive connections to close (a
@@ -211,6 +226,7 @@ impl TestApp {
     pub async fn stop_now(&self) {
         self.handles.0.stop(false).await;
         self.handles.1.stop(false).await;
+        self.await_left().await;
     }
 
     /// The admin interface's `GET /metrics` text (checked: 200, plain text).
