@@ -225,52 +225,78 @@ impl PagesAhead {
     /// thread (mostly from the part cache), its records rendered on the rayon pool,
     /// beside the thread that sends the answer before it.
     fn start(app: &web::Data<AppState>, asked: Asked) {
-        use std::sync::atomic::Ordering;
         let app = app.clone();
         let chain = Arc::new(Chain::default());
         let room = Arc::new(tokio::sync::Semaphore::new(PAGES_PER_CHAIN));
         actix_web::rt::spawn(async move {
-            let mut asked = asked;
-            loop {
-                let Ok(Ok(slot)) =
-                    tokio::time::timeout(CHAIN_IDLE, room.clone().acquire_owned()).await
-                else {
-                    return;
-                };
-                if chain.dropped.load(Ordering::Relaxed) {
-                    return;
-                }
-                let (tx, rx) = oneshot::channel();
-                app.pages_ahead.put(
-                    Ahead {
-                        asked: asked.clone(),
-                        page: rx,
-                        chain: chain.clone(),
-                        _room: slot,
-                    },
-                    &app.metrics,
-                );
-                let picked = match pick(&app, &asked).await {
-                    Ok(picked) => picked,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                let (more, next) = (picked.has_more(), picked.next());
-                let state = asked.state.clone();
-                rayon::spawn(move || {
-                    let _ = tx.send(picked.render(&state, Envelope::start()));
-                });
-                if !more {
-                    return;
-                }
-                asked = Asked {
-                    since: next,
-                    ..asked
-                };
-            }
+            Self::run_chain(&app, &chain, &room, asked).await;
+            // Its pages not taken by the time its client has been quiet for a while are
+            // forgotten: each holds the state it was made from, which would otherwise
+            // stay in memory until other chains pushed it out.
+            let all = PAGES_PER_CHAIN as u32;
+            let _ = tokio::time::timeout(CHAIN_IDLE, room.acquire_many(all)).await;
+            app.pages_ahead.forget(&chain, &app.metrics);
         });
+    }
+
+    /// Makes the chain's pages while its client takes them (see [`Chain`]).
+    async fn run_chain(
+        app: &web::Data<AppState>,
+        chain: &Arc<Chain>,
+        room: &Arc<tokio::sync::Semaphore>,
+        mut asked: Asked,
+    ) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let Ok(Ok(slot)) = tokio::time::timeout(CHAIN_IDLE, room.clone().acquire_owned()).await
+            else {
+                return;
+            };
+            if chain.dropped.load(Ordering::Relaxed) {
+                return;
+            }
+            let (tx, rx) = oneshot::channel();
+            app.pages_ahead.put(
+                Ahead {
+                    asked: asked.clone(),
+                    page: rx,
+                    chain: chain.clone(),
+                    _room: slot,
+                },
+                &app.metrics,
+            );
+            let picked = match pick(app, &asked).await {
+                Ok(picked) => picked,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            let (more, next) = (picked.has_more(), picked.next());
+            let state = asked.state.clone();
+            rayon::spawn(move || {
+                let _ = tx.send(picked.render(&state, Envelope::start()));
+            });
+            if !more {
+                return;
+            }
+            asked = Asked {
+                since: next,
+                ..asked
+            };
+        }
+    }
+
+    /// Drops `chain`'s pages that are still here, untaken.
+    fn forget(&self, chain: &Arc<Chain>, metrics: &Metrics) {
+        let mut pages = self.pages.lock();
+        let before = pages.len();
+        pages.retain(|a| !Arc::ptr_eq(&a.chain, chain));
+        let forgotten = before - pages.len();
+        drop(pages);
+        for _ in 0..forgotten {
+            metrics.page_ahead(false);
+        }
     }
 
     fn put(&self, ahead: Ahead, metrics: &Metrics) {

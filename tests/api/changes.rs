@@ -943,6 +943,7 @@ async fn create_and_delete_note(app: &TestApp) -> String {
 async fn pages_made_ahead_answer_only_the_state_they_were_made_from(b: Backend) {
     let app = app(b).await;
     let since = token_now(&app).await;
+    let token_now_before = since.clone();
     let mut notes = Vec::new();
     for i in 0..4 {
         let (s, created) = send(
@@ -1010,6 +1011,23 @@ async fn pages_made_ahead_answer_only_the_state_they_were_made_from(b: Backend) 
         taken - taken_before >= 2.0,
         "the pages after the write were made ahead: {taken_before} -> {taken}"
     );
+    // A client that stops after one page: the pages made for it are let go once it has
+    // been quiet for a while (each holds the state it was made from).
+    let unused = |text: &str| {
+        metric(text, "recruitd_feed_pages_ahead_total{outcome=\"unused\"}").unwrap_or(0.0)
+    };
+    let unused_before = unused(&app.metrics_text().await);
+    let (s, again) = app.get(&page(&token_now_before), READ_KEY).await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(again["has_more"], true);
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while unused(&app.metrics_text().await) < unused_before + 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the pages of a quiet client are let go"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     app.stop().await;
 }
 
