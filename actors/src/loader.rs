@@ -98,6 +98,29 @@ impl Loader {
         WorkspaceState::load(&*self.store, w).await
     }
 
+    /// Reads a loaded workspace afresh from the store (its checkpoint when one holds at
+    /// the store's position) and puts the new copy in place of the old one: for a copy
+    /// that fell behind the store (another server wrote the workspace meanwhile).
+    pub async fn reload(&self, id: Uuid) -> Result<(), StoreError> {
+        let workspace = match self.registry.handle(id) {
+            Some(h) => (*h.state().workspace).clone(),
+            None => self
+                .store
+                .workspaces()
+                .await?
+                .into_iter()
+                .find(|w| w.id == id)
+                .ok_or_else(|| StoreError::Other(format!("workspace {id} is not in the store")))?,
+        };
+        let started = Instant::now();
+        let state = self.load(workspace).await?;
+        let records = state.stored_records();
+        self.registry.install(state);
+        crate::memory::return_free_memory();
+        tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace reloaded");
+        Ok(())
+    }
+
     /// Lists the workspaces and marks them loading in the directory. Call before
     /// accepting requests.
     pub async fn discover(&self) -> Result<Vec<Workspace>, StoreError> {

@@ -26,6 +26,11 @@ pub enum StoreError {
     /// Anything else the store reported.
     #[error("store error: {0}")]
     Other(String),
+    /// The commit was refused, nothing of it written: this server does not hold the
+    /// workspace's writer lease (several servers share the store, and another writes
+    /// the workspace now). Retry later, or at the workspace's writer.
+    #[error("not the workspace's writer: {0}")]
+    Fenced(String),
 }
 
 /// Everything one commit writes, applied in a single transaction.

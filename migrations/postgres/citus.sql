@@ -18,7 +18,9 @@
 -- The cluster's nodes (`cluster_nodes`) belong to no workspace: a reference table,
 -- copied to every worker. A node's report of its holdings (`cluster_holdings`, once a
 -- second) and the cluster view read and write many workspaces' rows: background and
--- admin statements, off the request paths.
+-- admin statements, off the request paths. A workspace's writer lease
+-- (`workspace_leases`) is checked by each of its commits on its own shard; renewing and
+-- taking leases are background statements.
 SELECT create_distributed_table('workspaces', 'workspace_id');
 SELECT create_distributed_table('records', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('api_keys', 'workspace_id', colocate_with => 'workspaces');
@@ -28,4 +30,5 @@ SELECT create_distributed_table('change_log', 'workspace_id', colocate_with => '
 SELECT create_distributed_table('tombstones', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('blobs', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('cluster_holdings', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('workspace_leases', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_reference_table('cluster_nodes');

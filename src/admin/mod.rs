@@ -255,6 +255,9 @@ async fn create_key(
             KeyError::Refused(why) => ApiError::bad_request(why),
             KeyError::Store(e) => e.into(),
         })?;
+    // Other nodes also find a key they do not know in the store; telling them spares
+    // the first request that read.
+    state.membership.tell_keys_changed().await;
     Envelope::of(&serde_json::json!({"id": key.id, "secret": secret}))?.respond(rid.as_str())
 }
 
@@ -268,6 +271,16 @@ async fn revoke_key(
     let id = path.into_inner();
     match state.keys.revoke(&id).await? {
         Some(_) => {
+            // Refused by every node from the next request on: never an answer of success
+            // while a node that did not hear of it may still accept the key.
+            let unconfirmed = state.membership.tell_keys_changed().await;
+            if !unconfirmed.is_empty() {
+                return Err(ApiError::unavailable(format!(
+                    "key {id} is revoked in the store, but node(s) {} did not confirm it \
+                     (they read it at their next start); retry to tell them again",
+                    unconfirmed.join(", ")
+                )));
+            }
             Envelope::of(&serde_json::json!({"id": id, "revoked": true}))?.respond(rid.as_str())
         }
         None => Err(ApiError::not_found(format!("no key with id {id:?}"))),

@@ -98,26 +98,6 @@ async fn lock_for_key_command(
     }
 }
 
-/// On PostgreSQL, how many servers other than the one reached use the store: they did
-/// not see a change made through its admin interface.
-async fn other_servers(store: &StoreArgs) -> anyhow::Result<usize> {
-    match store.database_url.as_deref() {
-        Some(url) => Ok(crate::store::lock::postgres_servers(url)
-            .await?
-            .saturating_sub(1)),
-        // The SQLite store admits one server.
-        None => Ok(0),
-    }
-}
-
-fn servers(n: usize) -> String {
-    if n == 1 {
-        "1 other server uses".to_string()
-    } else {
-        format!("{n} other servers use")
-    }
-}
-
 fn admin_error(json: &serde_json::Value) -> String {
     json["error"]["message"]
         .as_str()
@@ -216,21 +196,7 @@ pub(super) async fn create_key(
                 "id: {}",
                 json["data"]["id"].as_str().unwrap_or_default()
             ))?;
-            // The key exists and its secret is out: a warning, not a failure.
-            match other_servers(store_args).await {
-                Ok(0) => {}
-                Ok(n) => tell(
-                    Severity::Warning,
-                    format_args!(
-                        "{} this store and will answer 401 to the new key until they restart",
-                        servers(n)
-                    ),
-                ),
-                Err(e) => tell(
-                    Severity::Warning,
-                    format_args!("could not check for other servers on this store: {e:#}"),
-                ),
-            }
+            // The server tells the other nodes of its cluster of the new key.
             return Ok(());
         }
         ViaServer::Answer(_, json) => anyhow::bail!("{}", admin_error(&json)),
@@ -260,23 +226,8 @@ pub(super) async fn revoke_key(
 ) -> anyhow::Result<()> {
     let path = format!("/admin/v1/keys/{key_id}");
     let unreached = match via_server(admin, &store_args.data_dir, "DELETE", &path, None)? {
+        // The server tells every other node of its cluster before it answers 200.
         ViaServer::Answer(200, _) => {
-            let others = other_servers(store_args).await.with_context(|| {
-                format!(
-                    "revoked {key_id} through the server at {}, but could not check for \
-                     other servers on this store",
-                    admin.admin_listen
-                )
-            })?;
-            if others > 0 {
-                anyhow::bail!(
-                    "revoked {key_id} through the server at {}, but {} this store and keep \
-                     accepting the key until they restart: revoke it through each of their \
-                     admin interfaces too (--admin-listen ADDR), or restart them",
-                    admin.admin_listen,
-                    servers(others)
-                );
-            }
             say(format_args!("revoked {key_id}"))?;
             return Ok(());
         }

@@ -320,7 +320,7 @@ async fn import(store_args: &StoreArgs, files: &[PathBuf]) -> anyhow::Result<()>
     };
     // The lock above keeps servers and other offline commands off the store.
     let pacing = crate::store::ImportPacing::Alone;
-    let store = crate::store::open_paced(url, &store_args.data_dir, pacing).await?;
+    let store = crate::store::open_paced(url, &store_args.data_dir, pacing, None).await?;
     let result =
         crate::cli::offline::import_files(store.clone(), &store_args.data_dir, files).await;
     store.close().await;

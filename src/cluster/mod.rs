@@ -14,9 +14,17 @@
 //!   stands at (`cluster_holdings`), with every renewal: the cluster view's holders
 //!   and their lag are those reports, not a guess.
 //! - [`placement`]: which nodes a workspace belongs on (rendezvous hashing).
+//! - [`writers`]: which node writes each workspace (leases with epochs, which every
+//!   commit checks: `crate::store::fence`).
+//! - [`routing`]: where a workspace's requests are answered (its writer), and
+//!   [`forward`]: passing them there, node to node over HTTPS.
 
+pub mod forward;
 pub mod placement;
+pub mod routing;
+pub mod writers;
 
+use crate::store::fence::Fences;
 use anyhow::Context;
 use serde::Serialize;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -139,6 +147,16 @@ struct Shared {
     pool: PgPool,
     /// This start's id (text, as the store keeps ids).
     incarnation: String,
+    /// The writer leases this start holds (its store checks every commit against them).
+    fences: Arc<Fences>,
+    /// Workspaces whose lease is being taken now (one take at a time each).
+    acquiring: parking_lot::Mutex<std::collections::HashSet<Uuid>>,
+    /// What this start presents to other nodes (hex); its SHA-256 is in its row.
+    secret: String,
+    /// SHA-256 of this node's TLS certificate (hex), published in its row.
+    cert_sha256: String,
+    /// The live nodes and the workspaces' writers (see [`routing`]).
+    directory: arc_swap::ArcSwap<routing::Directory>,
     /// Set while another start holds this node's name (this one was stopped past its
     /// lease): logged once, cleared when the name is back.
     lost: AtomicBool,
@@ -157,20 +175,43 @@ impl Membership {
         Arc::new(Membership { me, shared: None })
     }
 
-    /// Joins the cluster of the PostgreSQL store at `url` (migrated already). A live
-    /// node of the same name is waited for up to its lease, then refused.
-    pub async fn join(url: &str, me: Identity) -> anyhow::Result<Arc<Membership>> {
+    /// The fences of a node that will join as `me`: what its store checks commits
+    /// against, and whose incarnation its membership is.
+    pub fn fences_for(me: &Identity) -> Arc<Fences> {
+        Fences::new(me.name.clone(), Uuid::new_v4().to_string(), LEASE)
+    }
+
+    /// Joins the cluster of the PostgreSQL store at `url` (migrated already) as the
+    /// start `fences` names (see [`Membership::fences_for`]). A live node of the same
+    /// name is waited for up to its lease, then refused.
+    /// `cert_sha256` is the SHA-256 (hex) of the node's TLS certificate, which other
+    /// nodes pin.
+    pub async fn join(
+        url: &str,
+        me: Identity,
+        fences: Arc<Fences>,
+        cert_sha256: String,
+    ) -> anyhow::Result<Arc<Membership>> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
         let pool = PgPoolOptions::new()
-            .max_connections(2)
+            // Renewals, the writer leases' rounds and takes, the cluster view.
+            .max_connections(4)
             .acquire_timeout(crate::store::ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await
             .context("connecting for the cluster's membership")?;
         let shared = Shared {
             pool,
-            incarnation: Uuid::new_v4().to_string(),
+            incarnation: fences.incarnation.clone(),
+            fences,
+            acquiring: Default::default(),
+            secret: {
+                let bytes: [u8; 32] = rand::random();
+                bytes.iter().map(|b| format!("{b:02x}")).collect()
+            },
+            cert_sha256,
+            directory: Default::default(),
             lost: AtomicBool::new(false),
             others: AtomicBool::new(true),
             left: AtomicBool::new(false),
@@ -265,29 +306,31 @@ impl Membership {
         .bind(&positions)
         .execute(&mut *tx)
         .await?;
+        let leases = writers::renew_leases(&mut tx, &s.fences).await?;
         tx.commit().await?;
+        s.fences.keep_only(&leases);
         s.others
             .store(s.others_alive(&self.me).await?, Ordering::Relaxed);
         Ok(true)
     }
 
     /// Renews the lease every [`RENEW_EVERY`] while the process runs, reporting what
-    /// `held` says then. A node whose name another start took (it was stopped past its
-    /// lease) says so and takes the name back as soon as that start's lease passes.
-    pub async fn keep_alive<F>(self: Arc<Self>, held: F)
-    where
-        F: Fn() -> Vec<Holding>,
-    {
+    /// `held` holds then, and places the writers of what it holds
+    /// ([`Membership::place_writers`]). A node whose name another start took (it was
+    /// stopped past its lease) says so and takes the name back as soon as that start's
+    /// lease passes.
+    pub async fn keep_alive(self: Arc<Self>, held: Arc<dyn writers::Held>) {
         let Some(s) = &self.shared else {
             return;
         };
         loop {
             tokio::time::sleep(RENEW_EVERY).await;
-            match self.renew(&held()).await {
+            match self.renew(&held.held()).await {
                 Ok(true) => {
                     if s.lost.swap(false, Ordering::Relaxed) {
                         tracing::warn!(node = %self.me.name, "holds its node name again");
                     }
+                    self.place_writers(&held, false).await;
                 }
                 Ok(false) => {
                     if !s.lost.swap(true, Ordering::Relaxed) {
@@ -314,6 +357,8 @@ impl Membership {
         let Some(s) = &self.shared else {
             return;
         };
+        // No commit from here on, whatever the store says of the leases.
+        s.fences.keep_only(&Default::default());
         let left = async {
             let mut tx = s.pool.begin().await?;
             let gone =
@@ -329,6 +374,15 @@ impl Membership {
                     .execute(&mut *tx)
                     .await?;
             }
+            // Its leases pass at once: the next writers need not wait for them.
+            sqlx::query(
+                "UPDATE workspace_leases SET lease_until = now() - interval '1 millisecond', \
+                 incarnation = '' WHERE holder = $1 AND incarnation = $2",
+            )
+            .bind(&self.me.name)
+            .bind(&s.incarnation)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await
         };
         match tokio::time::timeout(Duration::from_secs(2), left).await {
@@ -405,12 +459,13 @@ impl Membership {
                 .insert(node.clone(), u64::try_from(lag.max(0)).unwrap_or(0));
             w.holders.push(node);
         }
+        // A workspace's owner: the holder of its writer lease while the lease holds.
+        let leases = s.leases().await?;
         for w in &mut workspaces {
-            // Until writer leases, a workspace has one writer only while it has one
-            // holder: each holder commits what it is sent.
-            if let [only] = w.holders.as_slice() {
-                w.owner = Some(only.clone());
-            }
+            w.owner = leases
+                .get(&w.id)
+                .filter(|l| l.holds)
+                .map(|l| l.holder.clone());
         }
         let nodes = nodes
             .into_iter()
@@ -458,11 +513,13 @@ impl Shared {
     /// advertised URL are the operator's mistake this cannot see.)
     async fn take_name(&self, me: &Identity) -> Result<bool, sqlx::Error> {
         let taken: Option<(String,)> = sqlx::query_as(
-            "INSERT INTO cluster_nodes (name, advertise_url, incarnation, started_at, lease_until) \
-             VALUES ($1, $2, $3, now(), now() + $4 * interval '1 millisecond') \
+            "INSERT INTO cluster_nodes (name, advertise_url, incarnation, started_at, lease_until, \
+                 cert_sha256, secret_sha256) \
+             VALUES ($1, $2, $3, now(), now() + $4 * interval '1 millisecond', $5, $6) \
              ON CONFLICT (name) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, \
                  incarnation = EXCLUDED.incarnation, started_at = EXCLUDED.started_at, \
-                 lease_until = EXCLUDED.lease_until \
+                 lease_until = EXCLUDED.lease_until, cert_sha256 = EXCLUDED.cert_sha256, \
+                 secret_sha256 = EXCLUDED.secret_sha256 \
              WHERE cluster_nodes.lease_until < now() OR cluster_nodes.incarnation = $3 \
                 OR cluster_nodes.advertise_url = $2 \
              RETURNING incarnation",
@@ -471,6 +528,8 @@ impl Shared {
         .bind(&me.advertise_url)
         .bind(&self.incarnation)
         .bind(LEASE.as_millis() as i64)
+        .bind(&self.cert_sha256)
+        .bind(forward::sha256_hex(self.secret.as_bytes()))
         .fetch_optional(&self.pool)
         .await?;
         Ok(taken.is_some())

@@ -34,6 +34,11 @@ impl RequestId {
         ))
     }
 
+    /// The id another node gave a request it passed here (checked by the caller).
+    pub fn adopt(id: &str) -> Self {
+        RequestId(Rc::from(id))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -154,14 +159,33 @@ pub async fn request_context(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let started = std::time::Instant::now();
-    let rid = RequestId::generate();
+    let mut req = req;
+    // A request another node of the cluster passed on keeps the id its client was given.
+    let from_node = match req.headers().contains_key(crate::cluster::forward::NODE) {
+        true => super::forward::from_node(&req).await,
+        false => None,
+    };
+    let node = from_node.is_some();
+    if node {
+        req.extensions_mut().insert(super::forward::FromNode);
+    }
+    let rid = from_node.flatten().unwrap_or_else(RequestId::generate);
     req.extensions_mut().insert(rid.clone());
+    let node_answer = match node {
+        true => super::forward::node_to_node(&req).await,
+        false => None,
+    };
     let mut res = match oversized(&req) {
         Some(refusal) => req.error_response(refusal),
-        // Handler and extractor errors arrive as responses carrying their error; an `Err`
-        // here would come from a middleware, of which there is none inside this one. (The
-        // request cannot be kept for that case: routing needs it uniquely owned.)
-        None => next.call(req).await?.map_into_boxed_body(),
+        None if node_answer.is_some() => req.into_response(node_answer.expect("some")),
+        None => match super::forward::to_writer(&mut req, &rid).await {
+            Some(answer) => req.into_response(answer),
+            // Handler and extractor errors arrive as responses carrying their error; an
+            // `Err` here would come from a middleware, of which there is none inside this
+            // one. (The request cannot be kept for that case: routing needs it uniquely
+            // owned.)
+            None => next.call(req).await?.map_into_boxed_body(),
+        },
     };
     res.headers_mut().insert(
         header::HeaderName::from_static("x-request-id"),

@@ -184,6 +184,14 @@ impl From<StoreError> for ApiError {
                 err.cause = Some(e.into());
                 err
             }
+            StoreError::Fenced(_) => {
+                let mut err = ApiError::new(
+                    ErrorKind::Unavailable { retry_after: 1 },
+                    "the workspace's writer is changing; retry after the indicated delay",
+                );
+                err.cause = Some(e.into());
+                err
+            }
             other => ApiError::internal(other),
         }
     }

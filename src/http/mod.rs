@@ -13,6 +13,7 @@
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
 //! - [`body`]: write bodies: size cap, JSON object of known fields, exact field types.
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
+//! - [`forward`]: a request for a workspace another node writes is answered there.
 //! - [`files`]: `/files/…`, the bytes behind signed URLs; outside the API (no key, its own
 //!   object-store-style answers).
 //! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (the committed
@@ -36,6 +37,7 @@ pub mod downloads;
 pub mod envelope;
 pub mod errors;
 pub mod files;
+pub mod forward;
 pub mod openapi;
 pub mod query;
 pub mod ratelimit;
@@ -75,6 +77,8 @@ pub struct AppState {
     /// Requests without a valid key, per peer address.
     pub peer_failures: crate::http::ratelimit::PeerFailures,
     pub metrics: Arc<crate::server::metrics::Metrics>,
+    /// This node in the cluster: where each workspace's requests are answered.
+    pub cluster: Arc<crate::cluster::Membership>,
 }
 
 /// What signing download URLs and serving them takes.

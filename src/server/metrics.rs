@@ -22,6 +22,10 @@
 //!   `recruitd_change_log_pruned_parts_total{workspace}`,
 //!   `recruitd_tombstones_pruned_total{workspace}` and
 //!   `recruitd_change_log_prune_duration_seconds{outcome}`: what pruning did.
+//! - `recruitd_forwarded_requests_total{node,outcome}` and
+//!   `recruitd_forward_duration_seconds{node,outcome}`: requests passed to the node that
+//!   writes their workspace (`http::forward`): `answered`, `unreachable` (not sent) or
+//!   `unknown` (sent, no answer).
 //! - `recruitd_feed_pages_ahead_total{outcome}`: feed pages made before they were asked
 //!   for (`http::changes::PagesAhead`), `taken` by the request they were made for or
 //!   `unused` (the workspace changed first, or the client stopped).
@@ -45,6 +49,12 @@ pub struct RequestLabels {
     pub entity: &'static str,
     pub method: &'static str,
     pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ForwardLabels {
+    node: String,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -169,6 +179,8 @@ pub struct Metrics {
     log_pruned_parts: Family<WorkspaceLabels, Counter>,
     tombstones_pruned: Family<WorkspaceLabels, Counter>,
     prunes: HistogramFamily<OutcomeLabels>,
+    forwarded: Family<ForwardLabels, Counter>,
+    forward_seconds: HistogramFamily<ForwardLabels>,
 }
 
 impl Default for Metrics {
@@ -202,6 +214,8 @@ impl Metrics {
             log_pruned_parts: Family::default(),
             tombstones_pruned: Family::default(),
             prunes: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
+            forwarded: Family::default(),
+            forward_seconds: Family::new_with_constructor(request_histogram as fn() -> Histogram),
             registry: prometheus_client::registry::Registry::default(),
         };
         registry.register(
@@ -213,6 +227,16 @@ impl Metrics {
             "recruitd_http_request_duration_seconds",
             "Time from a request's arrival to its answer",
             m.latency.clone(),
+        );
+        registry.register(
+            "recruitd_forwarded_requests",
+            "Requests passed to the node that writes their workspace, by node and outcome",
+            m.forwarded.clone(),
+        );
+        registry.register(
+            "recruitd_forward_duration_seconds",
+            "Time a request passed to another node took, its answer read",
+            m.forward_seconds.clone(),
         );
         registry.register(
             "recruitd_rate_limited",
@@ -365,6 +389,20 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
     }
 
+    /// Records one request passed to another node: to which, how it ended
+    /// (`answered`, `unreachable`: not sent, `unknown`: sent, no answer) and how long it
+    /// took.
+    pub fn forwarded(&self, node: &str, outcome: &'static str, took: Duration) {
+        let labels = ForwardLabels {
+            node: node.to_string(),
+            outcome,
+        };
+        self.forwarded.get_or_create(&labels).inc();
+        self.forward_seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
     pub fn rate_limited(&self, key_id: &str) {
         self.rate_limited
             .get_or_create(&KeyLabels {
@@ -429,6 +467,7 @@ impl Metrics {
                         StoreError::Unavailable(_) => "unavailable",
                         StoreError::Corrupt(_) => "corrupt",
                         StoreError::Other(_) => "other",
+                        StoreError::Fenced(_) => "fenced",
                     },
                 })
                 .set(i64::from(f.attempts));

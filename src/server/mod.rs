@@ -197,16 +197,39 @@ impl Application {
         }
         actors::private_files::create_dir(&s.data_dir)
             .with_context(|| format!("creating data dir {}", s.data_dir.display()))?;
-        let store = crate::store::open(s.database_url.as_deref(), &s.data_dir).await?;
+        let tls_config =
+            tls::server_config(&s.data_dir, s.tls_cert.as_deref(), s.tls_key.as_deref())?;
+        let cert_path = s
+            .tls_cert
+            .clone()
+            .unwrap_or_else(|| tls::self_signed_paths(&s.data_dir).0);
+        let tls_cert_pem = std::fs::read(&cert_path).unwrap_or_default();
         let identity = crate::cluster::Identity::new(
             s.node_name.clone(),
             s.advertise_url.clone(),
             s.replicas,
             listeners.api.local_addr()?,
         )?;
-        let membership = match s.database_url.as_deref() {
-            Some(url) => crate::cluster::Membership::join(url, identity).await?,
-            None => crate::cluster::Membership::alone(identity),
+        // On PostgreSQL, which other servers may share, commits are fenced by the
+        // writer leases this node takes (`crate::cluster::writers`).
+        let (store, membership) = match s.database_url.as_deref() {
+            Some(url) => {
+                let fences = crate::cluster::Membership::fences_for(&identity);
+                let store =
+                    crate::store::open_fenced(Some(url), &s.data_dir, fences.clone()).await?;
+                let membership = crate::cluster::Membership::join(
+                    url,
+                    identity,
+                    fences,
+                    tls::cert_sha256(&cert_path)?,
+                )
+                .await?;
+                (store, membership)
+            }
+            None => (
+                crate::store::open(None, &s.data_dir).await?,
+                crate::cluster::Membership::alone(identity),
+            ),
         };
         let blobs: Arc<dyn BlobStore> =
             Arc::new(StoreBlobs::new(store.clone(), s.data_dir.join("blobs")));
@@ -242,14 +265,17 @@ impl Application {
             actix_web::rt::spawn(keeper.clone().run());
         }
         let list = loader.discover().await.context("listing workspaces")?;
-        {
-            let registry = registry.clone();
-            actix_web::rt::spawn(
-                membership
-                    .clone()
-                    .keep_alive(move || admin::holdings(&registry)),
-            );
-        }
+        // Workspaces load on a thread of their own; until each is loaded its requests
+        // answer 503 with Retry-After, and /admin/v1/ready answers 503.
+        let loading = actix::Arbiter::new();
+        let held: Arc<dyn crate::cluster::writers::Held> = Arc::new(HeldWorkspaces {
+            registry: registry.clone(),
+            loader: loader.clone(),
+            loading: loading.handle(),
+        });
+        // Before any workspace loads: each load then reads what its writer may commit on.
+        membership.place_writers(&held, true).await;
+        actix_web::rt::spawn(membership.clone().keep_alive(held));
         // After discovery, so that the first pruning covers every workspace of the store.
         actix_web::rt::spawn(prune_changes_forever(
             store.clone(),
@@ -259,21 +285,10 @@ impl Application {
             s.changes_prune_every,
         ));
 
-        // Workspaces load on a thread of their own; until each is loaded its requests
-        // answer 503 with Retry-After, and /admin/v1/ready answers 503.
-        let loading = actix::Arbiter::new();
         {
             let loader = loader.clone();
             loading.spawn(async move { loader.load_all(list).await });
         }
-
-        let tls_config =
-            tls::server_config(&s.data_dir, s.tls_cert.as_deref(), s.tls_key.as_deref())?;
-        let cert_path = s
-            .tls_cert
-            .clone()
-            .unwrap_or_else(|| tls::self_signed_paths(&s.data_dir).0);
-        let tls_cert_pem = std::fs::read(&cert_path).unwrap_or_default();
 
         let Listeners {
             api: api_listener,
@@ -306,6 +321,7 @@ impl Application {
                 s.clock.clone(),
             ),
             metrics: metrics.clone(),
+            cluster: membership.clone(),
         });
         let api = tls::https_server(
             api_listener,
@@ -436,6 +452,42 @@ impl Application {
         self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)
+    }
+}
+
+/// The workspaces this node holds, as the cluster sees them.
+struct HeldWorkspaces {
+    registry: Arc<Registry>,
+    loader: Arc<Loader>,
+    /// The loading thread, where a reload builds its state.
+    loading: actix::ArbiterHandle,
+}
+
+#[async_trait::async_trait]
+impl crate::cluster::writers::Held for HeldWorkspaces {
+    fn held(&self) -> Vec<crate::cluster::Holding> {
+        admin::holdings(&self.registry)
+    }
+
+    fn loading(&self) -> Vec<uuid::Uuid> {
+        self.registry
+            .slots()
+            .into_iter()
+            .filter(|(_, slot)| matches!(slot, actors::registry::Slot::Loading))
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    async fn reload(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let loader = self.loader.clone();
+        self.loading.spawn(async move {
+            let _ = done.send(loader.reload(workspace).await);
+        });
+        outcome
+            .await
+            .context("the loading thread stopped")?
+            .context("reloading the workspace")
     }
 }
 

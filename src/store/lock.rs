@@ -197,8 +197,7 @@ impl StoreLock {
 }
 
 /// How many servers hold the lock of the PostgreSQL store at `url` (each `serve` holds
-/// it shared): what a command that acted through one server's admin interface checks to
-/// know whether others, which it did not reach, serve the same store.
+/// it shared).
 pub async fn postgres_servers(url: &str) -> anyhow::Result<usize> {
     let (mut conn, key) = pg_session(&pg_options(url)?).await?;
     let holders = key.holders(&mut conn).await;

@@ -23,6 +23,7 @@
 //!   imports of millions of records take minutes rather than a quarter of an hour.
 
 pub mod blobs;
+pub mod fence;
 pub mod lock;
 pub mod postgres;
 pub mod sqlite;
@@ -53,7 +54,17 @@ pub(crate) fn quiet_slow_statements<O: sqlx::ConnectOptions>(options: O) -> O {
 }
 
 pub async fn open(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
-    open_paced(database_url, data_dir, ImportPacing::Shared).await
+    open_paced(database_url, data_dir, ImportPacing::Shared, None).await
+}
+
+/// As [`open`], for a server: on PostgreSQL, which other servers may share, every
+/// commit is checked against the writer leases `fences` holds (see [`fence`]).
+pub async fn open_fenced(
+    database_url: Option<&str>,
+    data_dir: &Path,
+    fences: Arc<fence::Fences>,
+) -> anyhow::Result<Arc<dyn Store>> {
+    open_paced(database_url, data_dir, ImportPacing::Shared, Some(fences)).await
 }
 
 /// How a store splits an import into transactions (`Store::commit_import`).
@@ -78,6 +89,7 @@ pub async fn open_paced(
     database_url: Option<&str>,
     data_dir: &Path,
     pacing: ImportPacing,
+    fences: Option<Arc<fence::Fences>>,
 ) -> anyhow::Result<Arc<dyn Store>> {
     match database_url {
         Some(url) => {
@@ -87,9 +99,11 @@ pub async fn open_paced(
                      leave it unset for the embedded SQLite store"
                 );
             }
-            Ok(Arc::new(
-                postgres::PostgresStore::open(url).await?.paced(pacing),
-            ))
+            let store = postgres::PostgresStore::open(url).await?.paced(pacing);
+            Ok(Arc::new(match fences {
+                Some(fences) => store.fenced(fences),
+                None => store,
+            }))
         }
         None => {
             actors::private_files::create_dir(data_dir).map_err(|e| {

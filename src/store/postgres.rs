@@ -22,6 +22,7 @@
 //! A handful of pooled connections, each acquisition bounded by `ACQUIRE_TIMEOUT`, so a
 //! dead server is reported as `Unavailable` within seconds.
 
+use super::fence::Fences;
 use super::{
     decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
     ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
@@ -34,6 +35,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -87,6 +89,10 @@ struct Part<'a> {
 /// workspace actors serialise writes per workspace anyway.
 const MAX_CONNECTIONS: u32 = 8;
 
+/// How long a commit transaction may wait idle for its client before the server ends it
+/// (no healthy commit pauses between its statements for anything near this).
+const IDLE_IN_TRANSACTION_LIMIT: &str = "5s";
+
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
@@ -129,6 +135,10 @@ pub struct PostgresStore {
     /// (`u64::MAX`: none yet).
     last_commit_beside: AtomicU64,
     opened: Instant,
+    /// The writer leases this server holds, when it shares the store with other servers
+    /// (see [`super::fence`]): every commit checks its lease. `None`: commits unchecked
+    /// (offline commands, which hold the store alone).
+    fences: Option<Arc<Fences>>,
 }
 
 /// Where a batch's commit is: enough to wait for it, end it and ask how it ended.
@@ -146,6 +156,59 @@ enum InFlight {
         /// transaction), its outcome is not the batch's, and the mark says that.
         marks: bool,
     },
+}
+
+/// A fenced commit's first statement (see [`super::fence`]): checks this server's lease
+/// on the workspace and locks it until the transaction ends, or takes the lease at epoch
+/// 1 when the workspace has none yet (`Some(1)`: hold it once the commit is done).
+/// Refused, with nothing written, when another server writes the workspace.
+async fn check_lease(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    ws: &str,
+    workspace: Uuid,
+    fences: &Fences,
+) -> Result<Option<u64>, StoreError> {
+    let fail = err("checking the writer lease");
+    let refused = || {
+        StoreError::Fenced(format!(
+            "this server ({}) does not hold workspace {workspace}'s writer lease",
+            fences.node
+        ))
+    };
+    match fences.epoch(workspace) {
+        Some(epoch) => {
+            let held: Option<i64> = sqlx::query_scalar(
+                "SELECT epoch FROM workspace_leases WHERE workspace_id = $1 AND holder = $2 \
+                 AND incarnation = $3 AND epoch = $4 AND lease_until > clock_timestamp() \
+                 FOR KEY SHARE",
+            )
+            .bind(ws)
+            .bind(&fences.node)
+            .bind(&fences.incarnation)
+            .bind(epoch as i64)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(&fail)?;
+            held.map(|_| None).ok_or_else(refused)
+        }
+        None => {
+            // A concurrent first commit elsewhere makes this one wait for it, then
+            // insert nothing.
+            let taken: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO workspace_leases (workspace_id, holder, incarnation, epoch, lease_until) \
+                 VALUES ($1, $2, $3, 1, now() + $4 * interval '1 millisecond') \
+                 ON CONFLICT (workspace_id) DO NOTHING RETURNING epoch",
+            )
+            .bind(ws)
+            .bind(&fences.node)
+            .bind(&fences.incarnation)
+            .bind(fences.lease.as_millis() as i64)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(&fail)?;
+            taken.map(|e| Some(e as u64)).ok_or_else(refused)
+        }
+    }
 }
 
 /// Clears a batch still `Starting` when its commit ends or is dropped: a commit that
@@ -193,6 +256,13 @@ impl PostgresStore {
         self
     }
 
+    /// The store with every commit checked against the writer leases `fences` holds
+    /// (see [`super::fence`]).
+    pub fn fenced(mut self, fences: Arc<Fences>) -> Self {
+        self.fences = Some(fences);
+        self
+    }
+
     /// Connects (failing within `ACQUIRE_TIMEOUT` when the server cannot be reached) and
     /// applies the migrations.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
@@ -226,7 +296,13 @@ impl PostgresStore {
     pub fn connect_lazy(url: &str, acquire_timeout: Duration) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
-        let options = super::quiet_slow_statements(options);
+        // A transaction whose client stopped (a process frozen by SIGSTOP, a pause) is
+        // ended by the server rather than left holding its locks: among them its writer
+        // lease's, which a new writer waits for (see `super::fence`).
+        let options = super::quiet_slow_statements(options).options([(
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_LIMIT,
+        )]);
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(acquire_timeout)
@@ -237,6 +313,7 @@ impl PostgresStore {
             import_tx_records: IMPORT_TX_RECORDS,
             last_commit_beside: AtomicU64::new(u64::MAX),
             opened: Instant::now(),
+            fences: None,
         })
     }
 
@@ -322,6 +399,17 @@ impl PostgresStore {
                 },
             );
         }
+        // Only what moves the workspace's position is its writer's to commit: keys live
+        // beside the workspace (every node holds them all, and reads them afresh).
+        let moves = part.workspace.is_some()
+            || !part.upserts.is_empty()
+            || !part.deletes.is_empty()
+            || !part.derived.is_empty()
+            || !part.tombstones.is_empty();
+        let takes_lease = match &self.fences {
+            Some(fences) if moves => check_lease(&mut tx, &ws, workspace, fences).await?,
+            _ => None,
+        };
         if part.bulk {
             sqlx::query("SET LOCAL backend_flush_after = '256kB'")
                 .execute(&mut *tx)
@@ -461,12 +549,7 @@ impl PostgresStore {
             .map_err(&fail)?;
         }
 
-        if part.workspace.is_some()
-            || !part.upserts.is_empty()
-            || !part.deletes.is_empty()
-            || !part.derived.is_empty()
-            || !part.tombstones.is_empty()
-        {
+        if moves {
             sqlx::query(BUMP_POSITION)
                 .bind(&ws)
                 .bind(Uuid::new_v4().to_string())
@@ -495,7 +578,11 @@ impl PostgresStore {
                     .map_err(&fail)?;
             }
         }
-        tx.commit().await.map_err(&fail)
+        tx.commit().await.map_err(&fail)?;
+        if let (Some(fences), Some(epoch)) = (&self.fences, takes_lease) {
+            fences.hold(workspace, epoch);
+        }
+        Ok(())
     }
 
     /// Ends the transaction `xid` if it is still in progress and waits until it has
@@ -616,7 +703,9 @@ fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     let Some(code) = e.code() else {
         return true;
     };
-    if code == "25006" {
+    // 25006: read-only transaction (a standby promoted meanwhile); 25P03: the server
+    // ended a transaction left idle (its client was frozen): both pass.
+    if code == "25006" || code == "25P03" {
         return true;
     }
     !matches!(

@@ -1337,7 +1337,11 @@ async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
         .map(|(t, _, _)| t.as_str())
         .filter(|t| !reference.contains(t))
         .collect();
-    assert_eq!(tables.len(), 9, "every table has a primary key: {unique:?}");
+    assert_eq!(
+        tables.len(),
+        10,
+        "every table has a primary key: {unique:?}"
+    );
     for (table, index, by_workspace) in &unique {
         assert!(
             *by_workspace || reference.contains(table.as_str()),
@@ -1409,6 +1413,7 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "commit_positions",
             "records",
             "tombstones",
+            "workspace_leases",
             "workspaces"
         ]
     );
@@ -1622,4 +1627,122 @@ async fn the_data_dir_and_its_files_are_private() {
     assert_eq!(mode(&b.dir), 0o700);
     assert_eq!(mode(&b.dir.join("recruit.db")), 0o600);
     store.close().await;
+}
+
+/// With several servers on one PostgreSQL store, only the holder of a workspace's
+/// writer lease commits it, at the epoch it holds, while the lease has not passed; a
+/// refused commit writes nothing (see `fence`).
+#[tokio::test]
+async fn postgres_commits_need_the_writer_lease() {
+    use sqlx::Connection;
+    let Some(b) = Backend::postgres().await else {
+        return;
+    };
+    let url = b.url.clone().unwrap();
+    let lease = Duration::from_secs(5);
+    let fences_a = fence::Fences::new("a".into(), "a-1".into(), lease);
+    let fences_b = fence::Fences::new("b".into(), "b-1".into(), lease);
+    let a = postgres::PostgresStore::open(&url)
+        .await
+        .unwrap()
+        .fenced(fences_a.clone());
+    let other = postgres::PostgresStore::open(&url)
+        .await
+        .unwrap()
+        .fenced(fences_b.clone());
+    let w = ws(WS);
+    let named = |name: &str| ChangeSet {
+        workspace: Some(workspace(WS, name)),
+        upserts: vec![candidate(Uuid::new_v4(), name)],
+        batch: Some(Uuid::new_v4()),
+        ..Default::default()
+    };
+    let refused = |r: Result<(), StoreError>, what: &str| match r {
+        Err(StoreError::Fenced(m)) => assert!(m.contains(WS), "{what}: {m}"),
+        other => panic!("{what}: expected a refusal, got {other:?}"),
+    };
+    let mut sql = sqlx::PgConnection::connect(&url).await.unwrap();
+    let lease_row = |sql: &'static str| sqlx::query(sql).bind(WS);
+
+    // The first commit of a workspace takes its lease, at epoch 1.
+    a.commit(w, &named("first")).await.unwrap();
+    assert_eq!(fences_a.epoch(w), Some(1));
+    let at = a.position(w).await.unwrap();
+
+    // Another server's commits are refused, with nothing written.
+    refused(other.commit(w, &named("second")).await, "no lease");
+    assert_eq!(other.position(w).await.unwrap(), at);
+    assert_eq!(loaded(&a, WS).await.len(), 1);
+
+    // A lease that has passed refuses its own holder too.
+    lease_row(
+        "UPDATE workspace_leases SET lease_until = now() - interval '1 ms' WHERE workspace_id = $1",
+    )
+    .execute(&mut sql)
+    .await
+    .unwrap();
+    refused(a.commit(w, &named("late")).await, "passed lease");
+
+    // A new writer at the next epoch commits; the old epoch stays refused even once
+    // its row holds again.
+    lease_row(
+        "UPDATE workspace_leases SET holder = 'b', incarnation = 'b-1', epoch = 2, \
+         lease_until = now() + interval '5 s' WHERE workspace_id = $1",
+    )
+    .execute(&mut sql)
+    .await
+    .unwrap();
+    fences_b.hold(w, 2);
+    other.commit(w, &named("second")).await.unwrap();
+    refused(a.commit(w, &named("stale")).await, "old epoch");
+    // Keys are no workspace's records: any server commits them.
+    a.commit(
+        w,
+        &ChangeSet {
+            keys: vec![key("key_any_server", Scopes::read_only(), None)],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        a.position(w).await.unwrap(),
+        other.position(w).await.unwrap()
+    );
+    let names: Vec<String> = loaded(&a, WS)
+        .await
+        .iter()
+        .map(|r| {
+            let body: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+            body["name"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "late" || n == "stale"),
+        "{names:?}"
+    );
+
+    // A commit that has checked its lease holds it until it ends: taking the lease
+    // (deleting its row) waits for it.
+    let mut committing = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut tx = committing.begin().await.unwrap();
+    let checked: Option<i64> = sqlx::query_scalar(
+        "SELECT epoch FROM workspace_leases WHERE workspace_id = $1 FOR KEY SHARE",
+    )
+    .bind(WS)
+    .fetch_optional(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(checked, Some(2));
+    sqlx::query("SET lock_timeout = '200ms'")
+        .execute(&mut sql)
+        .await
+        .unwrap();
+    let taking = lease_row("DELETE FROM workspace_leases WHERE workspace_id = $1")
+        .execute(&mut sql)
+        .await;
+    assert!(taking.is_err(), "the take did not wait for the commit");
+    tx.rollback().await.unwrap();
+    b.cleanup().await;
 }

@@ -5,10 +5,17 @@
 //! the node itself, restarted); a node that stops cleanly leaves at once. A node that
 //! loads while another is alive leaves the blob store unswept (the other may be writing
 //! objects for records it has yet to commit); one alone sweeps it.
+//!
+//! One writer per workspace, fenced: a writer frozen (SIGSTOP) past its lease is
+//! replaced within seconds by a holder that first catches up with what the frozen one
+//! committed; woken (SIGCONT), the old writer commits nothing, and the write it was
+//! sent while frozen is answered 503.
 
 use crate::helpers::*;
 use crate::process::{command, prepare, Server};
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The example snapshot's workspace.
@@ -64,21 +71,35 @@ async fn until(
     }
 }
 
-#[actix_web::test]
-async fn nodes_on_one_postgres_see_each_other_come_and_go() {
+/// Runs `test` on a fresh PostgreSQL backend (not at all without one), on a task of its
+/// own so that its panic still lets the backend be released, then passes the panic on.
+async fn on_postgres<F, T>(test: F)
+where
+    F: FnOnce(Backend) -> T,
+    T: std::future::Future<Output = ()> + 'static,
+{
     let Some(b) = Backend::postgres().await else {
         eprintln!("{PG_ENV} not set: cluster test not run");
         return;
     };
     let used = b.clone();
-    let outcome = actix_web::rt::spawn(async move {
+    let outcome = actix_web::rt::spawn(test(b)).await;
+    used.release().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+#[actix_web::test]
+async fn nodes_on_one_postgres_see_each_other_come_and_go() {
+    on_postgres(|b| async move {
         let dir_a = prepare(&b).await;
         let dir_b = tempfile::tempdir().unwrap();
         let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
         let mut node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
 
-        // Each sees both, alive, and itself as `node`; both hold the workspace, and
-        // (with no writer leases) it has no single owner while two nodes write it.
+        // Each sees both, alive, and itself as `node`; both hold the workspace, and a,
+        // up first, writes it (a writer stays while it is alive and a holder).
         let v = until(
             &a,
             dir_a.path(),
@@ -102,7 +123,7 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
         }
         let w = workspace(&v);
         assert_eq!(w["holders"], serde_json::json!(["a", "b"]));
-        assert_eq!(w["owner"], Value::Null);
+        assert_eq!(w["owner"], "a");
         assert_eq!(w["lag_ms"]["a"], 0, "{v}");
         assert_eq!(view(&node_b, dir_b.path()).await["node"], "b");
 
@@ -242,8 +263,388 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
         drop(node_b);
     })
     .await;
-    used.release().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
+}
+
+/// Posts a note whose body and `reference` are `body`; the status and body.
+async fn post_note(node: &Server, body: &str) -> (u16, Value) {
+    let res = node
+        .client()
+        .post(format!("{}/v1/notes", node.api))
+        .bearer_auth(WRITE_KEY)
+        .json(&serde_json::json!({
+            "parent_type": "company", "parent_id": FABRIKAM,
+            "body_html": body, "reference": body,
+        }))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// The bodies of the notes `node` shows, every page.
+async fn note_bodies(node: &Server) -> Vec<String> {
+    let http = node.client();
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut url = format!("{}/v1/notes?limit=200", node.api);
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let res = http.get(url).bearer_auth(READ_KEY).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        out.extend(
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["body_html"].as_str().unwrap_or_default().to_string()),
+        );
+        match body["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
     }
+}
+
+/// Eight clients posting notes through `node` until `stop`; each write's body and the
+/// status it was answered with.
+fn writers(
+    node: &Server,
+    stop: Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<Vec<(String, u16)>>> {
+    (0..8)
+        .map(|w| {
+            let (http, url, stop) = (
+                node.client(),
+                format!("{}/v1/notes", node.api),
+                stop.clone(),
+            );
+            tokio::spawn(async move {
+                let mut told = Vec::new();
+                for n in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let body = format!("writer {w} note {n}");
+                    let res = http
+                        .post(&url)
+                        .bearer_auth(WRITE_KEY)
+                        .json(&serde_json::json!({
+                            "parent_type": "company", "parent_id": FABRIKAM,
+                            "body_html": body, "reference": body,
+                        }))
+                        .send()
+                        .await;
+                    let status = match res {
+                        Ok(r) => r.status().as_u16(),
+                        Err(_) => 0,
+                    };
+                    told.push((body, status));
+                }
+                told
+            })
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_writer_frozen_past_its_lease_commits_nothing_once_woken() {
+    on_postgres(|b| async move {
+        let dir_a = prepare(&b).await;
+        let dir_b = tempfile::tempdir().unwrap();
+        let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        until(
+            &a,
+            dir_a.path(),
+            Duration::from_secs(5),
+            "a writes, b holds",
+            |v| {
+                workspace(v)["owner"] == "a"
+                    && workspace(v)["holders"].as_array().unwrap().len() == 2
+            },
+        )
+        .await;
+
+        // a commits what its clients send; b's copy, loaded before, lacks it.
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients = writers(&a, stop.clone());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !note_bodies(&node_b)
+            .await
+            .iter()
+            .any(|n| n.starts_with("writer"))
+        {
+            assert!(Instant::now() < deadline, "no write acknowledged");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // Frozen with writes in flight, past its lease.
+        a.signal("-STOP");
+        let frozen = Instant::now();
+        until(
+            &node_b,
+            dir_b.path(),
+            Duration::from_secs(15),
+            "b writes",
+            |v| workspace(v)["owner"] == "b",
+        )
+        .await;
+        let failover = frozen.elapsed();
+        assert!(
+            failover >= Duration::from_secs(3),
+            "not before the lease passed: {failover:?}"
+        );
+        assert!(
+            failover < Duration::from_secs(10),
+            "new writer in {failover:?}"
+        );
+        assert_eq!(post_note(&node_b, "after the takeover").await.0, 201);
+
+        // Woken: the writes it had taken in are refused (503), nothing of them
+        // committed; writes it takes from then on are passed to b.
+        a.signal("-CONT");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut told = Vec::new();
+        for c in clients {
+            told.extend(c.await.unwrap());
+        }
+        let refused = told.iter().filter(|(_, s)| *s == 503).count();
+        assert!(
+            refused >= 1,
+            "the writes in flight at the freeze are refused: {told:?}"
+        );
+        assert!(
+            told.iter().all(|(_, s)| [0, 201, 503].contains(s)),
+            "every write answered 201 or 503 (or lost its connection): {told:?}"
+        );
+        // Acknowledged: there once. Refused: not there. No answer: at most once.
+        let shown = note_bodies(&node_b).await;
+        for (body, status) in &told {
+            let held = shown.iter().filter(|n| *n == body).count();
+            match status {
+                201 => assert_eq!(held, 1, "{body:?} acknowledged, held {held} times"),
+                503 => assert_eq!(held, 0, "{body:?} refused, held {held} times"),
+                _ => assert!(held <= 1, "{body:?} unanswered, held {held} times"),
+            }
+        }
+        assert!(shown.contains(&"after the takeover".to_string()));
+        let v = view(&node_b, dir_b.path()).await;
+        assert_eq!(workspace(&v)["owner"], "b", "{v}");
+        drop(a);
+        drop(node_b);
+    })
+    .await;
+}
+
+/// What a node answers to `GET path` (with `key`): the status, the headers that are the
+/// same for every request of its kind, and the body without its request id, which must
+/// be the one the node gave the request (`X-Request-Id`).
+async fn answer(node: &Server, path: &str, key: Option<&str>) -> (u16, Vec<String>, Value) {
+    let mut req = node.client().get(format!("{}{path}", node.api));
+    if let Some(key) = key {
+        req = req.bearer_auth(key);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    let headers: Vec<String> = [
+        "content-type",
+        "cache-control",
+        "ratelimit-policy",
+        "retry-after",
+        "allow",
+    ]
+    .iter()
+    .map(|h| format!("{h}: {:?}", res.headers().get(*h)))
+    .collect();
+    let rid = res.headers()["x-request-id"].to_str().unwrap().to_string();
+    let mut body: Value = res.json().await.unwrap();
+    assert_eq!(
+        body["request_id"],
+        rid.as_str(),
+        "{path}: the entry node's request id"
+    );
+    body.as_object_mut().unwrap().remove("request_id");
+    (status, headers, body)
+}
+
+#[actix_web::test]
+async fn every_node_answers_as_the_workspace_writer_does() {
+    on_postgres(|b| async move {
+        let dir_a = prepare(&b).await;
+        let (dir_b, dir_c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        let c = Server::start_with(dir_c.path(), &b, None, &["--node-name", "c"]).await;
+        until(
+            &a,
+            dir_a.path(),
+            Duration::from_secs(10),
+            "three nodes",
+            |v| v["nodes"].as_array().unwrap().len() == 3,
+        )
+        .await;
+        // The third node changes the workspace's holders (two of three): its writer may
+        // move once, in the next round of leases.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let v = until(&a, dir_a.path(), Duration::from_secs(10), "a writer", |v| {
+            workspace(v)["owner"].is_string()
+        })
+        .await;
+        // Nodes in the order: the writer, then the others.
+        let owner = workspace(&v)["owner"].as_str().unwrap().to_string();
+        let mut named = vec![
+            ("a", a, dir_a.path()),
+            ("b", node_b, dir_b.path()),
+            ("c", c, dir_c.path()),
+        ];
+        named.sort_by_key(|(n, _, _)| *n != owner);
+        let [(_, writer, writer_dir), (other_name, other, other_dir), (_, third, _)]: [(
+            &str,
+            Server,
+            &std::path::Path,
+        );
+            3] = named.try_into().ok().unwrap();
+        let nodes = [&writer, &other, &third];
+
+        // The same answer from every node, whichever it is: lists, records, counts,
+        // lookups, sub-resources, the feed, and refusals.
+        let company = format!("/v1/companies/{FABRIKAM}");
+        let company_notes = format!("/v1/companies/{FABRIKAM}/notes");
+        let mut paths: Vec<String> = ENTITIES
+            .iter()
+            .map(|e| format!("/v1/{e}?limit=2"))
+            .collect();
+        paths.extend(
+            [
+                "/v1/counts",
+                "/v1/search/phone?number=07700900123",
+                "/v1/search/email?email=nobody@example.com",
+                company.as_str(),
+                company_notes.as_str(),
+                "/v1/changes",
+                "/v1/candidates?limit=0",
+                "/v1/candidates?bogus=1",
+                "/v1/companies/00000000-0000-0000-0000-000000000000",
+                "/v1/no-such-entity",
+            ]
+            .map(String::from),
+        );
+        for path in &paths {
+            for key in [Some(READ_KEY), Some("rk_not_a_key_0123456789abcdef"), None] {
+                let first = answer(nodes[0], path, key).await;
+                for node in &nodes[1..] {
+                    assert_eq!(answer(node, path, key).await, first, "{path} with {key:?}");
+                }
+            }
+        }
+
+        let v = view(&writer, writer_dir).await;
+        assert_eq!(
+            workspace(&v)["owner"],
+            owner.as_str(),
+            "the writer stayed: {v}"
+        );
+
+        // A write through any node is read back at once through every other.
+        for (i, through) in nodes.iter().enumerate() {
+            let (status, written) = post_note(through, &format!("through node {i}")).await;
+            assert_eq!(
+                status, 201,
+                "node {i} of [{owner}, {other_name}]: {written}"
+            );
+            let id = written["data"]["id"].as_str().unwrap();
+            for node in nodes {
+                let (status, _, body) =
+                    answer(node, &format!("/v1/notes/{id}"), Some(READ_KEY)).await;
+                assert_eq!(status, 200, "note {i} read back: {body}");
+                assert_eq!(body["data"]["body_html"], format!("through node {i}"));
+            }
+        }
+        let token = std::fs::read_to_string(other_dir.join("admin-token")).unwrap();
+        let metrics = reqwest::Client::new()
+            .get(format!("{}/metrics", other.admin))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let counted =
+            format!("recruitd_forwarded_requests_total{{node=\"{owner}\",outcome=\"answered\"}}");
+        assert!(
+            metrics.contains(&counted),
+            "{other_name} counts what it passed on"
+        );
+
+        // A key made through one node works through every other at once; revoked
+        // through one, it is refused by every node on its next request.
+        let admin = reqwest::Client::new();
+        let made: Value = admin
+            .post(format!("{}/admin/v1/keys", third.admin))
+            .bearer_auth(
+                std::fs::read_to_string(third.data_dir().join("admin-token"))
+                    .unwrap()
+                    .trim(),
+            )
+            .json(&serde_json::json!({
+                "workspace_id": WORKSPACE, "created_by_email": "olivia@northwind.example",
+                "scopes": ["records:write"],
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let (key_id, secret) = (
+            made["data"]["id"].as_str().unwrap().to_string(),
+            made["data"]["secret"].as_str().unwrap().to_string(),
+        );
+        for node in nodes {
+            assert_eq!(answer(node, "/v1/counts", Some(&secret)).await.0, 200);
+        }
+        let revoked = admin
+            .delete(format!("{}/admin/v1/keys/{key_id}", other.admin))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(revoked.status(), 200);
+        for node in nodes {
+            assert_eq!(answer(node, "/v1/counts", Some(&secret)).await.0, 401);
+        }
+
+        // The writer killed: reads keep answering through the others, and a write waits
+        // for the next writer rather than fail.
+        let mut writer = writer;
+        writer.signal("-KILL");
+        writer.child.wait().await.unwrap();
+        let killed = Instant::now();
+        let (status, _, _) = answer(
+            &third,
+            "/v1/search/phone?number=07700900123",
+            Some(READ_KEY),
+        )
+        .await;
+        assert_eq!(status, 200, "a lookup while the writer is dead");
+        let (status, written) = post_note(&other, "after the writer died").await;
+        assert_eq!(status, 201, "{written}");
+        assert!(
+            killed.elapsed() < Duration::from_secs(12),
+            "{:?}",
+            killed.elapsed()
+        );
+        let id = written["data"]["id"].as_str().unwrap();
+        let (status, _, _) = answer(&third, &format!("/v1/notes/{id}"), Some(READ_KEY)).await;
+        assert_eq!(status, 200);
+        drop(other);
+        drop(third);
+    })
+    .await;
 }

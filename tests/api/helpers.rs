@@ -480,6 +480,15 @@ pub async fn memory_app_state(
             recruitd::server::clock::Clock::System,
         ),
         metrics: std::sync::Arc::new(recruitd::server::metrics::Metrics::new()),
+        cluster: recruitd::cluster::Membership::alone(
+            recruitd::cluster::Identity::new(
+                Some("test".into()),
+                None,
+                1,
+                "127.0.0.1:8443".parse().unwrap(),
+            )
+            .unwrap(),
+        ),
     });
     (state, registry)
 }

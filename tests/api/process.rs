@@ -133,6 +133,11 @@ impl Server {
         }
     }
 
+    /// The data dir it was started on.
+    pub(crate) fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
     pub(crate) fn client(&self) -> Client {
         let pem = std::fs::read(self.data_dir.join("tls/cert.pem")).unwrap();
         Client::builder()

@@ -231,6 +231,13 @@ fn warn_if_key_readable_by_others(key_path: &Path) {
 #[cfg(not(unix))]
 fn warn_if_key_readable_by_others(_key_path: &Path) {}
 
+/// SHA-256 (hex) of the first certificate in the PEM file at `path`: the certificate
+/// the server presents, which other nodes of a cluster pin.
+pub fn cert_sha256(path: &Path) -> anyhow::Result<String> {
+    let chain = load_cert_chain(path)?;
+    Ok(crate::cluster::forward::sha256_hex(chain[0].as_ref()))
+}
+
 fn load_cert_chain(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let pem = fs::read(path)
         .with_context(|| format!("cannot read TLS certificate file {}", path.display()))?;

@@ -6,5 +6,5 @@ pub mod certs;
 pub mod connections;
 pub mod listener;
 
-pub use certs::{install_crypto_provider, self_signed_paths, server_config};
+pub use certs::{cert_sha256, install_crypto_provider, self_signed_paths, server_config};
 pub use listener::{https_server, HttpsOptions, HTTPS_REQUIRED_MESSAGE};

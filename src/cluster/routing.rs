@@ -1,0 +1,212 @@
+//! Where a request for a workspace is answered: here, when this node writes the
+//! workspace; otherwise at its writer ([`Route::To`]), reached as the directory of live
+//! nodes says (advertised URL, pinned certificate), and trusted back by the secret this
+//! start presents.
+//!
+//! The directory is read with each round of the writer leases (every second), and once
+//! more when a request names a node it does not know yet (a node that has just joined).
+
+use super::forward::{sha256_hex, Peer};
+use super::{Membership, Shared};
+use std::collections::HashMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The path on which a node tells another that the API keys changed (node to node
+/// only: no client's request reaches it).
+pub const KEYS_CHANGED: &str = "/cluster/v1/keys-changed";
+
+/// Where a workspace's requests are answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// This node writes the workspace (or is the whole cluster).
+    Here,
+    /// Another live node writes it.
+    To(Arc<Peer>),
+    /// No live node holds its lease now (a writer is being replaced).
+    Nobody,
+}
+
+/// The live nodes and the workspaces' writers, as of the last read.
+#[derive(Default)]
+pub struct Directory {
+    /// By name: how to reach the node, and the SHA-256 of its start's secret.
+    nodes: HashMap<String, (Arc<Peer>, String)>,
+    /// By workspace: the node whose lease holds.
+    writers: HashMap<Uuid, String>,
+}
+
+/// A live node's row, as the directory reads it.
+pub(super) struct NodeRow {
+    pub name: String,
+    pub advertise_url: String,
+    pub cert_sha256: String,
+    pub secret_sha256: String,
+}
+
+impl Directory {
+    pub(super) fn new(
+        nodes: &[NodeRow],
+        writers: impl IntoIterator<Item = (Uuid, String)>,
+    ) -> Directory {
+        Directory {
+            nodes: nodes
+                .iter()
+                .filter_map(|n| {
+                    let peer = Peer::new(n.name.clone(), &n.advertise_url, &n.cert_sha256)?;
+                    Some((n.name.clone(), (Arc::new(peer), n.secret_sha256.clone())))
+                })
+                .collect(),
+            writers: writers.into_iter().collect(),
+        }
+    }
+}
+
+impl Shared {
+    /// The live nodes' rows, in name order.
+    pub(super) async fn node_rows(&self) -> Result<Vec<NodeRow>, sqlx::Error> {
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT name, advertise_url, cert_sha256, secret_sha256 FROM cluster_nodes \
+             WHERE lease_until > now() ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(name, advertise_url, cert_sha256, secret_sha256)| NodeRow {
+                    name,
+                    advertise_url,
+                    cert_sha256,
+                    secret_sha256,
+                },
+            )
+            .collect())
+    }
+}
+
+impl Membership {
+    /// Where requests for `workspace` are answered now.
+    pub fn route(&self, workspace: Uuid) -> Route {
+        let Some(s) = &self.shared else {
+            return Route::Here;
+        };
+        if s.fences.epoch(workspace).is_some() {
+            return Route::Here;
+        }
+        let directory = s.directory.load();
+        match directory.writers.get(&workspace) {
+            Some(name) if *name != self.me.name => match directory.nodes.get(name) {
+                Some((peer, _)) => Route::To(peer.clone()),
+                None => Route::Nobody,
+            },
+            _ => Route::Nobody,
+        }
+    }
+
+    /// What this node presents to others: its name and this start's secret (`None` on
+    /// its own).
+    pub fn credentials(&self) -> Option<(&str, &str)> {
+        let s = self.shared.as_ref()?;
+        Some((self.me.name.as_str(), s.secret.as_str()))
+    }
+
+    /// Whether `secret` is the secret of the live node `name` (the directory is read
+    /// again first when it does not know the node yet).
+    pub async fn is_node(&self, name: &str, secret: &str) -> bool {
+        let Some(s) = &self.shared else {
+            return false;
+        };
+        let presented = sha256_hex(secret.as_bytes());
+        let matches = |d: &Directory| {
+            d.nodes.get(name).map(|(_, hash)| {
+                bool::from(subtle::ConstantTimeEq::ct_eq(
+                    hash.as_bytes(),
+                    presented.as_bytes(),
+                ))
+            })
+        };
+        if let Some(known) = matches(&s.directory.load()) {
+            return known;
+        }
+        self.read_directory().await;
+        matches(&s.directory.load()).unwrap_or(false)
+    }
+
+    /// Tells every other live node to read the API keys afresh (a key was made or
+    /// revoked here), and waits for their answers: so a revoked key is refused on every
+    /// node from the next request on. The nodes that did not confirm it (dead, or
+    /// unreachable), by name.
+    pub async fn tell_keys_changed(&self) -> Vec<String> {
+        let Some(s) = &self.shared else {
+            return Vec::new();
+        };
+        self.read_directory().await;
+        let directory = s.directory.load();
+        let told = directory
+            .nodes
+            .iter()
+            .filter(|(name, _)| **name != self.me.name)
+            .map(|(_, (peer, _))| {
+                let request = super::forward::Outgoing {
+                    method: "POST".into(),
+                    target: KEYS_CHANGED.into(),
+                    headers: vec![
+                        (super::forward::NODE.into(), self.me.name.clone().into_bytes()),
+                        (super::forward::NODE_SECRET.into(), s.secret.clone().into_bytes()),
+                    ],
+                    body: Default::default(),
+                };
+                async move {
+                    match super::forward::send(peer, request).await {
+                        Ok(a) if a.status == 204 => None,
+                        Ok(a) => {
+                            tracing::warn!(node = %peer.name, status = a.status, "a node did not take the changed keys");
+                            Some(peer.name.clone())
+                        }
+                        Err(e) => {
+                            tracing::warn!(node = %peer.name, error = %e, "telling a node the keys changed");
+                            Some(peer.name.clone())
+                        }
+                    }
+                }
+            });
+        futures_util::future::join_all(told)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Reads the directory afresh (on its own, there is none to read).
+    pub async fn read_directory(&self) {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        let read = async {
+            let nodes = s.node_rows().await?;
+            let leases = s.leases().await?;
+            anyhow::Ok((nodes, leases))
+        };
+        match read.await {
+            Ok((nodes, leases)) => s.publish_directory(&nodes, &leases),
+            Err(e) => tracing::warn!(error = %e, "reading the cluster's directory"),
+        }
+    }
+}
+
+impl Shared {
+    /// Publishes what a read of the nodes and leases found.
+    pub(super) fn publish_directory(
+        &self,
+        nodes: &[NodeRow],
+        leases: &HashMap<Uuid, super::writers::Lease>,
+    ) {
+        let writers = leases
+            .iter()
+            .filter(|(_, l)| l.holds)
+            .map(|(ws, l)| (*ws, l.holder.clone()));
+        self.directory
+            .store(Arc::new(Directory::new(nodes, writers)));
+    }
+}

@@ -1,0 +1,268 @@
+//! In a cluster, a request for a workspace is answered by the node that writes it: a
+//! node that does not passes the request there and returns the answer as it came
+//! (`crate::cluster::routing`, `crate::cluster::forward`). So every request of a
+//! workspace sees one copy of it, wherever it arrives: a write is read back at once
+//! through any node (read-your-writes), and a key's budget is counted in one place.
+//!
+//! - The answering node adopts the request id the client's node gave the request, so
+//!   the answer is the one this node would have given.
+//! - A read whose writer cannot be reached is answered from this node's own copy; a
+//!   write waits for a writer (one is being replaced) up to [`WAIT_FOR_WRITER`], then
+//!   is refused with 503, as is a write whose forwarding failed after it went out (its
+//!   client retries with the same `reference`).
+//! - Requests from another node are answered here, never passed on again.
+
+use super::context::RequestId;
+use super::errors::{ApiError, ErrorKind};
+use super::AppState;
+use crate::cluster::forward::{self, Failure, Outgoing, NODE, NODE_SECRET, REQUEST_ID};
+use crate::cluster::routing::Route;
+use actix_web::dev::{Payload, ServiceRequest};
+use actix_web::http::{header, Method};
+use actix_web::{web, HttpMessage, HttpResponse};
+use futures_util::StreamExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest a write waits for its workspace to have a writer.
+pub const WAIT_FOR_WRITER: Duration = Duration::from_secs(10);
+
+/// How often a write waiting for a writer looks again.
+const LOOK_AGAIN: Duration = Duration::from_millis(100);
+
+/// Set on a request another node passed here (its node checked).
+#[derive(Clone, Copy, Debug)]
+pub struct FromNode;
+
+/// Whether a request comes from another node of the cluster (its name and secret
+/// checked against the store's directory), and the request id its client was given
+/// there, when it carries one.
+pub async fn from_node(req: &ServiceRequest) -> Option<Option<RequestId>> {
+    let name = req.headers().get(NODE)?.to_str().ok()?;
+    let secret = req.headers().get(NODE_SECRET)?.to_str().ok()?;
+    let app = req.app_data::<web::Data<AppState>>()?;
+    if !app.cluster.is_node(name, secret).await {
+        tracing::warn!(node = name, "a request named a node with the wrong secret");
+        return None;
+    }
+    let id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|id| id.to_str().ok())
+        .filter(|id| {
+            id.len() == 36
+                && id.starts_with("req_")
+                && id[4..].bytes().all(|b| b.is_ascii_hexdigit())
+        });
+    Some(id.map(RequestId::adopt))
+}
+
+/// Answers what one node asks of another (not the API): `Some` answer for such a
+/// request from a node of the cluster, `None` for anything else.
+pub async fn node_to_node(req: &ServiceRequest) -> Option<HttpResponse> {
+    if req.path() != crate::cluster::routing::KEYS_CHANGED
+        || req.method() != Method::POST
+        || !req.extensions().contains::<FromNode>()
+    {
+        return None;
+    }
+    let app = req.app_data::<web::Data<AppState>>()?;
+    Some(match app.keys.load(&*app.store).await {
+        Ok(_) => HttpResponse::NoContent().finish(),
+        Err(e) => HttpResponse::from_error(ApiError::from(e)),
+    })
+}
+
+/// Answers `req` at its workspace's writer when that is another node: `Some` answer, or
+/// `None` to answer it here.
+pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<HttpResponse> {
+    if !req.path().starts_with("/v1/") {
+        return None;
+    }
+    let app = req.app_data::<web::Data<AppState>>()?.clone();
+    app.cluster.credentials()?;
+    let token = super::auth::bearer(req.request()).ok()?.to_string();
+    let from_node = req.extensions().contains::<FromNode>();
+    let key = match app.keys.by_secret(&token) {
+        Some(key) => key,
+        // A key made on another node since this one loaded the keys (certainly so when
+        // another node passed the request on: it knew the key).
+        None => {
+            reload_keys(&app, from_node).await;
+            app.keys.by_secret(&token)?
+        }
+    };
+    if from_node {
+        return None;
+    }
+    let workspace = key.workspace_id;
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+    let deadline = Instant::now() + WAIT_FOR_WRITER;
+    let mut body: Option<web::Bytes> = None;
+    loop {
+        let peer = match app.cluster.route(workspace) {
+            Route::Here => break,
+            Route::To(peer) => peer,
+            Route::Nobody if reads => break,
+            Route::Nobody => {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(LOOK_AGAIN).await;
+                app.cluster.read_directory().await;
+                continue;
+            }
+        };
+        if body.is_none() {
+            match read_body(req).await {
+                Some(b) => body = Some(b),
+                // Refused here as it would be there.
+                None => return None,
+            }
+        }
+        let outgoing = outgoing(req, rid, &app, body.clone().unwrap_or_default());
+        let started = Instant::now();
+        match forward::send(&peer, outgoing).await {
+            Ok(answer) => {
+                app.metrics
+                    .forwarded(&peer.name, "answered", started.elapsed());
+                return Some(respond(answer));
+            }
+            Err(failure) => {
+                let unsent = matches!(failure, Failure::Unreachable(..));
+                let outcome = if unsent { "unreachable" } else { "unknown" };
+                app.metrics
+                    .forwarded(&peer.name, outcome, started.elapsed());
+                tracing::warn!(request_id = rid.as_str(), %workspace, error = %failure, "forwarding to the workspace's writer failed");
+                if reads {
+                    break;
+                }
+                if !unsent || Instant::now() >= deadline {
+                    let mut e = ApiError::new(
+                        ErrorKind::Unavailable { retry_after: 1 },
+                        "the workspace's writer did not answer; retry after the indicated \
+                         delay (with the same reference, a write is applied at most once)",
+                    );
+                    e.cause = Some(failure.into());
+                    return Some(HttpResponse::from_error(e));
+                }
+                // The writer is gone: wait for the next one.
+                tokio::time::sleep(LOOK_AGAIN).await;
+                app.cluster.read_directory().await;
+            }
+        }
+    }
+    // Answered here: the body read (if any) goes back to the request.
+    if let Some(b) = body {
+        req.set_payload(Payload::from(b));
+    }
+    None
+}
+
+/// The request's body, whole (bodies the API takes are small: `body::MAX_BODY_BYTES`).
+/// `None` for a body larger than that, or one that breaks off: the request then has its
+/// body back as it came (what was read, then the rest), to be refused here.
+async fn read_body(req: &mut ServiceRequest) -> Option<web::Bytes> {
+    let mut payload = req.take_payload();
+    let mut bytes = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let failed = match chunk {
+            Ok(chunk) if bytes.len() + chunk.len() <= super::body::MAX_BODY_BYTES => {
+                bytes.extend_from_slice(&chunk);
+                continue;
+            }
+            Ok(chunk) => {
+                bytes.extend_from_slice(&chunk);
+                Ok(bytes.freeze())
+            }
+            Err(e) => Err(e),
+        };
+        let head = futures_util::stream::iter([failed]);
+        let rest: actix_http::BoxedPayloadStream = Box::pin(head.chain(payload));
+        req.set_payload(Payload::from(rest));
+        return None;
+    }
+    Some(bytes.freeze())
+}
+
+/// Headers of one connection, not of the request or answer: never passed on.
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "date"
+    ) || name.starts_with("x-recruitd-")
+}
+
+fn outgoing(req: &ServiceRequest, rid: &RequestId, app: &AppState, body: web::Bytes) -> Outgoing {
+    let mut headers: Vec<(String, Vec<u8>)> = req
+        .headers()
+        .iter()
+        .filter(|(n, _)| !hop_by_hop(n.as_str()))
+        .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+        .collect();
+    if let Some((node, secret)) = app.cluster.credentials() {
+        for (name, value) in [
+            (NODE, node),
+            (NODE_SECRET, secret),
+            (REQUEST_ID, rid.as_str()),
+        ] {
+            headers.push((name.to_string(), value.as_bytes().to_vec()));
+        }
+    }
+    Outgoing {
+        method: req.method().as_str().to_string(),
+        target: req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| req.path().to_string(), |pq| pq.as_str().to_string()),
+        headers,
+        body,
+    }
+}
+
+/// The writer's answer, as it came (its body already says everything, errors included).
+fn respond(answer: forward::Answer) -> HttpResponse {
+    let status = actix_web::http::StatusCode::from_u16(answer.status)
+        .unwrap_or(actix_web::http::StatusCode::BAD_GATEWAY);
+    let mut res = HttpResponse::build(status);
+    for (name, value) in answer.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
+        if let (Ok(n), Ok(v)) = (
+            header::HeaderName::try_from(name.as_str()),
+            header::HeaderValue::from_bytes(value),
+        ) {
+            res.append_header((n, v));
+        }
+    }
+    let mut res = res.body(answer.body);
+    res.extensions_mut().insert(super::context::OwnBody);
+    res
+}
+
+/// Reads the API keys afresh from the store: at once for a key another node knew
+/// (`certain`), otherwise at most once a second (a request with an unknown key may
+/// name a key made on another node, but a flood of bad keys must not become a flood of
+/// reads).
+async fn reload_keys(app: &AppState, certain: bool) {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = actors::store::now_ms() as u64;
+    let last = LAST.load(Ordering::Relaxed);
+    let throttled = now.saturating_sub(last) < 1000
+        || LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err();
+    if throttled && !certain {
+        return;
+    }
+    if let Err(e) = app.keys.load(&*app.store).await {
+        tracing::warn!(error = %e, "reading the API keys afresh");
+    }
+}
