@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Two nodes of one cluster on a fresh PostgreSQL database: what passing a request to
-# the workspace's writer costs, and what a writer's death does to lookups.
+# Three nodes of one cluster on a fresh PostgreSQL database (PEOPLE generated people,
+# imported through the first node):
+#   1. what passing a request to the workspace's writer costs: closed-loop lookups
+#      (concurrency 4) through the writer, then through another node (each lookup passed
+#      on to the writer), alternated three times;
+#   2. lookups (closed loop, concurrency 32) and full syncs (3 streams) with the clients
+#      spread over 1, 2 and 3 nodes (`--target`);
+#   3. lookups at 200/s spread over the two other nodes while the writer is killed
+#      (kill -9): failed lookups, and how long until another node holds the lease.
 #
-#   loadtest/run-cluster.sh            PEOPLE=100000 (generated and imported), then:
-#   1. closed-loop lookups (concurrency 4) through the writer, then through the other
-#      node (each one passed to the writer), alternated three times: the difference in
-#      latency is forwarding's cost;
-#   2. lookups at 200/s through the other node while the writer is killed (kill -9):
-#      failed lookups, and how long until the other node holds the writer lease.
-#
-# Both nodes and the load generator share this machine's cores: the figures show
+# The nodes and the load generator share this machine's cores: the figures show
 # overhead, not scaling. Results in bench-results/cluster-<time>/ (summary.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,41 +19,58 @@ STORE="${STORE:-postgres://postgres@127.0.0.1:5432/postgres}"
 OUT="${OUT:-bench-results/cluster-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
-B_API_PORT="${B_API_PORT:-18543}"
-B_ADMIN_PORT="${B_ADMIN_PORT:-18544}"
 SECS="${SECS:-20}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
-DATA_B="$(mktemp -d)"
-b_pid=""
-trap 'if [ -n "$b_pid" ]; then kill "$b_pid" 2>/dev/null || true; fi; rm -rf "$DATA_B"; lt_cleanup' EXIT
-
 lt_fresh_database cluster
-"$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve --node-name a \
-  --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  >"$OUT/server-a.out" 2>"$OUT/server-a.log" &
-server_pid=$!
-lt_wait_started
-LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --out "$OUT")
-"${LT[@]}" --url "https://127.0.0.1:$API_PORT" prepare --people "$PEOPLE" \
-  --admin-url "http://127.0.0.1:$ADMIN_PORT" 2>&1 | tee "$OUT/prepare.log"
 
-"$BIN/recruitd" --data-dir "$DATA_B" "${store[@]}" serve --node-name b \
-  --listen "127.0.0.1:$B_API_PORT" --admin-listen "127.0.0.1:$B_ADMIN_PORT" \
-  >"$OUT/server-b.out" 2>"$OUT/server-b.log" &
-b_pid=$!
-
-# The cluster view of node b, as one line of JSON.
-view() {
-  curl -sf "http://127.0.0.1:$B_ADMIN_PORT/admin/v1/cluster" \
-    -H "Authorization: Bearer $(cat "$DATA_B/admin-token" 2>/dev/null)" || true
+# Node i (0, 1, 2): named a, b, c, on ports API_PORT+100*i and ADMIN_PORT+100*i; node
+# 0 on DATA (where `prepare` leaves the key), the others on data dirs of their own.
+names=(a b c)
+dirs=("$DATA" "$(mktemp -d)" "$(mktemp -d)")
+pids=("" "" "")
+trap 'for p in "${pids[@]}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; rm -rf "${dirs[1]}" "${dirs[2]}"; lt_cleanup' EXIT
+api() { echo "https://127.0.0.1:$((API_PORT + 100 * $1))"; }
+admin() { echo "http://127.0.0.1:$((ADMIN_PORT + 100 * $1))"; }
+start() {
+  "$BIN/recruitd" --data-dir "${dirs[$1]}" "${store[@]}" serve --node-name "${names[$1]}" \
+    --listen "127.0.0.1:$((API_PORT + 100 * $1))" \
+    --admin-listen "127.0.0.1:$((ADMIN_PORT + 100 * $1))" \
+    >"$OUT/server-${names[$1]}.out" 2>"$OUT/server-${names[$1]}.log" &
+  pids[$1]=$!
+  for _ in $(seq 1 600); do
+    [ -s "${dirs[$1]}/admin-token" ] && [ -s "${dirs[$1]}/tls/cert.pem" ] && return 0
+    sleep 0.1
+  done
+  echo "node ${names[$1]} did not start; see $OUT" >&2
+  exit 1
 }
-owner() { view | python3 -c 'import json,sys; w=json.load(sys.stdin)["data"]["workspaces"]; print(w[0]["owner"] if w else "")' 2>/dev/null || true; }
-held_by_b() { view | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; print(sum(1 for w in d["workspaces"] if "b" in w["holders"]))' 2>/dev/null || true; }
-for _ in $(seq 1 1200); do [ "$(held_by_b)" = 1 ] && [ "$(owner)" = a ] && break; sleep 0.1; done
-[ "$(owner)" = a ] || { echo "node b did not join with a as the writer; see $OUT" >&2; exit 1; }
-echo "two nodes up: a writes, b holds a copy" | tee -a "$OUT/summary.txt"
+# The cluster as node $1 sees it: "<owner> <nodes alive> <holders of the workspace>".
+view() {
+  curl -sf "$(admin "$1")/admin/v1/cluster" -H "Authorization: Bearer $(cat "${dirs[$1]}/admin-token")" |
+    python3 -c 'import json,sys
+d = json.load(sys.stdin)["data"]; w = d["workspaces"]
+print(w[0]["owner"] if w else None, sum(n["alive"] for n in d["nodes"]), len(w[0]["holders"]) if w else 0)' 2>/dev/null || true
+}
+index_of() { for i in 0 1 2; do [ "${names[$i]}" = "$1" ] && echo "$i"; done; }
+target() { echo "$(api "$1")=${dirs[$1]}/tls/cert.pem"; }
+
+start 0
+LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --out "$OUT")
+"${LT[@]}" --url "$(api 0)" prepare --people "$PEOPLE" --admin-url "$(admin 0)" 2>&1 | tee "$OUT/prepare.log"
+start 1
+start 2
+for _ in $(seq 1 1200); do
+  read -r owner alive holders <<<"$(view 0)"
+  [ "$alive" = 3 ] && [ "$holders" = 3 ] && [ "$owner" != None ] && break
+  sleep 0.1
+done
+sleep 3 # a writer that the third node's arrival moved has moved by now
+read -r owner alive holders <<<"$(view 0)"
+w=$(index_of "$owner")
+o1=$(( (w + 1) % 3 )); o2=$(( (w + 2) % 3 ))
+echo "three nodes up ($alive alive, $holders holding the workspace); $owner writes it" | tee -a "$OUT/summary.txt"
 
 run() {
   local name="$1"; shift
@@ -61,22 +78,30 @@ run() {
   "${LT[@]}" --name "$name" "$@" 2>"$OUT/$name.log" | tee -a "$OUT/summary.txt" || true
 }
 for i in 1 2 3; do
-  run "direct-$i" --url "https://127.0.0.1:$API_PORT" lookup --concurrency 4 --duration "$SECS" --warmup 3
-  run "forwarded-$i" --url "https://127.0.0.1:$B_API_PORT" --cacert "$DATA_B/tls/cert.pem" \
-    lookup --concurrency 4 --duration "$SECS" --warmup 3
+  run "direct-$i" --target "$(target "$w")" lookup --concurrency 4 --duration "$SECS" --warmup 3
+  run "forwarded-$i" --target "$(target "$o1")" lookup --concurrency 4 --duration "$SECS" --warmup 3
 done
+one=(--target "$(target "$w")")
+two=("${one[@]}" --target "$(target "$o1")")
+three=("${two[@]}" --target "$(target "$o2")")
+run lookup-1-node "${one[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+run lookup-2-nodes "${two[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+run lookup-3-nodes "${three[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+run sync-1-node "${one[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+run sync-2-nodes "${two[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+run sync-3-nodes "${three[@]}" sync --streams 3 --duration "$SECS" --warmup 3
 
-# The writer killed under 200 lookups/s through b.
-"${LT[@]}" --name failover --url "https://127.0.0.1:$B_API_PORT" --cacert "$DATA_B/tls/cert.pem" \
-  lookup --rate 200 --duration 20 >"$OUT/failover.txt" 2>"$OUT/failover.log" &
+# The writer killed under 200 lookups/s spread over the two others.
+"${LT[@]}" --name failover --target "$(target "$o1")" --target "$(target "$o2")" \
+  lookup --rate 200 --duration 25 >"$OUT/failover.txt" 2>"$OUT/failover.log" &
 load_pid=$!
-sleep 5
-kill -9 "$server_pid"
+sleep 8
+kill -9 "${pids[$w]}"
 killed=$(date +%s.%N)
-server_pid=""
-until [ "$(owner)" = b ]; do sleep 0.05; done
+pids[$w]=""
+until read -r now _ _ <<<"$(view "$o1")" && [ "$now" != None ] && [ "$now" != "$owner" ]; do sleep 0.05; done
 took=$(python3 -c "import time; print(round(time.time() - $killed, 2))")
-echo "== failover: b holds the writer lease ${took} s after kill -9 of a" | tee -a "$OUT/summary.txt"
+echo "== failover: $now holds the writer lease ${took} s after kill -9 of $owner" | tee -a "$OUT/summary.txt"
 wait "$load_pid" || true
 cat "$OUT/failover.txt" >>"$OUT/summary.txt"
 echo "results in $OUT"

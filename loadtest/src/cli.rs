@@ -42,6 +42,11 @@ pub struct Common {
     /// PEM certificate to trust (the server's self-signed one).
     #[arg(long, global = true)]
     pub cacert: Option<PathBuf>,
+    /// Several nodes of one cluster to spread the clients' connections over, in turn:
+    /// `URL` (trusting `--cacert`) or `URL=CACERT`; repeat for each. The first is also
+    /// the one set-up requests go to (`--url` is ignored when given).
+    #[arg(long = "target", global = true, value_name = "URL[=CACERT]")]
+    pub targets: Vec<String>,
     /// API key (needs notes:write, tasks:write and records:write for `write`/`mixed`).
     #[arg(long, env = "RECRUITD_KEY", hide_env_values = true, global = true)]
     pub key: Option<String>,
@@ -318,6 +323,10 @@ pub struct Settings {
     pub url: String,
     #[serde(skip)]
     pub cacert: PathBuf,
+    /// Further nodes the connections are spread over (`--target`), with the
+    /// certificate each is trusted by.
+    #[serde(default)]
+    pub also: Vec<(String, PathBuf)>,
     #[serde(skip)]
     pub key: String,
     #[serde(skip)]
@@ -463,14 +472,31 @@ impl Settings {
         if mix.values().all(|&v| v == 0) {
             bail!("the write mix has no weight");
         }
+        let cacert = cacert(common, f.cacert, data_dir.as_deref());
+        let mut targets: Vec<(String, PathBuf)> = common
+            .targets
+            .iter()
+            .map(|t| match t.split_once('=') {
+                Some((url, pem)) => (url.to_string(), PathBuf::from(pem)),
+                None => (t.clone(), cacert.clone()),
+            })
+            .collect();
+        let (url, cacert) = match targets.is_empty() {
+            true => (
+                common
+                    .url
+                    .clone()
+                    .or(f.url)
+                    .unwrap_or_else(|| "https://127.0.0.1:8443".into()),
+                cacert,
+            ),
+            false => targets.remove(0),
+        };
         let s = Settings {
             scenario,
-            url: common
-                .url
-                .clone()
-                .or(f.url)
-                .unwrap_or_else(|| "https://127.0.0.1:8443".into()),
-            cacert: cacert(common, f.cacert, data_dir.as_deref()),
+            url,
+            cacert,
+            also: targets,
             key,
             out: common
                 .out

@@ -28,7 +28,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_rustls::TlsConnector;
 
-/// Where and how to reach the API: address, TLS trust and the key.
+/// Where and how to reach the API: address, TLS trust and the key; and, for a cluster,
+/// the other nodes its connections are spread over ([`Target::spread_over`]).
 #[derive(Clone)]
 pub struct Target {
     pub base: String,
@@ -38,6 +39,9 @@ pub struct Target {
     tls: TlsConnector,
     auth: HeaderValue,
     timeout: Duration,
+    /// Other nodes: each new connection goes to the next of this one and them.
+    others: Vec<Target>,
+    turn: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Target {
@@ -45,8 +49,20 @@ impl Target {
     pub fn with_timeout(&self, timeout: Duration) -> Self {
         Target {
             timeout,
+            others: self
+                .others
+                .iter()
+                .map(|o| o.with_timeout(timeout))
+                .collect(),
             ..self.clone()
         }
+    }
+
+    /// This target and `others` (nodes of one cluster) in turn: each new connection
+    /// goes to the next of them.
+    pub fn spread_over(mut self, others: Vec<Target>) -> Self {
+        self.others = others;
+        self
     }
 
     /// `base` must be `https://host[:port]`; plain HTTP is refused by the server anyway.
@@ -106,11 +122,23 @@ impl Target {
             server_name,
             tls: TlsConnector::from(Arc::new(config)),
             timeout,
+            others: Vec::new(),
+            turn: Default::default(),
         })
     }
 
-    /// Opens one connection: TCP (no Nagle), TLS, HTTP/1.1.
+    /// Opens one connection to the next node in turn (this one when there are no
+    /// others).
     pub async fn connect(&self) -> anyhow::Result<Conn> {
+        let turn = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match turn % (self.others.len() + 1) {
+            0 => self.connect_here().await,
+            i => self.others[i - 1].connect_here().await,
+        }
+    }
+
+    /// Opens one connection: TCP (no Nagle), TLS, HTTP/1.1.
+    async fn connect_here(&self) -> anyhow::Result<Conn> {
         let tcp = TcpStream::connect(&self.addr)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
@@ -125,7 +153,11 @@ impl Target {
             // Ends when the server closes the connection or the sender is dropped.
             let _ = conn.await;
         });
-        Ok(Conn { sender, used: 0 })
+        Ok(Conn {
+            sender,
+            used: 0,
+            host: self.host_header.clone(),
+        })
     }
 }
 
@@ -133,6 +165,8 @@ impl Target {
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
     used: u64,
+    /// The `Host` of the node it goes to.
+    host: HeaderValue,
 }
 
 /// An answer: status and the whole body.
@@ -301,7 +335,10 @@ impl Lease<'_> {
             }
             let conn = self.conn.as_mut().expect("connected above");
             let reused = conn.used > 0;
-            let req = self.pool.target.request(method.clone(), path, body.clone());
+            let req = self
+                .pool
+                .target
+                .request(&conn.host, method.clone(), path, body.clone());
             let result = async {
                 conn.sender.ready().await?;
                 let res = conn.sender.send_request(req).await?;
@@ -331,11 +368,17 @@ impl Lease<'_> {
 }
 
 impl Target {
-    fn request(&self, method: Method, path: &str, body: Option<Bytes>) -> Request<Full<Bytes>> {
+    fn request(
+        &self,
+        host: &HeaderValue,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Request<Full<Bytes>> {
         let mut b = Request::builder()
             .method(method)
             .uri(path)
-            .header(HOST, self.host_header.clone())
+            .header(HOST, host.clone())
             .header(AUTHORIZATION, self.auth.clone());
         if body.is_some() {
             b = b.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));

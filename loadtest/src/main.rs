@@ -113,12 +113,13 @@ fn meta<'a>(s: &Settings, system: &'a str, workload: &'a str, load: Option<Load>
 async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
     let mut machine = Machine::probe();
     let started_at = chrono::Utc::now();
-    let target = Arc::new(Target::new(
-        &s.url,
-        &s.cacert,
-        &s.key,
-        Duration::from_secs_f64(s.timeout),
-    )?);
+    let timeout = Duration::from_secs_f64(s.timeout);
+    let others = s
+        .also
+        .iter()
+        .map(|(url, cacert)| Target::new(url, cacert, &s.key, timeout))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let target = Arc::new(Target::new(&s.url, &s.cacert, &s.key, timeout)?.spread_over(others));
     let setup = Pool::new(target.clone(), 4);
     // The change feed's catch-up is measured first, on a server doing nothing else; it
     // harvests the workspace itself, after, when writes follow.

@@ -350,9 +350,20 @@ impl WorkspaceActor {
         };
         ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
-            let _ = reply.send(res.map(|position| Positioned {
-                state: act.view.load_full(),
-                position,
+            let state = act.view.load_full();
+            // The state is at the store's position only if nothing else wrote the
+            // workspace since it was loaded: with several servers on one store, one that
+            // does not write it holds a copy the store has moved past, which must never
+            // be paired with the newer position (a checkpoint of it would load as current).
+            let _ = reply.send(res.and_then(|position| {
+                if position.seq != state.position {
+                    return Err(StoreError::Other(format!(
+                        "the state is at position {} and the store at {position}: another \
+                         server writes the workspace",
+                        state.position
+                    )));
+                }
+                Ok(Positioned { state, position })
             }));
             act.pump(ctx);
         }));

@@ -556,3 +556,36 @@ async fn retention_forgets_tombstones_without_undoing_a_commit() {
     assert_eq!(h.addr.send(ForgetTombstones(now)).await.unwrap(), 1);
     assert!(h.state().tombstones.is_empty());
 }
+
+/// The state and the store's position are paired (for a checkpoint) only while they
+/// agree: once another server has committed the workspace behind this actor's back, its
+/// state is behind the store and must never be labelled with the newer position.
+#[actix::test]
+async fn a_state_the_store_moved_past_is_never_paired_with_its_position() {
+    let (store, h, _) = workspace(Duration::ZERO).await;
+    let at = h
+        .addr
+        .send(crate::actor::ReadPosition)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(at.position.seq, at.state.position);
+    // Another server's commit, straight to the store.
+    let id = Uuid::new_v4();
+    let candidate = serde_json::json!({"id": id, "person_id": id, "name": "Elsewhere",
+        "created_at": "2026-09-01T09:00:00.000Z", "updated_at": "2026-09-01T09:00:00.000Z"});
+    let other = ChangeSet {
+        upserts: vec![crate::model::Record::from_json(
+            crate::model::RecordKind::Candidate,
+            &candidate.to_string(),
+        )
+        .unwrap()],
+        ..Default::default()
+    };
+    store.inner.commit(h.state().id(), &other).await.unwrap();
+    match h.addr.send(crate::actor::ReadPosition).await.unwrap() {
+        Err(StoreError::Other(m)) => assert!(m.contains("another server"), "{m}"),
+        Ok(p) => panic!("paired state {} with {}", p.state.position, p.position),
+        Err(e) => panic!("{e}"),
+    }
+}
