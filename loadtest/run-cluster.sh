@@ -53,7 +53,7 @@ view() {
 d = json.load(sys.stdin)["data"]; w = d["workspaces"]
 print(w[0]["owner"] if w else None, sum(n["alive"] for n in d["nodes"]), len(w[0]["holders"]) if w else 0)' 2>/dev/null || true
 }
-index_of() { for i in 0 1 2; do [ "${names[$i]}" = "$1" ] && echo "$i"; done; }
+index_of() { for i in 0 1 2; do if [ "${names[$i]}" = "$1" ]; then echo "$i"; fi; done; }
 target() { echo "$(api "$1")=${dirs[$1]}/tls/cert.pem"; }
 
 start 0
