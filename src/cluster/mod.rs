@@ -206,10 +206,7 @@ impl Membership {
             incarnation: fences.incarnation.clone(),
             fences,
             acquiring: Default::default(),
-            secret: {
-                let bytes: [u8; 32] = rand::random();
-                bytes.iter().map(|b| format!("{b:02x}")).collect()
-            },
+            secret: forward::hex(&rand::random::<[u8; 32]>()),
             cert_sha256,
             directory: Default::default(),
             lost: AtomicBool::new(false),

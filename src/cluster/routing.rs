@@ -104,6 +104,18 @@ impl Membership {
         }
     }
 
+    /// Whether the directory names a live node other than this one (never, on its
+    /// own): until it does, every request is this node's to answer.
+    pub fn has_peers(&self) -> bool {
+        self.shared.as_ref().is_some_and(|s| {
+            s.directory
+                .load()
+                .nodes
+                .keys()
+                .any(|name| *name != self.me.name)
+        })
+    }
+
     /// What this node presents to others: its name and this start's secret (`None` on
     /// its own).
     pub fn credentials(&self) -> Option<(&str, &str)> {

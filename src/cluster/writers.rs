@@ -31,6 +31,8 @@ pub trait Held: Send + Sync + 'static {
     fn loading(&self) -> Vec<Uuid>;
     /// Replaces the workspace's copy with one read from the store now.
     async fn reload(&self, workspace: Uuid) -> anyhow::Result<()>;
+    /// The store's commit position of the workspace (`Store::position`'s `seq`).
+    async fn store_position(&self, workspace: Uuid) -> anyhow::Result<u64>;
 }
 
 /// A workspace's lease as the store has it.
@@ -152,16 +154,6 @@ impl Shared {
         .await?;
         Ok(())
     }
-
-    /// The store's commit position of a workspace (0 before its first commit).
-    async fn store_position(&self, workspace: Uuid) -> Result<u64, sqlx::Error> {
-        let p: Option<i64> =
-            sqlx::query_scalar("SELECT position FROM commit_positions WHERE workspace_id = $1")
-                .bind(workspace.to_string())
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(p.unwrap_or(0) as u64)
-    }
 }
 
 /// Which node should write `workspace`: the holder of its lease while it holds and is
@@ -250,7 +242,7 @@ impl Membership {
                 return anyhow::Ok(None);
             };
             if let Some(position) = position {
-                let now = s.store_position(ws).await?;
+                let now = held.store_position(ws).await?;
                 if now != position {
                     tracing::info!(workspace = %ws, held = position, store = now, "the copy is behind the store: reloading it before writing");
                     held.reload(ws).await?;

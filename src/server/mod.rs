@@ -270,6 +270,7 @@ impl Application {
         let loading = actix::Arbiter::new();
         let held: Arc<dyn crate::cluster::writers::Held> = Arc::new(HeldWorkspaces {
             registry: registry.clone(),
+            store: store.clone(),
             loader: loader.clone(),
             loading: loading.handle(),
         });
@@ -458,6 +459,7 @@ impl Application {
 /// The workspaces this node holds, as the cluster sees them.
 struct HeldWorkspaces {
     registry: Arc<Registry>,
+    store: Arc<dyn Store>,
     loader: Arc<Loader>,
     /// The loading thread, where a reload builds its state.
     loading: actix::ArbiterHandle,
@@ -488,6 +490,10 @@ impl crate::cluster::writers::Held for HeldWorkspaces {
             .await
             .context("the loading thread stopped")?
             .context("reloading the workspace")
+    }
+
+    async fn store_position(&self, workspace: uuid::Uuid) -> anyhow::Result<u64> {
+        Ok(self.store.position(workspace).await?.seq)
     }
 }
 

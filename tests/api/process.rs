@@ -159,7 +159,7 @@ impl Server {
     }
 
     /// Every note the server shows, as body → ids.
-    async fn notes(&self) -> std::collections::HashMap<String, Vec<String>> {
+    pub(crate) async fn notes(&self) -> std::collections::HashMap<String, Vec<String>> {
         let http = self.client();
         let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
         let mut cursor: Option<String> = None;
