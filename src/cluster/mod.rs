@@ -303,9 +303,10 @@ impl Membership {
         .bind(&positions)
         .execute(&mut *tx)
         .await?;
+        let tick = s.fences.tick();
         let leases = writers::renew_leases(&mut tx, &s.fences).await?;
         tx.commit().await?;
-        s.fences.keep_only(&leases);
+        s.fences.keep_only(&leases, tick);
         s.others
             .store(s.others_alive(&self.me).await?, Ordering::Relaxed);
         Ok(true)
@@ -355,7 +356,7 @@ impl Membership {
             return;
         };
         // No commit from here on, whatever the store says of the leases.
-        s.fences.keep_only(&Default::default());
+        s.fences.drop_all();
         let left = async {
             let mut tx = s.pool.begin().await?;
             let gone =

@@ -29,8 +29,11 @@ pub struct Fences {
     pub incarnation: String,
     /// How long a lease lasts unrenewed (a lease a first commit takes included).
     pub lease: Duration,
-    /// Per workspace written, its lease's epoch.
-    held: DashMap<Uuid, u64>,
+    /// Per workspace written, its lease's epoch and when it was held (a tick of
+    /// `ticks`).
+    held: DashMap<Uuid, (u64, u64)>,
+    /// Orders holds against renewals: see [`Fences::keep_only`].
+    ticks: std::sync::atomic::AtomicU64,
 }
 
 impl Fences {
@@ -40,17 +43,25 @@ impl Fences {
             incarnation,
             lease,
             held: DashMap::new(),
+            ticks: Default::default(),
         })
     }
 
     /// The epoch of the workspace's lease, when this server holds it.
     pub fn epoch(&self, workspace: Uuid) -> Option<u64> {
-        self.held.get(&workspace).map(|e| *e)
+        self.held.get(&workspace).map(|e| e.0)
     }
 
     /// Holds the workspace's lease at `epoch` (taken, and the state caught up).
     pub fn hold(&self, workspace: Uuid, epoch: u64) {
-        self.held.insert(workspace, epoch);
+        let tick = self.tick();
+        self.held.insert(workspace, (epoch, tick));
+    }
+
+    /// A new tick: taken by a renewal before it reads which leases this server still
+    /// holds, and by every hold.
+    pub fn tick(&self) -> u64 {
+        self.ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Holds the lease no more (given up or lost): its commits are refused from now on.
@@ -59,13 +70,16 @@ impl Fences {
     }
 
     /// Keeps only the leases `still` names at the epochs it gives (what a renewal found
-    /// this server still holds).
-    pub fn keep_only(&self, still: &std::collections::HashMap<Uuid, u64>) {
-        self.held.retain(|ws, epoch| still.get(ws) == Some(epoch));
+    /// this server still holds), and those held after the renewal's `tick`: a lease
+    /// taken while the renewal ran is not in what it read, and is this server's all
+    /// the same.
+    pub fn keep_only(&self, still: &std::collections::HashMap<Uuid, u64>, tick: u64) {
+        self.held
+            .retain(|ws, (epoch, held_at)| *held_at > tick || still.get(ws) == Some(epoch));
     }
 
-    /// The workspaces whose leases this server holds.
-    pub fn held(&self) -> Vec<(Uuid, u64)> {
-        self.held.iter().map(|e| (*e.key(), *e.value())).collect()
+    /// Holds nothing from now on (a server that leaves).
+    pub fn drop_all(&self) {
+        self.held.clear();
     }
 }
