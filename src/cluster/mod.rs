@@ -157,6 +157,8 @@ struct Shared {
     cert_sha256: String,
     /// The live nodes and the workspaces' writers (see [`routing`]).
     directory: arc_swap::ArcSwap<routing::Directory>,
+    /// Held while a request reads the directory afresh (one read for all that wait).
+    directory_read: tokio::sync::Mutex<()>,
     /// Set while another start holds this node's name (this one was stopped past its
     /// lease): logged once, cleared when the name is back.
     lost: AtomicBool,
@@ -209,6 +211,7 @@ impl Membership {
             secret: forward::hex(&rand::random::<[u8; 32]>()),
             cert_sha256,
             directory: Default::default(),
+            directory_read: Default::default(),
             lost: AtomicBool::new(false),
             others: AtomicBool::new(true),
             left: AtomicBool::new(false),
@@ -266,6 +269,8 @@ impl Membership {
         let Some(s) = &self.shared else {
             return Ok(true);
         };
+        // The leases renewed hold from before the transaction's `now()` by this clock.
+        let began = std::time::Instant::now();
         let mut tx = s.pool.begin().await?;
         let renewed = sqlx::query(
             "UPDATE cluster_nodes SET lease_until = now() + $3 * interval '1 millisecond' \
@@ -306,7 +311,7 @@ impl Membership {
         let tick = s.fences.tick();
         let leases = writers::renew_leases(&mut tx, &s.fences).await?;
         tx.commit().await?;
-        s.fences.keep_only(&leases, tick);
+        s.fences.keep_only(&leases, tick, began);
         s.others
             .store(s.others_alive(&self.me).await?, Ordering::Relaxed);
         Ok(true)

@@ -10,6 +10,7 @@ use super::forward::{sha256_hex, Peer};
 use super::{Membership, Shared};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// The path on which a node tells another that the API keys changed (node to node
@@ -34,6 +35,8 @@ pub struct Directory {
     nodes: HashMap<String, (Arc<Peer>, String)>,
     /// By workspace: the node whose lease holds.
     writers: HashMap<Uuid, String>,
+    /// When it was read (`None`: never).
+    read_at: Option<Instant>,
 }
 
 /// A live node's row, as the directory reads it.
@@ -58,6 +61,7 @@ impl Directory {
                 })
                 .collect(),
             writers: writers.into_iter().collect(),
+            read_at: Some(Instant::now()),
         }
     }
 }
@@ -188,6 +192,29 @@ impl Membership {
             .into_iter()
             .flatten()
             .collect()
+    }
+
+    /// Reads the directory afresh unless it was read less than `age` ago: a request
+    /// that finds no writer for its workspace (this node's lease passed by its clock,
+    /// say, as it woke from a stop) looks again before it answers from this node's copy.
+    /// Requests that ask together share one read.
+    pub async fn read_directory_if_older(&self, age: Duration) {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        let fresh = |s: &Shared| {
+            s.directory
+                .load()
+                .read_at
+                .is_some_and(|at| at.elapsed() < age)
+        };
+        if fresh(s) {
+            return;
+        }
+        let _reading = s.directory_read.lock().await;
+        if !fresh(s) {
+            self.read_directory().await;
+        }
     }
 
     /// Reads the directory afresh (on its own, there is none to read).

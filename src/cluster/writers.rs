@@ -20,6 +20,7 @@ use super::{placement, Holding, Membership, Shared, LEASE};
 use crate::store::fence::Fences;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 use uuid::Uuid;
 
 /// What the cluster needs of the workspaces a node holds in memory.
@@ -71,12 +72,18 @@ impl Shared {
     }
 
     /// Takes the workspace's lease for this start, or confirms it holds it: the epoch
-    /// held, or `None` while another node's lease holds. Deleting the old row waits
+    /// held and a moment before the transaction that took it began (its lease runs from
+    /// then by this node's clock), or `None` while another node's lease holds. Deleting the old row waits
     /// for the commits that checked it (they lock it), and gives up after a while (a
     /// frozen writer's transaction is ended by the store, see `crate::store::postgres`).
-    async fn take(&self, fences: &Fences, workspace: Uuid) -> Result<Option<u64>, sqlx::Error> {
+    async fn take(
+        &self,
+        fences: &Fences,
+        workspace: Uuid,
+    ) -> Result<Option<(u64, Instant)>, sqlx::Error> {
         let ws = workspace.to_string();
         let lease_ms = LEASE.as_millis() as i64;
+        let began = Instant::now();
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET LOCAL lock_timeout = '2s'")
             .execute(&mut *tx)
@@ -93,7 +100,7 @@ impl Shared {
         .await?;
         if let Some(epoch) = mine {
             tx.commit().await?;
-            return Ok(Some(epoch as u64));
+            return Ok(Some((epoch as u64, began)));
         }
         // The conditions again in the DELETE itself: after waiting for the row's
         // lockers it checks the row as it then stands (a renewal in between keeps it).
@@ -136,7 +143,7 @@ impl Shared {
         .fetch_optional(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(taken.map(|e| e as u64))
+        Ok(taken.map(|e| (e as u64, began)))
     }
 
     /// Gives the workspace's lease up: it has passed for whoever takes it next, and no
@@ -238,7 +245,7 @@ impl Membership {
             return;
         };
         let outcome = async {
-            let Some(epoch) = s.take(&s.fences, ws).await? else {
+            let Some((epoch, began)) = s.take(&s.fences, ws).await? else {
                 return anyhow::Ok(None);
             };
             if let Some(position) = position {
@@ -248,7 +255,7 @@ impl Membership {
                     held.reload(ws).await?;
                 }
             }
-            s.fences.hold(ws, epoch);
+            s.fences.hold(ws, epoch, began);
             Ok(Some(epoch))
         }
         .await;

@@ -6,7 +6,8 @@
 //!
 //! - The answering node adopts the request id the client's node gave the request, so
 //!   the answer is the one this node would have given.
-//! - A read whose writer cannot be reached is answered from this node's own copy; a
+//! - A read whose writer cannot be reached (or that has none, after one look at the
+//!   directory no older than [`LOOK_AGAIN`]) is answered from this node's own copy; a
 //!   write waits for a writer (one is being replaced) up to [`WAIT_FOR_WRITER`], then
 //!   is refused with 503, as is a write whose forwarding failed after it went out (its
 //!   client retries with the same `reference`).
@@ -104,10 +105,18 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
     let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     let deadline = Instant::now() + WAIT_FOR_WRITER;
     let mut body: Option<web::Bytes> = None;
+    let mut looked_again = false;
     loop {
         let peer = match app.cluster.route(workspace) {
             Route::Here => break,
             Route::To(peer) => peer,
+            // The directory may be behind (this node woke from a stop past its lease,
+            // and the next round has yet to run): once more with one read lately.
+            Route::Nobody if reads && !looked_again => {
+                looked_again = true;
+                app.cluster.read_directory_if_older(LOOK_AGAIN).await;
+                continue;
+            }
             Route::Nobody if reads => break,
             Route::Nobody => {
                 if Instant::now() >= deadline {

@@ -15,11 +15,28 @@
 //!
 //! A workspace that has no lease row yet (created since) is taken by its first commit,
 //! in that commit's transaction, at epoch 1.
+//!
+//! Each lease held is also timed by this server's own clock: it counts as held until
+//! [`Fences::lease`] after the moment just before the transaction that took or last
+//! renewed it began (so never past the store's `lease_until`, which that transaction's
+//! `now()` set). A server stopped past its lease therefore knows on waking, before any
+//! renewal tells it, that it may no longer write or answer as the writer: its requests
+//! go to whoever writes the workspace now.
 
 use dashmap::DashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
+
+/// One lease held.
+#[derive(Clone, Copy, Debug)]
+struct HeldLease {
+    epoch: u64,
+    /// When it was held (a tick of `Fences::ticks`).
+    held_at: u64,
+    /// Until when it holds by this server's clock.
+    until: Instant,
+}
 
 /// The writer leases this server holds (see the module's docs).
 pub struct Fences {
@@ -29,9 +46,8 @@ pub struct Fences {
     pub incarnation: String,
     /// How long a lease lasts unrenewed (a lease a first commit takes included).
     pub lease: Duration,
-    /// Per workspace written, its lease's epoch and when it was held (a tick of
-    /// `ticks`).
-    held: DashMap<Uuid, (u64, u64)>,
+    /// Per workspace written, its lease.
+    held: DashMap<Uuid, HeldLease>,
     /// Orders holds against renewals: see [`Fences::keep_only`].
     ticks: std::sync::atomic::AtomicU64,
 }
@@ -47,15 +63,28 @@ impl Fences {
         })
     }
 
-    /// The epoch of the workspace's lease, when this server holds it.
+    /// The epoch of the workspace's lease, when this server holds it and it has not
+    /// passed by this server's clock.
     pub fn epoch(&self, workspace: Uuid) -> Option<u64> {
-        self.held.get(&workspace).map(|e| e.0)
+        let now = Instant::now();
+        self.held
+            .get(&workspace)
+            .filter(|l| l.until > now)
+            .map(|l| l.epoch)
     }
 
-    /// Holds the workspace's lease at `epoch` (taken, and the state caught up).
-    pub fn hold(&self, workspace: Uuid, epoch: u64) {
-        let tick = self.tick();
-        self.held.insert(workspace, (epoch, tick));
+    /// Holds the workspace's lease at `epoch` (taken, and the state caught up), by the
+    /// transaction that took it, which began after `began`.
+    pub fn hold(&self, workspace: Uuid, epoch: u64, began: Instant) {
+        let held_at = self.tick();
+        self.held.insert(
+            workspace,
+            HeldLease {
+                epoch,
+                held_at,
+                until: began + self.lease,
+            },
+        );
     }
 
     /// A new tick: taken by a renewal before it reads which leases this server still
@@ -70,16 +99,66 @@ impl Fences {
     }
 
     /// Keeps only the leases `still` names at the epochs it gives (what a renewal found
-    /// this server still holds), and those held after the renewal's `tick`: a lease
-    /// taken while the renewal ran is not in what it read, and is this server's all
-    /// the same.
-    pub fn keep_only(&self, still: &std::collections::HashMap<Uuid, u64>, tick: u64) {
-        self.held
-            .retain(|ws, (epoch, held_at)| *held_at > tick || still.get(ws) == Some(epoch));
+    /// this server still holds), renewed by a transaction that began after `began`, and
+    /// those held after the renewal's `tick`: a lease taken while the renewal ran is not
+    /// in what it read, and is this server's all the same.
+    pub fn keep_only(
+        &self,
+        still: &std::collections::HashMap<Uuid, u64>,
+        tick: u64,
+        began: Instant,
+    ) {
+        let until = began + self.lease;
+        self.held.retain(|ws, l| {
+            if l.held_at > tick {
+                return true;
+            }
+            let renewed = still.get(ws) == Some(&l.epoch);
+            if renewed {
+                l.until = l.until.max(until);
+            }
+            renewed
+        });
     }
 
     /// Holds nothing from now on (a server that leaves).
     pub fn drop_all(&self) {
         self.held.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_lease_holds_by_this_clock_until_renewed_or_passed() {
+        let lease = Duration::from_millis(200);
+        let fences = Fences::new("a".into(), "a-1".into(), lease);
+        let (w, passed) = (Uuid::new_v4(), Uuid::new_v4());
+        let now = Instant::now();
+        fences.hold(w, 3, now);
+        // Taken by a transaction that began longer ago than a lease: passed already.
+        fences.hold(passed, 1, now - lease - Duration::from_millis(1));
+        assert_eq!(fences.epoch(w), Some(3));
+        assert_eq!(fences.epoch(passed), None);
+
+        // A renewal that began later extends it; one that found it gone drops it.
+        std::thread::sleep(Duration::from_millis(120));
+        let tick = fences.tick();
+        fences.keep_only(&HashMap::from([(w, 3), (passed, 1)]), tick, Instant::now());
+        std::thread::sleep(Duration::from_millis(120));
+        assert_eq!(fences.epoch(w), Some(3), "renewed past its first lease");
+        assert_eq!(fences.epoch(passed), Some(1), "renewed: it holds again");
+        let tick = fences.tick();
+        fences.keep_only(&HashMap::from([(w, 4)]), tick, Instant::now());
+        assert_eq!(fences.epoch(w), None, "another epoch is not this one");
+        assert_eq!(fences.epoch(passed), None);
+
+        // Unrenewed, a lease passes by this clock alone.
+        fences.hold(w, 5, Instant::now());
+        std::thread::sleep(lease + Duration::from_millis(20));
+        assert_eq!(fences.epoch(w), None);
     }
 }

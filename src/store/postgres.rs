@@ -366,6 +366,8 @@ impl PostgresStore {
     /// transaction's name) first, then the workspace, records and keys.
     async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
         let fail = err("commit");
+        // A lease this commit takes (epoch 1) runs from before its `now()`.
+        let began = std::time::Instant::now();
         let mut tx = self.pool.begin().await.map_err(&fail)?;
         let ws = workspace.to_string();
 
@@ -580,7 +582,7 @@ impl PostgresStore {
         }
         tx.commit().await.map_err(&fail)?;
         if let (Some(fences), Some(epoch)) = (&self.fences, takes_lease) {
-            fences.hold(workspace, epoch);
+            fences.hold(workspace, epoch, began);
         }
         Ok(())
     }

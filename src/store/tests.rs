@@ -1692,7 +1692,7 @@ async fn postgres_commits_need_the_writer_lease() {
     .execute(&mut sql)
     .await
     .unwrap();
-    fences_b.hold(w, 2);
+    fences_b.hold(w, 2, std::time::Instant::now());
     other.commit(w, &named("second")).await.unwrap();
     refused(a.commit(w, &named("stale")).await, "old epoch");
     // Keys are no workspace's records: any server commits them.
