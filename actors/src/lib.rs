@@ -63,6 +63,7 @@ pub mod checkpoint;
 pub mod cow;
 pub mod entities;
 pub mod env;
+pub mod follow;
 pub mod keys;
 pub mod loader;
 pub mod memory;

@@ -511,6 +511,12 @@ impl WorkspaceState {
         }
     }
 
+    /// Moves the clock to `s` unless it is past it already: a stamp another server
+    /// issued (a tombstone it wrote), which this state's next stamp must follow.
+    pub fn advance_clock(&mut self, s: Stamp) {
+        self.bump_clock(s);
+    }
+
     /// The next write stamp: now, but never at or behind the newest stamp issued.
     pub fn next_stamp(&mut self) -> Stamp {
         let s = self.stamp_after_last();

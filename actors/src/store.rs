@@ -112,6 +112,19 @@ pub struct LogPart {
     pub entries: Vec<u8>,
 }
 
+/// Records as the store holds them now, for a follower (see [`Store::read_current`]).
+#[derive(Clone, Debug, Default)]
+pub struct Current {
+    /// The records found of the keys asked for.
+    pub records: Vec<Record>,
+    /// Every pipeline stage of the workspace.
+    pub stages: Vec<Record>,
+    /// The workspace's row (`None`: not in the store).
+    pub workspace: Option<Workspace>,
+    /// The changes asked for that have a tombstone, and when their records left.
+    pub tombstones: Vec<(Change, Stamp)>,
+}
+
 /// A read of the change log: the parts asked for, and how far the log has been pruned
 /// (parts at or below `pruned_through` are gone).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -204,6 +217,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// The workspace's tombstones (see [`crate::tombstones`]).
     async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError>;
+
+    /// What a server that follows another's commits of the workspace reads to catch up
+    /// (several servers on one store, see [`crate::follow`]): the records `keys` names
+    /// as the store holds them now (a key with no record was deleted), every pipeline
+    /// stage, the workspace's row, and those of `changes` that have a tombstone.
+    async fn read_current(
+        &self,
+        workspace: Uuid,
+        keys: &[(RecordKind, String)],
+        changes: &[Change],
+    ) -> Result<Current, StoreError> {
+        let _ = (workspace, keys, changes);
+        Err(StoreError::Other(
+            "this store is never shared by several servers: nothing to follow".into(),
+        ))
+    }
 
     /// Removes the log parts written before `before_ms` (milliseconds since the epoch),
     /// and the tombstones older than that, and says what it removed and what is left
@@ -418,6 +447,33 @@ impl Store for MemoryStore {
         Ok(LogRead {
             pruned_through: g.pruned.get(&workspace).copied().unwrap_or(0),
             parts,
+        })
+    }
+
+    async fn read_current(
+        &self,
+        workspace: Uuid,
+        keys: &[(RecordKind, String)],
+        changes: &[Change],
+    ) -> Result<Current, StoreError> {
+        self.check()?;
+        let g = self.inner.lock();
+        Ok(Current {
+            records: keys
+                .iter()
+                .filter_map(|(k, id)| g.records.get(&(workspace, *k, id.clone())).cloned())
+                .collect(),
+            stages: g
+                .records
+                .iter()
+                .filter(|((w, k, _), _)| *w == workspace && *k == RecordKind::Stage)
+                .map(|(_, r)| r.clone())
+                .collect(),
+            workspace: g.workspaces.get(&workspace).cloned(),
+            tombstones: changes
+                .iter()
+                .filter_map(|c| Some((c.clone(), *g.tombstones.get(&(workspace, c.clone()))?)))
+                .collect(),
         })
     }
 

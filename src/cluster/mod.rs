@@ -18,7 +18,9 @@
 //!   commit checks: `crate::store::fence`).
 //! - [`routing`]: where a workspace's requests are answered (its writer), and
 //!   [`forward`]: passing them there, node to node over HTTPS.
+//! - [`follow`]: the other holders keep their copies in step from the change log.
 
+pub mod follow;
 pub mod forward;
 pub mod placement;
 pub mod routing;

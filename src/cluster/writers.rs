@@ -34,6 +34,9 @@ pub trait Held: Send + Sync + 'static {
     async fn reload(&self, workspace: Uuid) -> anyhow::Result<()>;
     /// The store's commit position of the workspace (`Store::position`'s `seq`).
     async fn store_position(&self, workspace: Uuid) -> anyhow::Result<u64>;
+    /// Brings the workspace's copy up to the store's commits (another node writes it),
+    /// from the change log, or by loading it afresh when the log cannot.
+    async fn follow(&self, workspace: Uuid) -> anyhow::Result<()>;
 }
 
 /// A workspace's lease as the store has it.

@@ -26,6 +26,8 @@
 //!   `recruitd_forward_duration_seconds{node,outcome}`: requests passed to the node that
 //!   writes their workspace (`http::forward`): `answered`, `unreachable` (not sent) or
 //!   `unknown` (sent, no answer).
+//! - `recruitd_follower_lag_seconds`: per commit another node made, from when it was
+//!   made to when this node's copy held it (`cluster::follow`).
 //! - `recruitd_feed_pages_ahead_total{outcome}`: feed pages made before they were asked
 //!   for (`http::changes::PagesAhead`), `taken` by the request they were made for or
 //!   `unused` (the workspace changed first, or the client stopped).
@@ -181,6 +183,7 @@ pub struct Metrics {
     prunes: HistogramFamily<OutcomeLabels>,
     forwarded: Family<ForwardLabels, Counter>,
     forward_seconds: HistogramFamily<ForwardLabels>,
+    follower_lag: Histogram,
 }
 
 impl Default for Metrics {
@@ -216,6 +219,7 @@ impl Metrics {
             prunes: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
             forwarded: Family::default(),
             forward_seconds: Family::new_with_constructor(request_histogram as fn() -> Histogram),
+            follower_lag: commit_histogram(),
             registry: prometheus_client::registry::Registry::default(),
         };
         registry.register(
@@ -237,6 +241,11 @@ impl Metrics {
             "recruitd_forward_duration_seconds",
             "Time a request passed to another node took, its answer read",
             m.forward_seconds.clone(),
+        );
+        registry.register(
+            "recruitd_follower_lag_seconds",
+            "Per commit another node made, from when it was made to when this node's copy held it",
+            m.follower_lag.clone(),
         );
         registry.register(
             "recruitd_rate_limited",
@@ -401,6 +410,12 @@ impl Metrics {
         self.forward_seconds
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
+    }
+
+    /// Records how long after it was made a commit of another node reached this node's
+    /// copy.
+    pub fn followed(&self, lag: Duration) {
+        self.follower_lag.observe(lag.as_secs_f64());
     }
 
     pub fn rate_limited(&self, key_id: &str) {

@@ -273,10 +273,12 @@ impl Application {
             store: store.clone(),
             loader: loader.clone(),
             loading: loading.handle(),
+            metrics: metrics.clone(),
         });
         // Before any workspace loads: each load then reads what its writer may commit on.
         membership.place_writers(&held, true).await;
-        actix_web::rt::spawn(membership.clone().keep_alive(held));
+        actix_web::rt::spawn(membership.clone().keep_alive(held.clone()));
+        actix_web::rt::spawn(membership.clone().follow_writers(held));
         // After discovery, so that the first pruning covers every workspace of the store.
         actix_web::rt::spawn(prune_changes_forever(
             store.clone(),
@@ -463,6 +465,7 @@ struct HeldWorkspaces {
     loader: Arc<Loader>,
     /// The loading thread, where a reload builds its state.
     loading: actix::ArbiterHandle,
+    metrics: Arc<crate::server::metrics::Metrics>,
 }
 
 #[async_trait::async_trait]
@@ -494,6 +497,33 @@ impl crate::cluster::writers::Held for HeldWorkspaces {
 
     async fn store_position(&self, workspace: uuid::Uuid) -> anyhow::Result<u64> {
         Ok(self.store.position(workspace).await?.seq)
+    }
+
+    async fn follow(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
+        let Some(handle) = self.registry.handle(workspace) else {
+            return Ok(());
+        };
+        let followed = handle
+            .addr
+            .send(actors::actor::Follow)
+            .await
+            .context("the workspace's actor stopped")??;
+        match followed {
+            actors::actor::Followed::At {
+                committed_at_ms, ..
+            } => {
+                let now = actors::store::now_ms();
+                for at in committed_at_ms {
+                    let lag = u64::try_from(now - at).unwrap_or(0);
+                    self.metrics.followed(std::time::Duration::from_millis(lag));
+                }
+                Ok(())
+            }
+            actors::actor::Followed::Reload => {
+                tracing::info!(workspace = %workspace, "the change log cannot bring the copy up to date: reloading it");
+                self.reload(workspace).await
+            }
+        }
     }
 }
 

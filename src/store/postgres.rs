@@ -1056,6 +1056,72 @@ impl Store for PostgresStore {
         super::tombstone_rows(rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect())
     }
 
+    /// In one read-only transaction at one snapshot, three statements each within the
+    /// workspace.
+    async fn read_current(
+        &self,
+        workspace: Uuid,
+        keys: &[(RecordKind, String)],
+        changes: &[actors::changes::Change],
+    ) -> Result<actors::store::Current, StoreError> {
+        let fail = err("reading records to follow");
+        let ws = workspace.to_string();
+        let mut tx = self.pool.begin().await.map_err(&fail)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(&fail)?;
+        let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT workspace_id, name, default_region FROM workspaces WHERE workspace_id = $1",
+        )
+        .bind(&ws)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&fail)?;
+        let workspace_row = row
+            .map(|(id, name, region)| decode_workspace(&id, name, region))
+            .transpose()?;
+        let kinds: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+        let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
+        let mut found = Vec::new();
+        {
+            let rows = sqlx::query(
+                "SELECT kind, id, body FROM records WHERE workspace_id = $1 AND (kind = $4 \
+                 OR (kind, id) IN (SELECT * FROM UNNEST($2::text[], $3::text[])))",
+            )
+            .bind(&ws)
+            .bind(&kinds)
+            .bind(&ids)
+            .bind(RecordKind::Stage.as_str())
+            .fetch(&mut *tx);
+            load_rows(rows, &mut |r| found.push(r), &fail).await?;
+        }
+        let (stages, records) = found
+            .into_iter()
+            .partition(|r| r.kind() == RecordKind::Stage);
+        let entities: Vec<i16> = changes.iter().map(|c| i16::from(c.entity.tag())).collect();
+        let logged: Vec<String> = changes.iter().map(|c| c.id.to_string()).collect();
+        let rows: Vec<(i16, String, i64)> = sqlx::query_as(
+            "SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1 \
+             AND (entity, id) IN (SELECT * FROM UNNEST($2::smallint[], $3::text[]))",
+        )
+        .bind(&ws)
+        .bind(&entities)
+        .bind(&logged)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(&fail)?;
+        tx.commit().await.map_err(&fail)?;
+        Ok(actors::store::Current {
+            records,
+            stages,
+            workspace: workspace_row,
+            tombstones: super::tombstone_rows(
+                rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
+            )?,
+        })
+    }
+
     async fn prune_changes(
         &self,
         workspace: Uuid,

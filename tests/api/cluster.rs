@@ -264,6 +264,14 @@ async fn nodes_on_one_postgres_see_each_other_come_and_go() {
 }
 
 /// Posts a note whose body and `reference` are `body`; the status and body.
+/// Waits until node `a` writes the workspace and a second node holds it too.
+async fn a_writes_b_holds(a: &Server, dir_a: &std::path::Path) {
+    until(a, dir_a, Duration::from_secs(5), "a writes, b holds", |v| {
+        workspace(v)["owner"] == "a" && workspace(v)["holders"].as_array().unwrap().len() == 2
+    })
+    .await;
+}
+
 async fn post_note(node: &Server, body: &str) -> (u16, Value) {
     let res = node
         .client()
@@ -299,17 +307,7 @@ async fn a_writer_frozen_past_its_lease_commits_nothing_once_woken() {
         let dir_b = tempfile::tempdir().unwrap();
         let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
         let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
-        until(
-            &a,
-            dir_a.path(),
-            Duration::from_secs(5),
-            "a writes, b holds",
-            |v| {
-                workspace(v)["owner"] == "a"
-                    && workspace(v)["holders"].as_array().unwrap().len() == 2
-            },
-        )
-        .await;
+        a_writes_b_holds(&a, dir_a.path()).await;
 
         // a commits; b's copy, loaded before, lacks these notes.
         for n in 0..5 {
@@ -414,6 +412,79 @@ async fn a_writer_frozen_past_its_lease_commits_nothing_once_woken() {
         let v = view(&node_b, dir_b.path()).await;
         assert_eq!(workspace(&v)["owner"], "b", "{v}");
         drop(a);
+        drop(node_b);
+    })
+    .await;
+}
+
+/// The node's Prometheus text (`GET /metrics` on its admin interface).
+async fn metrics(node: &Server) -> String {
+    let token = std::fs::read_to_string(node.data_dir().join("admin-token")).unwrap();
+    reqwest::Client::new()
+        .get(format!("{}/metrics", node.admin))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// How many commits of another node `node` has followed (`recruitd_follower_lag_seconds`).
+async fn followed(node: &Server) -> u64 {
+    metrics(node)
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix("recruitd_follower_lag_seconds_count "))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+#[actix_web::test]
+async fn a_holder_follows_the_writer_and_has_its_commits_when_it_dies() {
+    on_postgres(|b| async move {
+        let dir_a = prepare(&b).await;
+        let dir_b = tempfile::tempdir().unwrap();
+        let log_b = tempfile::NamedTempFile::new().unwrap();
+        let mut a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        let node_b =
+            Server::start_with(dir_b.path(), &b, Some(log_b.path()), &["--node-name", "b"]).await;
+        a_writes_b_holds(&a, dir_a.path()).await;
+
+        // Five commits of a, each followed by b from the change log.
+        let before = followed(&node_b).await;
+        for n in 0..5 {
+            assert_eq!(post_note(&a, &format!("followed {n}")).await.0, 201);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while followed(&node_b).await < before + 5 {
+            assert!(Instant::now() < deadline, "b followed a's five commits");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // a dies: b answers reads from its own copy, which has them all, and takes the
+        // workspace over without loading it again.
+        a.signal("-KILL");
+        a.child.wait().await.unwrap();
+        let shown = note_bodies(&node_b).await;
+        for n in 0..5 {
+            assert!(shown.contains(&format!("followed {n}")), "{shown:?}");
+        }
+        until(
+            &node_b,
+            dir_b.path(),
+            Duration::from_secs(12),
+            "b writes",
+            |v| workspace(v)["owner"] == "b",
+        )
+        .await;
+        assert_eq!(post_note(&node_b, "after a died").await.0, 201);
+        let log = std::fs::read_to_string(log_b.path()).unwrap();
+        assert!(log.contains("took the writer lease"), "{log}");
+        assert!(
+            !log.contains("reloading it before writing"),
+            "b's copy was current: {log}"
+        );
         drop(node_b);
     })
     .await;
@@ -544,15 +615,7 @@ async fn every_node_answers_as_the_workspace_writer_does() {
             }
         }
         let token = std::fs::read_to_string(other_dir.join("admin-token")).unwrap();
-        let metrics = reqwest::Client::new()
-            .get(format!("{}/metrics", other.admin))
-            .bearer_auth(token.trim())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = metrics(&other).await;
         let counted =
             format!("recruitd_forwarded_requests_total{{node=\"{owner}\",outcome=\"answered\"}}");
         assert!(

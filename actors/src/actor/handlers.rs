@@ -2,8 +2,8 @@
 
 use super::InDoubt;
 use super::{
-    ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt, Job, Positioned,
-    ReadPosition, WorkspaceActor, Write, WriteDone,
+    Follow, Followed, ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt, Job,
+    Positioned, ReadPosition, WorkspaceActor, Write, WriteDone,
 };
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
@@ -46,6 +46,20 @@ impl Handler<ReadPosition> for WorkspaceActor {
     fn handle(&mut self, _: ReadPosition, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.queue.push_back(Job::Position(tx));
+        self.pump(ctx);
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err(StoreError::Unavailable("the workspace stopped".into())))
+        })
+    }
+}
+
+impl Handler<Follow> for WorkspaceActor {
+    type Result = ResponseFuture<Result<Followed, StoreError>>;
+
+    fn handle(&mut self, _: Follow, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.queue.push_back(Job::Follow(tx));
         self.pump(ctx);
         Box::pin(async move {
             rx.await
@@ -113,6 +127,23 @@ pub const SETTLE_RETRY: Duration = Duration::from_secs(2);
 /// was applied, since it never left the queue.
 pub const QUEUE_TIMEOUT: Duration = WRITE_COMMIT_TIMEOUT;
 
+/// Runs a store call as a task of its own and waits for it at most `limit`. The task is
+/// never cancelled (a statement cut off would leave its connection in an unknown
+/// state): a late answer is simply not used.
+async fn bounded<T: Send + 'static>(
+    limit: Duration,
+    what: &'static str,
+    call: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(limit, tokio::spawn(call)).await {
+        Ok(Ok(res)) => res,
+        Ok(Err(e)) => Err(StoreError::Unavailable(format!("{what} failed: {e}"))),
+        Err(_) => Err(StoreError::Unavailable(
+            "the store did not answer in time".into(),
+        )),
+    }
+}
+
 impl WorkspaceActor {
     /// Starts committing the next batch unless one is in flight. While blobs are being
     /// reclaimed or swept, an import waits (it writes blobs); API writes do not. A
@@ -132,6 +163,7 @@ impl WorkspaceActor {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
                 Some(Job::Position(reply)) => self.read_position(reply, ctx),
+                Some(Job::Follow(reply)) => self.follow(reply, ctx),
                 Some(Job::Write(op, reply, _)) => {
                     let max = self.env.write_batch_max();
                     let mut batch = vec![(op, reply)];
@@ -284,16 +316,10 @@ impl WorkspaceActor {
         let ask = async move {
             // Not cancelled at the deadline either (see `commit_writes`): a late answer is
             // simply not used, and the question is asked again.
-            let asking = tokio::spawn(async move { store.committed(id, batch).await });
-            match tokio::time::timeout(SETTLE_TIMEOUT, asking).await {
-                Ok(Ok(res)) => res,
-                Ok(Err(e)) => Err(StoreError::Unavailable(format!(
-                    "the settle task failed: {e}"
-                ))),
-                Err(_) => Err(StoreError::Unavailable(
-                    "the store did not answer in time".into(),
-                )),
-            }
+            bounded(SETTLE_TIMEOUT, "the settle task", async move {
+                store.committed(id, batch).await
+            })
+            .await
         };
         ctx.spawn(ask.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
@@ -318,6 +344,9 @@ impl WorkspaceActor {
                             Job::Position(reply) => {
                                 let _ = reply.send(Err(e.clone()));
                             }
+                            Job::Follow(reply) => {
+                                let _ = reply.send(Err(e.clone()));
+                            }
                         }
                     }
                 }
@@ -336,18 +365,9 @@ impl WorkspaceActor {
     ) {
         self.committing = true;
         let (store, id) = (self.env.store.clone(), self.id);
-        let read = async move {
-            let reading = tokio::spawn(async move { store.position(id).await });
-            match tokio::time::timeout(SETTLE_TIMEOUT, reading).await {
-                Ok(Ok(res)) => res,
-                Ok(Err(e)) => Err(StoreError::Unavailable(format!(
-                    "reading the commit position failed: {e}"
-                ))),
-                Err(_) => Err(StoreError::Unavailable(
-                    "the store did not answer in time".into(),
-                )),
-            }
-        };
+        let read = bounded(SETTLE_TIMEOUT, "reading the commit position", async move {
+            store.position(id).await
+        });
         ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
             act.committing = false;
             let state = act.view.load_full();
@@ -369,6 +389,47 @@ impl WorkspaceActor {
         }));
     }
 
+    /// Catches up with the commits another server made since the published state's
+    /// position (`crate::follow`), between two batches of this actor's own: the queue
+    /// waits meanwhile (a few store round trips).
+    fn follow(
+        &mut self,
+        reply: oneshot::Sender<Result<Followed, StoreError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.committing = true;
+        let (store, id) = (self.env.store.clone(), self.id);
+        let after = self.view.load().position;
+        let read = bounded(
+            WRITE_COMMIT_TIMEOUT,
+            "reading the commits to follow",
+            async move { crate::follow::read(&*store, id, after).await },
+        );
+        ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
+            act.committing = false;
+            let followed = res.map(|read| match read {
+                crate::follow::Read::Current(position) => Followed::At {
+                    position,
+                    committed_at_ms: Vec::new(),
+                },
+                crate::follow::Read::Reload => Followed::Reload,
+                crate::follow::Read::Changes(stretch) => {
+                    let mut next = (*act.view.load_full()).clone();
+                    let (position, committed_at_ms) =
+                        (stretch.position, stretch.committed_at_ms.clone());
+                    crate::follow::apply(&mut next, stretch);
+                    act.publish(next, ctx);
+                    Followed::At {
+                        position,
+                        committed_at_ms,
+                    }
+                }
+            });
+            let _ = reply.send(followed);
+            act.pump(ctx);
+        }));
+    }
+
     /// Settles an unconfirmed batch a little later even if no write arrives meanwhile, so
     /// that readers do not stay behind a commit the store did make.
     fn settle_later(&mut self, ctx: &mut Context<Self>) {
@@ -386,7 +447,7 @@ impl WorkspaceActor {
         }
         let oldest = self.queue.iter().find_map(|job| match job {
             Job::Write(_, _, queued) => Some(*queued),
-            Job::Import(..) | Job::Position(..) => None,
+            Job::Import(..) | Job::Position(..) | Job::Follow(..) => None,
         });
         let Some(oldest) = oldest else {
             return;

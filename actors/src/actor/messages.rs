@@ -73,3 +73,23 @@ pub struct Positioned {
     pub state: Arc<WorkspaceState>,
     pub position: crate::store::CommitPosition,
 }
+
+/// Catch up with the commits another server made (several servers on one store, see
+/// [`crate::follow`]). Queued like a write, so it never runs beside a commit of this
+/// actor's own.
+#[derive(Message)]
+#[rtype(result = "Result<Followed, StoreError>")]
+pub struct Follow;
+
+/// What a [`Follow`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Followed {
+    /// The copy is at this position, which the store is at (nothing to do, or done),
+    /// with when each commit it applied was made (milliseconds since the epoch).
+    At {
+        position: u64,
+        committed_at_ms: Vec<i64>,
+    },
+    /// The log cannot bring the copy up to date: load the workspace afresh.
+    Reload,
+}

@@ -43,6 +43,8 @@ enum Job {
     /// The published state with the store's commit position it reflects (for a
     /// checkpoint): read between batches, so the two match.
     Position(oneshot::Sender<Result<Positioned, crate::store::StoreError>>),
+    /// Catching up with another server's commits (`crate::follow`).
+    Follow(oneshot::Sender<Result<Followed, crate::store::StoreError>>),
 }
 
 /// A running workspace: the actor that writes it and the state it last published.

@@ -95,6 +95,14 @@ impl Store for SlowStore {
     ) -> Result<crate::store::Pruned, StoreError> {
         self.inner.prune_changes(workspace, before_ms).await
     }
+    async fn read_current(
+        &self,
+        workspace: Uuid,
+        keys: &[(crate::model::RecordKind, String)],
+        changes: &[crate::changes::Change],
+    ) -> Result<crate::store::Current, StoreError> {
+        self.inner.read_current(workspace, keys, changes).await
+    }
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
         self.inner.committed(workspace, batch).await
     }
@@ -588,4 +596,105 @@ async fn a_state_the_store_moved_past_is_never_paired_with_its_position() {
         Ok(p) => panic!("paired state {} with {}", p.state.position, p.position),
         Err(e) => panic!("{e}"),
     }
+}
+
+/// Two actors of one workspace on one store, as two servers are: one writes, the other
+/// follows from the change log and ends as a load from the store would.
+#[actix::test]
+async fn a_follower_applies_the_writers_commits_as_a_load_would() {
+    use super::{Follow, Followed};
+    use crate::writes::{Change, CompanyPatch, NotePatch};
+    let (store, writer, env) = workspace(Duration::ZERO).await;
+    let w = (*writer.state().workspace).clone();
+    let follower = WorkspaceActor::spawn(
+        WorkspaceState::load(&*store, w.clone()).await.unwrap(),
+        env.clone(),
+        &actix::Arbiter::current(),
+    );
+    let at = writer.state().position;
+    assert!(at > 0);
+    // Nothing committed since it loaded.
+    let f = follower.addr.send(Follow).await.unwrap().unwrap();
+    assert_eq!(
+        f,
+        Followed::At {
+            position: at,
+            committed_at_ms: vec![]
+        }
+    );
+
+    let write = |op| writer.addr.send(Write(op));
+    let mut notes = Vec::new();
+    for n in 0..3 {
+        match write(note(&format!("note {n}"), Some(&format!("r{n}"))))
+            .await
+            .unwrap()
+            .unwrap()
+            .written
+        {
+            Written::Created(_, id) => notes.push(id),
+            other => panic!("{other:?}"),
+        }
+    }
+    let patch = NotePatch {
+        body_html: Some("edited".into()),
+        title: None,
+        label: None,
+        is_private: None,
+    };
+    write(WriteOp::UpdateNote(notes[1], patch))
+        .await
+        .unwrap()
+        .unwrap();
+    write(WriteOp::DeleteNote(notes[2])).await.unwrap().unwrap();
+    // A company renamed: its contacts and jobs change with it (derived entries).
+    let rename = CompanyPatch {
+        name: Some(Change::Set("Fabrikam Ltd".into())),
+        ..Default::default()
+    };
+    write(WriteOp::PatchCompany(
+        Uuid::parse_str(FABRIKAM).unwrap(),
+        rename,
+    ))
+    .await
+    .unwrap()
+    .unwrap();
+
+    let f = follower.addr.send(Follow).await.unwrap().unwrap();
+    let position = writer.state().position;
+    assert_eq!(position, at + 6);
+    match f {
+        Followed::At {
+            position: p,
+            committed_at_ms,
+        } => {
+            assert_eq!(p, position);
+            assert_eq!(committed_at_ms.len(), 6, "one per commit");
+        }
+        other => panic!("{other:?}"),
+    }
+    let followed = follower.state();
+    assert_eq!(followed.position, position);
+    let loaded = WorkspaceState::load(&*store, w.clone()).await.unwrap();
+    assert_eq!(followed.describe(), loaded.describe());
+    assert_eq!(followed.describe(), writer.state().describe());
+    assert!(followed.notes.get_visible(&notes[2]).is_none());
+    assert_eq!(followed.note_by_reference(None, "r0"), Some(notes[0]));
+    assert_eq!(followed.tombstones.len(), writer.state().tombstones.len());
+    assert!(!followed.tombstones.is_empty(), "the deleted note left one");
+
+    // Caught up: nothing more to do; a follower at position 0 cannot follow the log.
+    let f = follower.addr.send(Follow).await.unwrap().unwrap();
+    assert_eq!(
+        f,
+        Followed::At {
+            position,
+            committed_at_ms: vec![]
+        }
+    );
+    let fresh = start(&w, &env);
+    assert_eq!(
+        fresh.addr.send(Follow).await.unwrap().unwrap(),
+        Followed::Reload
+    );
 }
