@@ -6,7 +6,10 @@
 #      on to the writer), alternated three times;
 #   2. lookups (closed loop, concurrency 32) and full syncs (3 streams) with the clients
 #      spread over 1, 2 and 3 nodes (`--target`);
-#   3. lookups at 200/s spread over the two other nodes while the writer is killed
+#   3. follower lag: writes (closed loop, concurrency 4) through the writer, and the
+#      p50/p99 of the other holder's `recruitd_follower_lag_seconds` (from a commit to
+#      that node's copy holding it);
+#   4. lookups at 200/s spread over the two other nodes while the writer is killed
 #      (kill -9): failed lookups, and how long until another node holds the lease.
 #
 # The nodes and the load generator share this machine's cores: the figures show
@@ -46,12 +49,32 @@ start() {
   echo "node ${names[$1]} did not start; see $OUT" >&2
   exit 1
 }
-# The cluster as node $1 sees it: "<owner> <nodes alive> <holders of the workspace>".
+# The cluster as node $1 sees it: "<owner> <nodes alive> <holders of the workspace>
+# <a holder that does not write it>".
 view() {
   curl -sf "$(admin "$1")/admin/v1/cluster" -H "Authorization: Bearer $(cat "${dirs[$1]}/admin-token")" |
     python3 -c 'import json,sys
 d = json.load(sys.stdin)["data"]; w = d["workspaces"]
-print(w[0]["owner"] if w else None, sum(n["alive"] for n in d["nodes"]), len(w[0]["holders"]) if w else 0)' 2>/dev/null || true
+o = w[0]["owner"] if w else None
+f = [h for h in w[0]["holders"] if h != o] if w else []
+print(o, sum(n["alive"] for n in d["nodes"]), len(w[0]["holders"]) if w else 0, f[0] if f else None)' 2>/dev/null || true
+}
+# Percentiles p50 and p99 of a Prometheus histogram $2 on node $1's /metrics, read
+# from its cumulative buckets (each given as its upper bound), in milliseconds.
+percentiles() {
+  curl -sf "$(admin "$1")/metrics" -H "Authorization: Bearer $(cat "${dirs[$1]}/admin-token")" |
+    python3 -c 'import sys
+name = sys.argv[1]
+b = []
+for l in sys.stdin:
+    if l.startswith(name + "_bucket{le=\""):
+        le = l.split("\"")[1]; n = float(l.rsplit(" ", 1)[1])
+        b.append((float("inf") if le == "+Inf" else float(le), n))
+total = b[-1][1] if b else 0
+def q(p):
+    for le, n in b:
+        if n >= p * total: return "%.1f" % (le * 1000) if le != float("inf") else "inf"
+print("commits %d: p50 <= %s ms, p99 <= %s ms" % (total, q(0.5), q(0.99)))' "$2"
 }
 index_of() { for i in 0 1 2; do if [ "${names[$i]}" = "$1" ]; then echo "$i"; fi; done; }
 target() { echo "$(api "$1")=${dirs[$1]}/tls/cert.pem"; }
@@ -62,15 +85,16 @@ LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --out "$OUT")
 start 1
 start 2
 for _ in $(seq 1 1200); do
-  read -r owner alive holders <<<"$(view 0)"
-  [ "$alive" = 3 ] && [ "$holders" = 3 ] && [ "$owner" != None ] && break
+  read -r owner alive holders follower <<<"$(view 0)"
+  [ "$alive" = 3 ] && [ "$holders" = 2 ] && [ "$owner" != None ] && [ "$follower" != None ] && break
   sleep 0.1
 done
 sleep 3 # a writer that the third node's arrival moved has moved by now
-read -r owner alive holders <<<"$(view 0)"
+read -r owner alive holders follower <<<"$(view 0)"
 w=$(index_of "$owner")
+f=$(index_of "$follower")
 o1=$(( (w + 1) % 3 )); o2=$(( (w + 2) % 3 ))
-echo "three nodes up ($alive alive, $holders holding the workspace); $owner writes it" | tee -a "$OUT/summary.txt"
+echo "three nodes up ($alive alive, $holders holding the workspace); $owner writes it, $follower follows" | tee -a "$OUT/summary.txt"
 
 run() {
   local name="$1"; shift
@@ -91,6 +115,10 @@ run sync-1-node "${one[@]}" sync --streams 3 --duration "$SECS" --warmup 3
 run sync-2-nodes "${two[@]}" sync --streams 3 --duration "$SECS" --warmup 3
 run sync-3-nodes "${three[@]}" sync --streams 3 --duration "$SECS" --warmup 3
 
+# Follower lag: writes through the writer; the other holder's lag per commit.
+run writes-followed --target "$(target "$w")" write --concurrency 4 --duration "$SECS" --warmup 3
+echo "== follower lag on $follower: $(percentiles "$f" recruitd_follower_lag_seconds)" | tee -a "$OUT/summary.txt"
+
 # The writer killed under 200 lookups/s spread over the two others.
 "${LT[@]}" --name failover --target "$(target "$o1")" --target "$(target "$o2")" \
   lookup --rate 200 --duration 25 >"$OUT/failover.txt" 2>"$OUT/failover.log" &
@@ -99,7 +127,7 @@ sleep 8
 kill -9 "${pids[$w]}"
 killed=$(date +%s.%N)
 pids[$w]=""
-until read -r now _ _ <<<"$(view "$o1")" && [ "$now" != None ] && [ "$now" != "$owner" ]; do sleep 0.05; done
+until read -r now _ _ _ <<<"$(view "$o1")" && [ "$now" != None ] && [ "$now" != "$owner" ]; do sleep 0.05; done
 took=$(python3 -c "import time; print(round(time.time() - $killed, 2))")
 echo "== failover: $now holds the writer lease ${took} s after kill -9 of $owner" | tee -a "$OUT/summary.txt"
 wait "$load_pid" || true

@@ -124,7 +124,17 @@ impl Loader {
     /// Lists the workspaces and marks them loading in the directory. Call before
     /// accepting requests.
     pub async fn discover(&self) -> Result<Vec<Workspace>, StoreError> {
-        let list = self.store.workspaces().await?;
+        self.discover_where(|_| true).await
+    }
+
+    /// As [`Loader::discover`], for the workspaces `hold` keeps only (with several
+    /// servers on one store, those placed on this one).
+    pub async fn discover_where(
+        &self,
+        hold: impl Fn(&Workspace) -> bool,
+    ) -> Result<Vec<Workspace>, StoreError> {
+        let mut list = self.store.workspaces().await?;
+        list.retain(|w| hold(w));
         self.registry.expect(&list);
         if list.is_empty() {
             self.registry.set_ready();

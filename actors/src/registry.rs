@@ -92,6 +92,13 @@ impl Registry {
         handle
     }
 
+    /// Forgets a workspace this server no longer holds (several servers on one store,
+    /// and others hold it now): its actor stops once the requests that still hold its
+    /// handle are answered, and its memory goes with its last reader.
+    pub fn remove(&self, id: Uuid) -> bool {
+        self.workspaces.remove(&id).is_some()
+    }
+
     /// The handle of a workspace, created empty when it does not exist yet (a first
     /// import). `None` while it is still loading. Concurrent first imports of one new
     /// workspace get the same actor (the map entry is held while it is created).

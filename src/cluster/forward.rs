@@ -32,6 +32,11 @@ pub const NODE_SECRET: &str = "x-recruitd-node-secret";
 /// Header carrying the request id the client was given by the node it reached.
 pub const REQUEST_ID: &str = "x-recruitd-request-id";
 
+/// Set on a node's answer to a request another node passed to it as the workspace's
+/// writer (or holder) that it is not (any more): nothing of the request was done, and
+/// the passing node looks for the writer again. With status 421 (Misdirected Request).
+pub const NOT_HERE: &str = "x-recruitd-not-here";
+
 /// Longest a forwarded request waits for its answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 /// Longest a connection to a peer takes to open (TCP and TLS).

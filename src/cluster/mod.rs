@@ -18,10 +18,12 @@
 //!   commit checks: `crate::store::fence`).
 //! - [`routing`]: where a workspace's requests are answered (its writer), and
 //!   [`forward`]: passing them there, node to node over HTTPS.
+//! - [`holding`]: what each node loads (its placed workspaces) and lets go.
 //! - [`follow`]: the other holders keep their copies in step from the change log.
 
 pub mod follow;
 pub mod forward;
+pub mod holding;
 pub mod placement;
 pub mod routing;
 pub mod writers;
@@ -153,6 +155,8 @@ struct Shared {
     fences: Arc<Fences>,
     /// Workspaces whose lease is being taken now (one take at a time each).
     acquiring: parking_lot::Mutex<std::collections::HashSet<Uuid>>,
+    /// Workspaces being loaded here now because they were placed here (`holding`).
+    holding_changes: parking_lot::Mutex<std::collections::HashSet<Uuid>>,
     /// What this start presents to other nodes (hex); its SHA-256 is in its row.
     secret: String,
     /// SHA-256 of this node's TLS certificate (hex), published in its row.
@@ -210,6 +214,7 @@ impl Membership {
             incarnation: fences.incarnation.clone(),
             fences,
             acquiring: Default::default(),
+            holding_changes: Default::default(),
             secret: forward::hex(&rand::random::<[u8; 32]>()),
             cert_sha256,
             directory: Default::default(),

@@ -35,6 +35,8 @@ pub struct Directory {
     nodes: HashMap<String, (Arc<Peer>, String)>,
     /// By workspace: the node whose lease holds.
     writers: HashMap<Uuid, String>,
+    /// By workspace: the live nodes that report it loaded.
+    holders: HashMap<Uuid, Vec<String>>,
     /// When it was read (`None`: never).
     read_at: Option<Instant>,
 }
@@ -51,6 +53,7 @@ impl Directory {
     pub(super) fn new(
         nodes: &[NodeRow],
         writers: impl IntoIterator<Item = (Uuid, String)>,
+        holders: HashMap<Uuid, Vec<String>>,
     ) -> Directory {
         Directory {
             nodes: nodes
@@ -61,6 +64,7 @@ impl Directory {
                 })
                 .collect(),
             writers: writers.into_iter().collect(),
+            holders,
             read_at: Some(Instant::now()),
         }
     }
@@ -106,6 +110,20 @@ impl Membership {
             },
             _ => Route::Nobody,
         }
+    }
+
+    /// A live node other than this one (and those named in `skip`) that holds
+    /// `workspace` loaded, the first in name order: where a read goes that this node
+    /// cannot answer from a copy of its own while the workspace has no writer.
+    pub fn holder_of(&self, workspace: Uuid, skip: &[String]) -> Option<Arc<Peer>> {
+        let s = self.shared.as_ref()?;
+        let directory = s.directory.load();
+        let mut holders: Vec<&String> = directory.holders.get(&workspace)?.iter().collect();
+        holders.sort();
+        holders
+            .into_iter()
+            .filter(|n| **n != self.me.name && !skip.contains(n))
+            .find_map(|n| directory.nodes.get(n).map(|(peer, _)| peer.clone()))
     }
 
     /// Whether the directory names a live node other than this one (never, on its
@@ -225,10 +243,11 @@ impl Membership {
         let read = async {
             let nodes = s.node_rows().await?;
             let leases = s.leases().await?;
-            anyhow::Ok((nodes, leases))
+            let loaded = s.loaded_by().await?;
+            anyhow::Ok((nodes, leases, loaded))
         };
         match read.await {
-            Ok((nodes, leases)) => s.publish_directory(&nodes, &leases),
+            Ok((nodes, leases, loaded)) => s.publish_directory(&nodes, &leases, &loaded),
             Err(e) => tracing::warn!(error = %e, "reading the cluster's directory"),
         }
     }
@@ -240,12 +259,13 @@ impl Shared {
         &self,
         nodes: &[NodeRow],
         leases: &HashMap<Uuid, super::writers::Lease>,
+        loaded: &HashMap<Uuid, Vec<String>>,
     ) {
         let writers = leases
             .iter()
             .filter(|(_, l)| l.holds)
             .map(|(ws, l)| (*ws, l.holder.clone()));
         self.directory
-            .store(Arc::new(Directory::new(nodes, writers)));
+            .store(Arc::new(Directory::new(nodes, writers, loaded.clone())));
     }
 }

@@ -37,6 +37,12 @@ pub trait Held: Send + Sync + 'static {
     /// Brings the workspace's copy up to the store's commits (another node writes it),
     /// from the change log, or by loading it afresh when the log cannot.
     async fn follow(&self, workspace: Uuid) -> anyhow::Result<()>;
+    /// Workspaces this node knows, loaded or loading.
+    fn known(&self) -> Vec<Uuid>;
+    /// Loads a workspace of the store this node does not hold yet.
+    async fn load(&self, workspace: Uuid) -> anyhow::Result<()>;
+    /// Lets a held workspace go; whether it was held.
+    fn unload(&self, workspace: Uuid) -> bool;
 }
 
 /// A workspace's lease as the store has it.
@@ -166,19 +172,32 @@ impl Shared {
     }
 }
 
-/// Which node should write `workspace`: the holder of its lease while it holds and is
-/// one of the workspace's holders among `live`, otherwise the first of those.
+/// Which node should write `workspace`: the holder of its lease while the lease holds
+/// and it is one of the workspace's holders among `live` (or none of those has the
+/// workspace loaded yet: it stays until one has); otherwise the first holder that has
+/// it loaded, or any live node that has (a holder still loading it cannot write), or
+/// the first holder. `loaded` names the live nodes that report the workspace loaded.
 pub fn writer<'a>(
     workspace: Uuid,
     live: &[&'a str],
     replicas: usize,
     lease: Option<&'a Lease>,
+    loaded: &[String],
 ) -> Option<&'a str> {
     let holders = placement::holders(workspace, live, replicas);
-    match lease {
-        Some(l) if l.holds && holders.contains(&l.holder.as_str()) => Some(l.holder.as_str()),
-        _ => holders.first().copied(),
+    let has_it = |n: &str| loaded.iter().any(|l| l == n);
+    if let Some(l) = lease.filter(|l| l.holds) {
+        if holders.contains(&l.holder.as_str()) || !holders.iter().any(|h| has_it(h)) {
+            return Some(l.holder.as_str());
+        }
     }
+    let ranked = placement::holders(workspace, live, live.len());
+    holders
+        .iter()
+        .copied()
+        .find(|h| has_it(h))
+        .or_else(|| ranked.iter().copied().find(|n| has_it(n)))
+        .or_else(|| holders.first().copied())
 }
 
 impl Membership {
@@ -194,18 +213,28 @@ impl Membership {
         let round = async {
             let nodes = s.node_rows().await?;
             let leases = s.leases().await?;
-            anyhow::Ok((nodes, leases))
+            let loaded = s.loaded_by().await?;
+            let all = if starting {
+                Vec::new()
+            } else {
+                s.workspace_ids().await?
+            };
+            anyhow::Ok((nodes, leases, loaded, all))
         };
-        let (nodes, leases) = match round.await {
+        let (nodes, leases, loaded, all) = match round.await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the writer leases");
                 return;
             }
         };
-        s.publish_directory(&nodes, &leases);
+        s.publish_directory(&nodes, &leases, &loaded);
         let live: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        if !starting {
+            self.place_holdings(held, &live, &loaded, &all);
+        }
         let me = self.me.name.as_str();
+        let none = Vec::new();
         let mut wanted: Vec<(Uuid, Option<u64>)> = held
             .held()
             .into_iter()
@@ -216,7 +245,8 @@ impl Membership {
         }
         let mut takes = Vec::new();
         for (ws, position) in wanted {
-            let should = writer(ws, &live, self.me.replicas, leases.get(&ws)) == Some(me);
+            let has_it = loaded.get(&ws).unwrap_or(&none);
+            let should = writer(ws, &live, self.me.replicas, leases.get(&ws), has_it) == Some(me);
             let holds = s.fences.epoch(ws).is_some();
             if should && !holds {
                 if s.acquiring.lock().insert(ws) {

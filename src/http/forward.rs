@@ -16,7 +16,7 @@
 use super::context::RequestId;
 use super::errors::{ApiError, ErrorKind};
 use super::AppState;
-use crate::cluster::forward::{self, Failure, Outgoing, NODE, NODE_SECRET, REQUEST_ID};
+use crate::cluster::forward::{self, Failure, Outgoing, NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
 use crate::cluster::routing::Route;
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::{header, Method};
@@ -98,16 +98,36 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
             app.keys.by_secret(&token)?
         }
     };
-    if from_node {
-        return None;
-    }
     let workspace = key.workspace_id;
     let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+    if from_node {
+        // Passed here as to the writer (a write) or a holder (a read) by a node whose
+        // directory is a moment behind: refused untouched, to be passed on afresh.
+        let misdirected = if reads {
+            app.registry.slot(workspace).is_none()
+        } else {
+            app.cluster.route(workspace) != Route::Here
+        };
+        return misdirected.then(|| {
+            HttpResponse::MisdirectedRequest()
+                .insert_header((NOT_HERE, "1"))
+                .finish()
+        });
+    }
     let deadline = Instant::now() + WAIT_FOR_WRITER;
     let mut body: Option<web::Bytes> = None;
     let mut looked_again = false;
+    let mut tried_holder = false;
+    let mut writer_down = false;
+    // Nodes that did not answer this request.
+    let mut down: Vec<String> = Vec::new();
     loop {
-        let peer = match app.cluster.route(workspace) {
+        let route = match app.cluster.route(workspace) {
+            // A read whose writer did not answer: as if there were none.
+            Route::To(_) if reads && writer_down => Route::Nobody,
+            route => route,
+        };
+        let peer = match route {
             Route::Here => break,
             Route::To(peer) => peer,
             // The directory may be behind (this node woke from a stop past its lease,
@@ -117,7 +137,15 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
                 app.cluster.read_directory_if_older(LOOK_AGAIN).await;
                 continue;
             }
-            Route::Nobody if reads => break,
+            // No writer now: a read is answered from this node's copy, or by a node that
+            // holds one when this node holds none (the workspace is placed elsewhere).
+            Route::Nobody if reads => match app.cluster.holder_of(workspace, &down) {
+                Some(holder) if app.registry.slot(workspace).is_none() && !tried_holder => {
+                    tried_holder = true;
+                    holder
+                }
+                _ => break,
+            },
             Route::Nobody => {
                 if Instant::now() >= deadline {
                     break;
@@ -136,7 +164,18 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
         }
         let outgoing = outgoing(req, rid, &app, body.clone().unwrap_or_default());
         let started = Instant::now();
-        match forward::send(&peer, outgoing).await {
+        let sent = match forward::send(&peer, outgoing).await {
+            Ok(answer)
+                if answer.status == 421 && answer.headers.iter().any(|(n, _)| n == NOT_HERE) =>
+            {
+                Err(Failure::Unreachable(
+                    peer.name.clone(),
+                    "it no longer writes or holds the workspace".into(),
+                ))
+            }
+            sent => sent,
+        };
+        match sent {
             Ok(answer) => {
                 app.metrics
                     .forwarded(&peer.name, "answered", started.elapsed());
@@ -148,8 +187,15 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
                 app.metrics
                     .forwarded(&peer.name, outcome, started.elapsed());
                 tracing::warn!(request_id = rid.as_str(), %workspace, error = %failure, "forwarding to the workspace's writer failed");
+                down.push(peer.name.clone());
                 if reads {
-                    break;
+                    if writer_down || app.registry.slot(workspace).is_some() {
+                        break;
+                    }
+                    // No copy here: one more try, at a node that holds one.
+                    writer_down = true;
+                    looked_again = true;
+                    continue;
                 }
                 if !unsent || Instant::now() >= deadline {
                     let mut e = ApiError::new(
@@ -165,6 +211,14 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
                 app.cluster.read_directory().await;
             }
         }
+    }
+    // Held by other nodes only, none of which answered: not this node's to refuse as
+    // unknown.
+    if app.registry.slot(workspace).is_none() && app.cluster.holder_of(workspace, &[]).is_some() {
+        return Some(HttpResponse::from_error(ApiError::new(
+            ErrorKind::Unavailable { retry_after: 1 },
+            "the nodes that hold this workspace did not answer; retry after the indicated delay",
+        )));
     }
     // Answered here: the body read (if any) goes back to the request.
     if let Some(b) = body {

@@ -219,7 +219,8 @@ impl Metrics {
             prunes: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
             forwarded: Family::default(),
             forward_seconds: Family::new_with_constructor(request_histogram as fn() -> Histogram),
-            follower_lag: commit_histogram(),
+            // Fine steps (×1.5 from 0.5 ms): the lag's percentiles are read from them.
+            follower_lag: Histogram::new(exponential_buckets(0.000_5, 1.5, 24)),
             registry: prometheus_client::registry::Registry::default(),
         };
         registry.register(

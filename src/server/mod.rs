@@ -264,7 +264,16 @@ impl Application {
         if let Some(keeper) = &keeper {
             actix_web::rt::spawn(keeper.clone().run());
         }
-        let list = loader.discover().await.context("listing workspaces")?;
+        // With other nodes alive, only the workspaces placed on this one
+        // (`crate::cluster::holding`); alone, every one.
+        let placed = membership
+            .placed_here()
+            .await
+            .context("reading the cluster's live nodes")?;
+        let list = loader
+            .discover_where(|w| placed(w.id))
+            .await
+            .context("listing workspaces")?;
         // Workspaces load on a thread of their own; until each is loaded its requests
         // answer 503 with Retry-After, and /admin/v1/ready answers 503.
         let loading = actix::Arbiter::new();
@@ -497,6 +506,26 @@ impl crate::cluster::writers::Held for HeldWorkspaces {
 
     async fn store_position(&self, workspace: uuid::Uuid) -> anyhow::Result<u64> {
         Ok(self.store.position(workspace).await?.seq)
+    }
+
+    fn known(&self) -> Vec<uuid::Uuid> {
+        self.registry
+            .slots()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    async fn load(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
+        self.reload(workspace).await
+    }
+
+    fn unload(&self, workspace: uuid::Uuid) -> bool {
+        let gone = self.registry.remove(workspace);
+        if gone {
+            actors::memory::return_free_memory();
+        }
+        gone
     }
 
     async fn follow(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {

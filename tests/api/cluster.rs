@@ -689,3 +689,208 @@ async fn every_node_answers_as_the_workspace_writer_does() {
     })
     .await;
 }
+
+/// The example snapshot again as workspace `i` (its own id and keys): `(id, read key,
+/// write key)` and the snapshot.
+fn another_workspace(i: usize) -> ((String, String, String), Value) {
+    let mut snap = crate::helpers::example();
+    let id =
+        uuid::Uuid::from_u128(0x5eed_0000_0000_0000_0000_0000_0000_0000 + i as u128).to_string();
+    snap["workspace"]["id"] = Value::String(id.clone());
+    snap["workspace"]["name"] = Value::String(format!("Agency {i}"));
+    let (read, write) = (
+        format!("rk_agency_{i}_read_0123456789abcdef"),
+        format!("rk_agency_{i}_write_0123456789abcdef"),
+    );
+    for (key, secret) in snap["api_keys"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip([&read, &write])
+    {
+        key["id"] = Value::String(format!("{}_{i}", key["id"].as_str().unwrap()));
+        key["secret"] = Value::String(secret.clone());
+    }
+    ((id, read, write), snap)
+}
+
+/// Which nodes hold which workspaces, as `node`'s cluster view says: (workspace, node)
+/// pairs of live nodes, and each workspace's writer.
+async fn holdings(
+    node: &Server,
+    dir: &std::path::Path,
+) -> (std::collections::BTreeSet<(String, String)>, Vec<Value>) {
+    let v = view(node, dir).await;
+    let mut pairs = std::collections::BTreeSet::new();
+    for w in v["workspaces"].as_array().unwrap() {
+        for h in w["holders"].as_array().unwrap() {
+            pairs.insert((
+                w["id"].as_str().unwrap().to_string(),
+                h.as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    (pairs, v["workspaces"].as_array().unwrap().clone())
+}
+
+/// Whether every workspace of `ids` is held by exactly the nodes placement puts it on
+/// among `live`, and written by one of them.
+fn settled(
+    ids: &[String],
+    live: &[&str],
+    pairs: &std::collections::BTreeSet<(String, String)>,
+    workspaces: &[Value],
+) -> bool {
+    ids.iter().all(|id| {
+        let ws = uuid::Uuid::parse_str(id).unwrap();
+        let placed = recruitd::cluster::placement::holders(ws, live, 2);
+        let held: Vec<&str> = pairs
+            .iter()
+            .filter(|(w, _)| w == id)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        let owner = workspaces
+            .iter()
+            .find(|w| w["id"] == id.as_str())
+            .and_then(|w| w["owner"].as_str());
+        held.len() == placed.len()
+            && placed.iter().all(|p| held.contains(p))
+            && owner.is_some_and(|o| placed.contains(&o))
+    })
+}
+
+#[actix_web::test]
+async fn a_fourth_node_takes_about_a_quarter_of_the_holdings_without_errors() {
+    on_postgres(|b| async move {
+        // Twelve workspaces: the example and eleven more like it.
+        let dir_a = prepare(&b).await;
+        let mut ids = vec![WORKSPACE.to_string()];
+        let mut keys = vec![(READ_KEY.to_string(), WRITE_KEY.to_string())];
+        for i in 1..12 {
+            let ((id, read, write), snap) = another_workspace(i);
+            crate::process::import(dir_a.path(), &b, &format!("agency-{i}.json"), &snap).await;
+            ids.push(id);
+            keys.push((read, write));
+        }
+        let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        let node_b = Server::start_with(dirs[0].path(), &b, None, &["--node-name", "b"]).await;
+        let c = Server::start_with(dirs[1].path(), &b, None, &["--node-name", "c"]).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let before = loop {
+            let (pairs, workspaces) = holdings(&a, dir_a.path()).await;
+            if settled(&ids, &["a", "b", "c"], &pairs, &workspaces) {
+                break pairs;
+            }
+            assert!(Instant::now() < deadline, "three nodes settle: {pairs:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(before.len(), 24, "two holders each");
+
+        // Reads and writes of every workspace through the three nodes while d joins.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let load = {
+            let stop = stop.clone();
+            let urls: Vec<(String, reqwest::Client)> = [&a, &node_b, &c]
+                .iter()
+                .map(|n| (n.api.clone(), n.client()))
+                .collect();
+            let keys = keys.clone();
+            tokio::spawn(async move {
+                let (mut sent, mut failed, mut written) = (0u64, Vec::new(), Vec::new());
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (url, http) = &urls[i % urls.len()];
+                    let (read, write) = &keys[(i / urls.len()) % keys.len()];
+                    let res = if i.is_multiple_of(4) {
+                        let reference = format!("during the join {i}");
+                        let res = http
+                            .post(format!("{url}/v1/notes"))
+                            .bearer_auth(write)
+                            .json(&serde_json::json!({
+                                "parent_type": "company", "parent_id": FABRIKAM,
+                                "body_html": reference, "reference": reference,
+                            }))
+                            .send()
+                            .await;
+                        if res.as_ref().is_ok_and(|r| r.status() == 201) {
+                            written.push((write.clone(), reference));
+                        }
+                        res
+                    } else {
+                        http.get(format!("{url}/v1/search/phone?number=07700900123"))
+                            .bearer_auth(read)
+                            .send()
+                            .await
+                    };
+                    sent += 1;
+                    match res {
+                        Ok(r) if r.status().is_success() => {}
+                        Ok(r) => failed.push(format!(
+                            "{} {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        )),
+                        Err(e) => failed.push(e.to_string()),
+                    }
+                    i += 1;
+                }
+                (sent, failed, written)
+            })
+        };
+
+        let dir_d = tempfile::tempdir().unwrap();
+        let d = Server::start_with(dir_d.path(), &b, None, &["--node-name", "d"]).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let after = loop {
+            let (pairs, workspaces) = holdings(&a, dir_a.path()).await;
+            if settled(&ids, &["a", "b", "c", "d"], &pairs, &workspaces) {
+                break pairs;
+            }
+            assert!(Instant::now() < deadline, "four nodes settle: {pairs:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        // A little more load once settled, then the tally.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (sent, failed, written) = load.await.unwrap();
+        assert!(
+            failed.is_empty(),
+            "{} of {sent} failed: {failed:?}",
+            failed.len()
+        );
+        assert!(sent > 100, "{sent} requests");
+
+        // About a quarter of the holdings moved, all of them to d.
+        let moved: Vec<_> = after.difference(&before).collect();
+        assert!(moved.iter().all(|(_, n)| n == "d"), "{moved:?}");
+        assert_eq!(after.len(), 24);
+        assert!(
+            (2..=12).contains(&moved.len()),
+            "{} of 24 holdings moved: {moved:?}",
+            moved.len()
+        );
+        eprintln!("a fourth node: {} of 24 holdings moved", moved.len());
+
+        // Every acknowledged write is there, once, through any node.
+        for (write, reference) in &written {
+            let res = d
+                .client()
+                .get(format!("{}/v1/notes?limit=500", d.api))
+                .bearer_auth(write)
+                .send()
+                .await
+                .unwrap();
+            let body: Value = res.json().await.unwrap();
+            let n = body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["body_html"] == reference.as_str())
+                .count();
+            assert_eq!(n, 1, "{reference}");
+        }
+        drop((a, node_b, c, d));
+    })
+    .await;
+}

@@ -392,9 +392,20 @@ async fn check_told_against_held(
 /// imported offline.
 pub(crate) async fn prepare(backend: &Backend) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("snap.json");
-    std::fs::write(&file, serde_json::to_vec(&example()).unwrap()).unwrap();
-    let out = command(dir.path(), backend)
+    import(dir.path(), backend, "snap.json", &example()).await;
+    dir
+}
+
+/// Imports `snapshot` offline into the store of `data_dir` (written there as `name`).
+pub(crate) async fn import(
+    data_dir: &Path,
+    backend: &Backend,
+    name: &str,
+    snapshot: &serde_json::Value,
+) {
+    let file = data_dir.join(name);
+    std::fs::write(&file, serde_json::to_vec(snapshot).unwrap()).unwrap();
+    let out = command(data_dir, backend)
         .args(["import", file.to_str().unwrap()])
         .output()
         .await
@@ -404,7 +415,6 @@ pub(crate) async fn prepare(backend: &Backend) -> tempfile::TempDir {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir
 }
 
 /// A small deterministic sequence of "random" delays, different per trial.
