@@ -107,9 +107,10 @@ impl Membership {
                 }
                 continue;
             }
-            let others_hold = placed
-                .iter()
-                .all(|n| loaded.get(ws).is_some_and(|by| by.iter().any(|b| b == n)));
+            let others_hold = !placed.is_empty()
+                && placed
+                    .iter()
+                    .all(|n| loaded.get(ws).is_some_and(|by| by.iter().any(|b| b == n)));
             if mine.contains(ws)
                 && others_hold
                 && s.fences.epoch(*ws).is_none()

@@ -172,7 +172,15 @@ struct Shared {
     others: AtomicBool,
     /// Set once this node has left (or tried to).
     left: AtomicBool,
+    /// Set once this node has handed its writer leases over (it is stopping): it takes
+    /// none again, loads nothing more, and lets nothing go.
+    handing_over: AtomicBool,
 }
+
+/// How long a node handing its leases over lets the writes it took commit first (a
+/// commit takes milliseconds; one slower than this is refused, and retried by its
+/// client).
+const WRITES_IN_FLIGHT: Duration = Duration::from_millis(500);
 
 /// How long a start waits for a stopped node's lease on its name to pass.
 const NAME_WAIT: Duration = Duration::from_millis(LEASE.as_millis() as u64 + 1000);
@@ -222,6 +230,7 @@ impl Membership {
             lost: AtomicBool::new(false),
             others: AtomicBool::new(true),
             left: AtomicBool::new(false),
+            handing_over: AtomicBool::new(false),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
         loop {
@@ -294,6 +303,12 @@ impl Membership {
             tx.rollback().await?;
             return Ok(false);
         }
+        // A node handing over reports nothing held: no node counts on its copies.
+        let held = if s.handing_over.load(Ordering::SeqCst) {
+            &[][..]
+        } else {
+            held
+        };
         let (ids, positions): (Vec<String>, Vec<i64>) = held
             .iter()
             .map(|(id, p)| (id.to_string(), i64::try_from(*p).unwrap_or(i64::MAX)))
@@ -359,6 +374,74 @@ impl Membership {
                 }
             }
         }
+    }
+
+    /// Gives every writer lease up before a graceful stop, while this node still answers
+    /// (passing each request to the workspace's next writer), and waits until other
+    /// nodes write them (at most `within`): so a rolling restart costs a client no
+    /// error. Writes in flight here when it runs are refused (503: their clients retry
+    /// with the same `reference`).
+    pub async fn hand_over(&self, within: Duration) {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        // Alone, there is nobody to hand over to: it writes until it stops.
+        if !self.has_peers() || s.handing_over.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // New requests no longer come here as to the writer (`route`); the writes
+        // already here commit before the leases go.
+        tokio::time::sleep(WRITES_IN_FLIGHT).await;
+        s.fences.drop_all();
+        // Its copies are no longer counted on (so the next writers are among the
+        // others), then its leases pass at once.
+        if let Err(e) = sqlx::query("DELETE FROM cluster_holdings WHERE node = $1")
+            .bind(&self.me.name)
+            .execute(&s.pool)
+            .await
+        {
+            tracing::warn!(error = %e, "handing the holdings over");
+        }
+        let released = sqlx::query_scalar::<_, String>(
+            "UPDATE workspace_leases SET lease_until = now() - interval '1 millisecond', \
+             incarnation = '' WHERE holder = $1 AND incarnation = $2 RETURNING workspace_id",
+        )
+        .bind(&self.me.name)
+        .bind(&s.incarnation)
+        .fetch_all(&s.pool)
+        .await;
+        let released: Vec<Uuid> = match released {
+            Ok(ids) => ids
+                .iter()
+                .filter_map(|id| Uuid::parse_str(id).ok())
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "handing the writer leases over (they will pass)");
+                return;
+            }
+        };
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            self.read_directory().await;
+            let taken = released
+                .iter()
+                .all(|ws| matches!(self.route(*ws), routing::Route::To(_)));
+            if taken {
+                // One more round of every node's directory, so that none still passes
+                // requests here when this node stops accepting them.
+                tokio::time::sleep(RENEW_EVERY + Duration::from_millis(200)).await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tracing::info!(node = %self.me.name, workspaces = released.len(), "handed the writer leases over");
+    }
+
+    /// Whether this node is handing its leases over (it is stopping).
+    fn handing_over(&self) -> bool {
+        self.shared
+            .as_ref()
+            .is_some_and(|s| s.handing_over.load(Ordering::SeqCst))
     }
 
     /// Leaves the cluster (a shutdown): the row and the holdings go at once, so the

@@ -99,7 +99,11 @@ impl Membership {
         let Some(s) = &self.shared else {
             return Route::Here;
         };
-        if s.fences.epoch(workspace).is_some() {
+        // A node handing its leases over takes no more requests as the writer: they
+        // wait for the next one (its own commits in flight finish meanwhile).
+        if s.fences.epoch(workspace).is_some()
+            && !s.handing_over.load(std::sync::atomic::Ordering::SeqCst)
+        {
             return Route::Here;
         }
         let directory = s.directory.load();

@@ -210,6 +210,12 @@ impl Membership {
         let Some(s) = &self.shared else {
             return;
         };
+        if self.handing_over() {
+            // Stopping: the directory still matters (requests are passed on), the
+            // leases and holdings no longer do.
+            self.read_directory().await;
+            return;
+        }
         let round = async {
             let nodes = s.node_rows().await?;
             let leases = s.leases().await?;
@@ -230,6 +236,12 @@ impl Membership {
         };
         s.publish_directory(&nodes, &leases, &loaded);
         let live: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        if !live.contains(&self.me.name.as_str()) {
+            // This node's own lease has passed (its renewals do not commit: the store
+            // stalls, or another start took its name): it decides nothing on a view
+            // without itself, which would have it let go of everything.
+            return;
+        }
         if !starting {
             self.place_holdings(held, &live, &loaded, &all);
         }

@@ -179,7 +179,10 @@ pub async fn request_context(
         Some(refusal) => req.error_response(refusal),
         None if node_answer.is_some() => req.into_response(node_answer.expect("some")),
         None => match super::forward::to_writer(&mut req, &rid).await {
-            Some(answer) => req.into_response(answer),
+            Some(Ok(answer)) => req.into_response(answer),
+            // Through `error_response`, which keeps the error for the envelope below
+            // (`into_response` would leave a bare status).
+            Some(Err(refusal)) => req.error_response(refusal),
             // Handler and extractor errors arrive as responses carrying their error; an
             // `Err` here would come from a middleware, of which there is none inside this
             // one. (The request cannot be kept for that case: routing needs it uniquely

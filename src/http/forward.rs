@@ -74,9 +74,12 @@ pub async fn node_to_node(req: &ServiceRequest) -> Option<HttpResponse> {
     })
 }
 
-/// Answers `req` at its workspace's writer when that is another node: `Some` answer, or
-/// `None` to answer it here.
-pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<HttpResponse> {
+/// Answers `req` at its workspace's writer when that is another node: `Some` answer (or
+/// refusal), or `None` to answer it here.
+pub async fn to_writer(
+    req: &mut ServiceRequest,
+    rid: &RequestId,
+) -> Option<Result<HttpResponse, ApiError>> {
     if !req.path().starts_with("/v1/") {
         return None;
     }
@@ -109,9 +112,9 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
             app.cluster.route(workspace) != Route::Here
         };
         return misdirected.then(|| {
-            HttpResponse::MisdirectedRequest()
+            Ok(HttpResponse::MisdirectedRequest()
                 .insert_header((NOT_HERE, "1"))
-                .finish()
+                .finish())
         });
     }
     let deadline = Instant::now() + WAIT_FOR_WRITER;
@@ -179,7 +182,7 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
             Ok(answer) => {
                 app.metrics
                     .forwarded(&peer.name, "answered", started.elapsed());
-                return Some(respond(answer));
+                return Some(Ok(respond(answer)));
             }
             Err(failure) => {
                 let unsent = matches!(failure, Failure::Unreachable(..));
@@ -204,7 +207,7 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
                          delay (with the same reference, a write is applied at most once)",
                     );
                     e.cause = Some(failure.into());
-                    return Some(HttpResponse::from_error(e));
+                    return Some(Err(e));
                 }
                 // The writer is gone: wait for the next one.
                 tokio::time::sleep(LOOK_AGAIN).await;
@@ -215,7 +218,7 @@ pub async fn to_writer(req: &mut ServiceRequest, rid: &RequestId) -> Option<Http
     // Held by other nodes only, none of which answered: not this node's to refuse as
     // unknown.
     if app.registry.slot(workspace).is_none() && app.cluster.holder_of(workspace, &[]).is_some() {
-        return Some(HttpResponse::from_error(ApiError::new(
+        return Some(Err(ApiError::new(
             ErrorKind::Unavailable { retry_after: 1 },
             "the nodes that hold this workspace did not answer; retry after the indicated delay",
         )));

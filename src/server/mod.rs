@@ -88,6 +88,10 @@ const ADMIN_MAX_CONNECTIONS: usize = 128;
 /// Longest a shutdown waits for the checkpoints to be written.
 const SHUTDOWN_CHECKPOINT_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Longest a graceful stop waits for other nodes to take the writer leases it gives up
+/// before it stops accepting connections (`Membership::hand_over`).
+const HAND_OVER_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Settings {
     /// Defaults of `docs/operations.md`, rooted at `data_dir`.
     pub fn new(data_dir: PathBuf) -> Self {
@@ -415,6 +419,7 @@ impl Application {
     pub fn stop_on_signals(&self) -> anyhow::Result<()> {
         use tokio::signal::unix::{signal, SignalKind};
         let (api, admin) = self.handles();
+        let membership = self.membership.clone();
         for (kind, name, graceful) in [
             (SignalKind::interrupt(), "SIGINT", true),
             (SignalKind::terminate(), "SIGTERM", true),
@@ -422,12 +427,16 @@ impl Application {
         ] {
             let mut received = signal(kind).with_context(|| format!("handling {name}"))?;
             let (api, admin) = (api.clone(), admin.clone());
+            let membership = membership.clone();
             actix_web::rt::spawn(async move {
                 if received.recv().await.is_none() {
                     return;
                 }
                 if graceful {
                     tracing::info!("{name} received; starting graceful shutdown");
+                    // In a cluster, the workspaces this node writes get their next
+                    // writers while it still answers (and passes requests to them).
+                    membership.hand_over(HAND_OVER_LIMIT).await;
                 } else {
                     tracing::info!("{name} received; stopping at once");
                 }

@@ -10,6 +10,13 @@
 //! replaced within seconds by a holder that first catches up with what the frozen one
 //! committed; woken (SIGCONT), the old writer commits nothing, and the write it was
 //! sent while frozen is answered 503.
+//!
+//! Under load (`Load`: writers that resend a 503'd note with its reference, and a
+//! lookup client): a writer killed with `kill -9` fails no lookup, and every
+//! acknowledged note is there once; a rolling restart (SIGTERM, start, one node at a
+//! time) fails no request at all; a fourth node joining takes about a quarter of the
+//! holdings (exactly those placement gives it) without an error. A holder follows the
+//! writer from the change log, so when the writer dies its copy has every commit.
 
 use crate::helpers::*;
 use crate::process::{command, prepare, Server};
@@ -788,57 +795,7 @@ async fn a_fourth_node_takes_about_a_quarter_of_the_holdings_without_errors() {
         assert_eq!(before.len(), 24, "two holders each");
 
         // Reads and writes of every workspace through the three nodes while d joins.
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let load = {
-            let stop = stop.clone();
-            let urls: Vec<(String, reqwest::Client)> = [&a, &node_b, &c]
-                .iter()
-                .map(|n| (n.api.clone(), n.client()))
-                .collect();
-            let keys = keys.clone();
-            tokio::spawn(async move {
-                let (mut sent, mut failed, mut written) = (0u64, Vec::new(), Vec::new());
-                let mut i = 0usize;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let (url, http) = &urls[i % urls.len()];
-                    let (read, write) = &keys[(i / urls.len()) % keys.len()];
-                    let res = if i.is_multiple_of(4) {
-                        let reference = format!("during the join {i}");
-                        let res = http
-                            .post(format!("{url}/v1/notes"))
-                            .bearer_auth(write)
-                            .json(&serde_json::json!({
-                                "parent_type": "company", "parent_id": FABRIKAM,
-                                "body_html": reference, "reference": reference,
-                            }))
-                            .send()
-                            .await;
-                        if res.as_ref().is_ok_and(|r| r.status() == 201) {
-                            written.push((write.clone(), reference));
-                        }
-                        res
-                    } else {
-                        http.get(format!("{url}/v1/search/phone?number=07700900123"))
-                            .bearer_auth(read)
-                            .send()
-                            .await
-                    };
-                    sent += 1;
-                    match res {
-                        Ok(r) if r.status().is_success() => {}
-                        Ok(r) => failed.push(format!(
-                            "{} {}",
-                            r.status(),
-                            r.text().await.unwrap_or_default()
-                        )),
-                        Err(e) => failed.push(e.to_string()),
-                    }
-                    i += 1;
-                }
-                (sent, failed, written)
-            })
-        };
-
+        let load = Load::start(&[&a, &node_b, &c], &keys, 2, Duration::from_millis(20));
         let dir_d = tempfile::tempdir().unwrap();
         let d = Server::start_with(dir_d.path(), &b, None, &["--node-name", "d"]).await;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -852,14 +809,8 @@ async fn a_fourth_node_takes_about_a_quarter_of_the_holdings_without_errors() {
         };
         // A little more load once settled, then the tally.
         tokio::time::sleep(Duration::from_secs(1)).await;
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let (sent, failed, written) = load.await.unwrap();
-        assert!(
-            failed.is_empty(),
-            "{} of {sent} failed: {failed:?}",
-            failed.len()
-        );
-        assert!(sent > 100, "{sent} requests");
+        let tally = load.stop().await;
+        tally.assert_no_failure(true);
 
         // About a quarter of the holdings moved, all of them to d.
         let moved: Vec<_> = after.difference(&before).collect();
@@ -872,25 +823,399 @@ async fn a_fourth_node_takes_about_a_quarter_of_the_holdings_without_errors() {
         );
         eprintln!("a fourth node: {} of 24 holdings moved", moved.len());
 
-        // Every acknowledged write is there, once, through any node.
-        for (write, reference) in &written {
-            let res = d
-                .client()
-                .get(format!("{}/v1/notes?limit=500", d.api))
-                .bearer_auth(write)
-                .send()
-                .await
-                .unwrap();
-            let body: Value = res.json().await.unwrap();
-            let n = body["data"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|n| n["body_html"] == reference.as_str())
-                .count();
-            assert_eq!(n, 1, "{reference}");
-        }
+        tally.assert_written_once(&d).await;
         drop((a, node_b, c, d));
+    })
+    .await;
+}
+
+/// What the clients of a [`Load`] saw.
+#[derive(Default)]
+struct Tally {
+    lookups: u64,
+    lookup_failures: Vec<String>,
+    /// Writes answered 503 (or with no answer) and sent again with the same reference.
+    write_retries: Vec<String>,
+    write_failures: Vec<String>,
+    /// Acknowledged notes: the write key and the reference (its body too).
+    written: Vec<(String, String)>,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.lookups += other.lookups;
+        self.lookup_failures.extend(other.lookup_failures);
+        self.write_retries.extend(other.write_retries);
+        self.write_failures.extend(other.write_failures);
+        self.written.extend(other.written);
+    }
+
+    /// No lookup failed, no write failed, and (`no_retries`) none had to be sent again.
+    fn assert_no_failure(&self, no_retries: bool) {
+        assert!(
+            self.lookup_failures.is_empty(),
+            "{} of {} lookups failed: {:?}",
+            self.lookup_failures.len(),
+            self.lookups,
+            self.lookup_failures
+        );
+        assert!(self.write_failures.is_empty(), "{:?}", self.write_failures);
+        if no_retries {
+            assert!(self.write_retries.is_empty(), "{:?}", self.write_retries);
+        }
+        assert!(self.lookups > 20, "{} lookups", self.lookups);
+        assert!(self.written.len() > 5, "{} writes", self.written.len());
+    }
+
+    /// Every acknowledged note is shown once through `node` (a reference sent again is
+    /// applied once).
+    async fn assert_written_once(&self, node: &Server) {
+        let mut shown: std::collections::HashMap<String, _> = Default::default();
+        for (write, _) in &self.written {
+            if !shown.contains_key(write) {
+                shown.insert(write.clone(), node.notes_of(write).await);
+            }
+        }
+        for (write, reference) in &self.written {
+            let n = shown[write].get(reference).map_or(0, Vec::len);
+            assert_eq!(n, 1, "{reference} shown {n} times");
+        }
+    }
+}
+
+/// Clients of the cluster while a test changes it, through the nodes it was given (a
+/// node can be taken out of the rotation, as a load balancer does with one being
+/// restarted): `writers` clients each creating notes one after another (every 100 ms,
+/// a fresh reference each, sent again with the same reference after a 503 or a lost
+/// answer until acknowledged, as the API asks of clients), and one client looking a
+/// number up every `lookup_every`.
+type Targets = std::sync::Arc<Vec<std::sync::Mutex<(String, reqwest::Client)>>>;
+
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Per node given, whether clients use it.
+    up: std::sync::Arc<Vec<std::sync::atomic::AtomicBool>>,
+    /// Per node given, its API's URL and a client that trusts it.
+    targets: Targets,
+    tasks: Vec<tokio::task::JoinHandle<Tally>>,
+}
+
+impl Load {
+    fn start(
+        nodes: &[&Server],
+        keys: &[(String, String)],
+        writers: usize,
+        lookup_every: Duration,
+    ) -> Load {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let up: Arc<Vec<AtomicBool>> =
+            Arc::new(nodes.iter().map(|_| AtomicBool::new(true)).collect());
+        let targets: Targets = Arc::new(
+            nodes
+                .iter()
+                .map(|n| std::sync::Mutex::new((n.api.clone(), n.client())))
+                .collect(),
+        );
+        // The next node in the rotation that is up.
+        fn pick(i: usize, targets: &Targets, up: &[AtomicBool]) -> (String, reqwest::Client) {
+            let k = (0..targets.len())
+                .map(|k| (i + k) % targets.len())
+                .find(|k| up[*k].load(Ordering::SeqCst))
+                .expect("a node is up");
+            targets[k].lock().unwrap().clone()
+        }
+        let mut tasks = Vec::new();
+        for w in 0..writers {
+            let (stop, up, targets) = (stop.clone(), up.clone(), targets.clone());
+            let keys = keys.to_vec();
+            tasks.push(tokio::spawn(async move {
+                let mut t = Tally::default();
+                let mut i = w;
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let (_, write) = &keys[n % keys.len()];
+                    let reference = format!("writer {w} note {n}");
+                    loop {
+                        let (url, http) = pick(i, &targets, &up);
+                        i += 1;
+                        let res = http
+                            .post(format!("{url}/v1/notes"))
+                            .bearer_auth(write)
+                            .json(&serde_json::json!({
+                                "parent_type": "company", "parent_id": FABRIKAM,
+                                "body_html": reference, "reference": reference,
+                            }))
+                            .send()
+                            .await;
+                        match res {
+                            Ok(r) if r.status() == 201 || r.status() == 200 => {
+                                t.written.push((write.clone(), reference.clone()));
+                                break;
+                            }
+                            Ok(r) if r.status() == 503 => {
+                                t.write_retries.push(format!(
+                                    "{reference}: 503 {}",
+                                    r.text().await.unwrap_or_default()
+                                ));
+                            }
+                            Ok(r) => {
+                                t.write_failures.push(format!(
+                                    "{reference}: {} {}",
+                                    r.status(),
+                                    r.text().await.unwrap_or_default()
+                                ));
+                                break;
+                            }
+                            Err(e) => t.write_retries.push(format!("{reference}: {e}")),
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    n += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                t
+            }));
+        }
+        {
+            let (stop, up, targets) = (stop.clone(), up.clone(), targets.clone());
+            let keys = keys.to_vec();
+            tasks.push(tokio::spawn(async move {
+                let mut t = Tally::default();
+                let mut every = tokio::time::interval(lookup_every);
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    every.tick().await;
+                    let (url, http) = pick(i, &targets, &up);
+                    let (read, _) = &keys[i % keys.len()];
+                    i += 1;
+                    t.lookups += 1;
+                    match http
+                        .get(format!("{url}/v1/search/phone?number=07700900123"))
+                        .bearer_auth(read)
+                        .send()
+                        .await
+                    {
+                        Ok(r) if r.status() == 200 => {}
+                        Ok(r) => t.lookup_failures.push(format!(
+                            "{url}: {} {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        )),
+                        Err(e) => t.lookup_failures.push(format!("{url}: {e}")),
+                    }
+                }
+                t
+            }));
+        }
+        Load {
+            stop,
+            up,
+            targets,
+            tasks,
+        }
+    }
+
+    /// Takes node `i` (of those given) out of the rotation.
+    fn take_out(&self, i: usize) {
+        self.up[i].store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Puts node `i` back in the rotation as `node` (started again).
+    fn put_back(&self, i: usize, node: &Server) {
+        *self.targets[i].lock().unwrap() = (node.api.clone(), node.client());
+        self.up[i].store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn stop(self) -> Tally {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut tally = Tally::default();
+        for t in self.tasks {
+            tally.add(t.await.unwrap());
+        }
+        tally
+    }
+}
+
+/// A key of the example workspace that reads, with a budget no test load reaches.
+async fn roomy_read_key(node: &Server) -> String {
+    let token = std::fs::read_to_string(node.data_dir().join("admin-token")).unwrap();
+    let made: Value = reqwest::Client::new()
+        .post(format!("{}/admin/v1/keys", node.admin))
+        .bearer_auth(token.trim())
+        .json(&serde_json::json!({
+            "workspace_id": WORKSPACE, "created_by_email": "olivia@northwind.example",
+            "scopes": ["read"], "rate_limit_per_minute": 1000000,
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    made["data"]["secret"].as_str().unwrap().to_string()
+}
+
+/// Three nodes on the example workspace, settled, in the order: its writer, its other
+/// holder, the node that does not hold it; with their data dirs and names (and the
+/// temporary directories to keep).
+async fn three_nodes(
+    b: &Backend,
+) -> (
+    [Server; 3],
+    [std::path::PathBuf; 3],
+    [String; 3],
+    Vec<tempfile::TempDir>,
+) {
+    let dir_a = prepare(b).await;
+    let (dir_b, dir_c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start_with(dir_a.path(), b, None, &["--node-name", "a"]).await;
+    let node_b = Server::start_with(dir_b.path(), b, None, &["--node-name", "b"]).await;
+    let c = Server::start_with(dir_c.path(), b, None, &["--node-name", "c"]).await;
+    let ids = [WORKSPACE.to_string()];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let v = loop {
+        let (pairs, workspaces) = holdings(&a, dir_a.path()).await;
+        if settled(&ids, &["a", "b", "c"], &pairs, &workspaces) {
+            break workspace(&view(&a, dir_a.path()).await).clone();
+        }
+        assert!(Instant::now() < deadline, "three nodes settle: {pairs:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let owner = v["owner"].as_str().unwrap().to_string();
+    let holders: Vec<String> = v["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap().to_string())
+        .collect();
+    let rank = |n: &str| {
+        if n == owner {
+            0
+        } else if holders.iter().any(|h| h == n) {
+            1
+        } else {
+            2
+        }
+    };
+    let mut named = vec![
+        ("a", a, dir_a.path().to_path_buf()),
+        ("b", node_b, dir_b.path().to_path_buf()),
+        ("c", c, dir_c.path().to_path_buf()),
+    ];
+    named.sort_by_key(|(n, _, _)| rank(n));
+    let mut servers = Vec::new();
+    let mut dirs = Vec::new();
+    let mut names = Vec::new();
+    for (name, server, dir) in named {
+        servers.push(server);
+        dirs.push(dir);
+        names.push(name.to_string());
+    }
+    (
+        servers.try_into().ok().unwrap(),
+        dirs.try_into().unwrap(),
+        names.try_into().unwrap(),
+        vec![dir_a, dir_b, dir_c],
+    )
+}
+
+#[actix_web::test]
+async fn a_writer_killed_under_writes_and_lookups_loses_nothing_and_doubles_nothing() {
+    on_postgres(|b| async move {
+        let ([writer, other, third], dirs, names, _keep) = three_nodes(&b).await;
+        let read = roomy_read_key(&other).await;
+        // Eight writers and lookups at about 200/s, through the two other nodes.
+        let keys = vec![(read, WRITE_KEY.to_string())];
+        let load = Load::start(&[&other, &third], &keys, 8, Duration::from_millis(5));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut writer = writer;
+        writer.signal("-KILL");
+        writer.child.wait().await.unwrap();
+        let killed = Instant::now();
+        until(
+            &other,
+            &dirs[1],
+            Duration::from_secs(10),
+            "a new writer",
+            |v| {
+                workspace(v)["owner"]
+                    .as_str()
+                    .is_some_and(|o| o != names[0])
+            },
+        )
+        .await;
+        let failover = killed.elapsed();
+        eprintln!("a new writer {failover:?} after kill -9");
+        // Some more writes under the new writer, then the tally.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let tally = load.stop().await;
+        // Writes in flight at the kill may have been answered 503 (and sent again);
+        // lookups never fail.
+        tally.assert_no_failure(false);
+        eprintln!(
+            "{} lookups, {} notes acknowledged, {} writes sent again",
+            tally.lookups,
+            tally.written.len(),
+            tally.write_retries.len()
+        );
+        tally.assert_written_once(&third).await;
+        drop((other, third));
+    })
+    .await;
+}
+
+#[actix_web::test]
+async fn a_rolling_restart_fails_no_request() {
+    on_postgres(|b| async move {
+        let (nodes, dirs, names, _keep) = three_nodes(&b).await;
+        let read = roomy_read_key(&nodes[0]).await;
+        let keys = vec![(read, WRITE_KEY.to_string())];
+        let mut nodes: Vec<Server> = nodes.into_iter().collect();
+        let refs: Vec<&Server> = nodes.iter().collect();
+        let load = Load::start(&refs, &keys, 2, Duration::from_millis(10));
+        drop(refs);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Each node in turn, the writer first: out of the rotation, SIGTERM, started
+        // again under its name, back in the rotation once the three have settled.
+        for i in 0..3 {
+            let name = ["writer", "holder", "third"][i];
+            load.take_out(i);
+            nodes[i].signal("-TERM");
+            let status = nodes[i].child.wait().await.unwrap();
+            assert!(status.success(), "{name} stopped cleanly");
+            nodes[i] = Server::start_with(&dirs[i], &b, None, &["--node-name", &names[i]]).await;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let (pairs, workspaces) = holdings(&nodes[i], &dirs[i]).await;
+                if settled(
+                    &[WORKSPACE.to_string()],
+                    &["a", "b", "c"],
+                    &pairs,
+                    &workspaces,
+                ) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "settled after restarting {name}: {pairs:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            load.put_back(i, &nodes[i]);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let tally = load.stop().await;
+        // Not a lookup failed, and not a write: the writer handed its leases over
+        // before it stopped answering.
+        tally.assert_no_failure(true);
+        eprintln!(
+            "rolling restart: {} lookups, {} notes acknowledged",
+            tally.lookups,
+            tally.written.len()
+        );
+        tally.assert_written_once(&nodes[0]).await;
     })
     .await;
 }

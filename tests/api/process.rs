@@ -160,6 +160,14 @@ impl Server {
 
     /// Every note the server shows, as body → ids.
     pub(crate) async fn notes(&self) -> std::collections::HashMap<String, Vec<String>> {
+        self.notes_of(READ_KEY).await
+    }
+
+    /// Every note the server shows the key `key` (of any workspace), as body → ids.
+    pub(crate) async fn notes_of(
+        &self,
+        key: &str,
+    ) -> std::collections::HashMap<String, Vec<String>> {
         let http = self.client();
         let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
         let mut cursor: Option<String> = None;
@@ -170,7 +178,7 @@ impl Server {
             }
             let body: Value = http
                 .get(&url)
-                .bearer_auth(READ_KEY)
+                .bearer_auth(key)
                 .send()
                 .await
                 .unwrap()
