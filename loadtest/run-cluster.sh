@@ -2,8 +2,8 @@
 # Three nodes of one cluster on a fresh PostgreSQL database (PEOPLE generated people,
 # imported through the first node):
 #   1. what passing a request to the workspace's writer costs: closed-loop lookups
-#      (concurrency 4) through the writer, then through another node (each lookup passed
-#      on to the writer), alternated three times;
+#      (concurrency 1, then 4) through the writer, then through another node (each
+#      lookup passed on to the writer), alternated three times;
 #   2. lookups (closed loop, concurrency 32) and full syncs (3 streams) with the clients
 #      spread over 1, 2 and 3 nodes (`--target`);
 #   3. follower lag: writes (closed loop, concurrency 4) through the writer, and the
@@ -102,8 +102,11 @@ run() {
   "${LT[@]}" --name "$name" "$@" 2>"$OUT/$name.log" | tee -a "$OUT/summary.txt" || true
 }
 for i in 1 2 3; do
-  run "direct-$i" --target "$(target "$w")" lookup --concurrency 4 --duration "$SECS" --warmup 3
-  run "forwarded-$i" --target "$(target "$o1")" lookup --concurrency 4 --duration "$SECS" --warmup 3
+  # One in flight: the latency a hop adds; four: what it costs the two cores.
+  for c in 1 4; do
+    run "direct-c$c-$i" --target "$(target "$w")" lookup --concurrency "$c" --duration "$SECS" --warmup 3
+    run "forwarded-c$c-$i" --target "$(target "$o1")" lookup --concurrency "$c" --duration "$SECS" --warmup 3
+  done
 done
 one=(--target "$(target "$w")")
 two=("${one[@]}" --target "$(target "$o1")")

@@ -21,6 +21,29 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::writers::Held;
+use std::time::Duration;
+
+/// A node lets nothing go during its first seconds: until the leases of nodes that
+/// died just before it started have passed, their reports still say they hold what
+/// they held.
+const UNLOAD_AFTER: Duration = Duration::from_millis(super::LEASE.as_millis() as u64 + 2000);
+
+/// Whether a node's advertised address accepts a connection now (a killed process's
+/// port refuses at once; a frozen one's still accepts).
+async fn reachable(advertise_url: &str) -> bool {
+    let Some(peer) = super::forward::Peer::new(String::new(), advertise_url, &"0".repeat(64))
+    else {
+        return false;
+    };
+    matches!(
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            tokio::net::TcpStream::connect(&peer.authority)
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
 
 impl Shared {
     /// Every workspace of the store (background: reads them all).
@@ -55,10 +78,24 @@ impl Shared {
 
 impl Membership {
     /// Whether `workspace` is placed on this node among the live nodes now (on its own,
-    /// every workspace is): what a start loads.
+    /// every workspace is): what a start loads. Live here means also reachable: a node
+    /// killed a moment ago still holds its lease, but refuses connections, and what it
+    /// held is this start's to load (a process restarted after a crash, under a name of
+    /// its new port, must not leave its workspaces to its own dead predecessor).
     pub async fn placed_here(&self) -> anyhow::Result<impl Fn(Uuid) -> bool + use<>> {
         let live: Vec<String> = match &self.shared {
-            Some(s) => s.node_rows().await?.into_iter().map(|n| n.name).collect(),
+            Some(s) => {
+                let rows = s.node_rows().await?;
+                let probes = rows.into_iter().map(|n| async move {
+                    let answers = n.name == self.me.name || reachable(&n.advertise_url).await;
+                    answers.then_some(n.name)
+                });
+                futures_util::future::join_all(probes)
+                    .await
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            }
             None => Vec::new(),
         };
         let (me, replicas) = (self.me.name.clone(), self.me.replicas);
@@ -113,6 +150,7 @@ impl Membership {
                     .all(|n| loaded.get(ws).is_some_and(|by| by.iter().any(|b| b == n)));
             if mine.contains(ws)
                 && others_hold
+                && s.joined.elapsed() > UNLOAD_AFTER
                 && s.fences.epoch(*ws).is_none()
                 && !s.acquiring.lock().contains(ws)
                 && !s.holding_changes.lock().contains(ws)

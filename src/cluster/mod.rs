@@ -172,6 +172,8 @@ struct Shared {
     others: AtomicBool,
     /// Set once this node has left (or tried to).
     left: AtomicBool,
+    /// When this node joined.
+    joined: std::time::Instant,
     /// Set once this node has handed its writer leases over (it is stopping): it takes
     /// none again, loads nothing more, and lets nothing go.
     handing_over: AtomicBool,
@@ -231,6 +233,7 @@ impl Membership {
             others: AtomicBool::new(true),
             left: AtomicBool::new(false),
             handing_over: AtomicBool::new(false),
+            joined: std::time::Instant::now(),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
         loop {
