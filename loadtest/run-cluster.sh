@@ -14,6 +14,7 @@
 #
 # The nodes and the load generator share this machine's cores: the figures show
 # overhead, not scaling. Results in bench-results/cluster-<time>/ (summary.txt).
+# PHASES (default "forward scale lag failover") runs only the phases named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ OUT="${OUT:-bench-results/cluster-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
 SECS="${SECS:-20}"
+PHASES="${PHASES:-forward scale lag failover}"
+phase() { [[ " $PHASES " == *" $1 "* ]]; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
@@ -101,7 +104,7 @@ run() {
   echo "== $name" | tee -a "$OUT/summary.txt"
   "${LT[@]}" --name "$name" "$@" 2>"$OUT/$name.log" | tee -a "$OUT/summary.txt" || true
 }
-for i in 1 2 3; do
+phase forward && for i in 1 2 3; do
   # One in flight: the latency a hop adds; four: what it costs the two cores.
   for c in 1 4; do
     run "direct-c$c-$i" --target "$(target "$w")" lookup --concurrency "$c" --duration "$SECS" --warmup 3
@@ -111,16 +114,21 @@ done
 one=(--target "$(target "$w")")
 two=("${one[@]}" --target "$(target "$o1")")
 three=("${two[@]}" --target "$(target "$o2")")
-run lookup-1-node "${one[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
-run lookup-2-nodes "${two[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
-run lookup-3-nodes "${three[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
-run sync-1-node "${one[@]}" sync --streams 3 --duration "$SECS" --warmup 3
-run sync-2-nodes "${two[@]}" sync --streams 3 --duration "$SECS" --warmup 3
-run sync-3-nodes "${three[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+if phase scale; then
+  run lookup-1-node "${one[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+  run lookup-2-nodes "${two[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+  run lookup-3-nodes "${three[@]}" lookup --concurrency 32 --duration "$SECS" --warmup 3
+  run sync-1-node "${one[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+  run sync-2-nodes "${two[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+  run sync-3-nodes "${three[@]}" sync --streams 3 --duration "$SECS" --warmup 3
+fi
 
 # Follower lag: writes through the writer; the other holder's lag per commit.
-run writes-followed --target "$(target "$w")" write --concurrency 4 --duration "$SECS" --warmup 3
-echo "== follower lag on $follower: $(percentiles "$f" recruitd_follower_lag_seconds)" | tee -a "$OUT/summary.txt"
+if phase lag; then
+  run writes-followed --target "$(target "$w")" write --concurrency 4 --duration "$SECS" --warmup 3
+  echo "== follower lag on $follower: $(percentiles "$f" recruitd_follower_lag_seconds)" | tee -a "$OUT/summary.txt"
+fi
+phase failover || exit 0
 
 # The writer killed under 200 lookups/s spread over the two others.
 "${LT[@]}" --name failover --target "$(target "$o1")" --target "$(target "$o2")" \

@@ -1085,9 +1085,13 @@ impl Store for PostgresStore {
         let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
         let mut found = Vec::new();
         {
+            // Two index lookups (an OR of both would let the planner scan the whole
+            // workspace's records).
             let rows = sqlx::query(
-                "SELECT kind, id, body FROM records WHERE workspace_id = $1 AND (kind = $4 \
-                 OR (kind, id) IN (SELECT * FROM UNNEST($2::text[], $3::text[])))",
+                "SELECT kind, id, body FROM records WHERE workspace_id = $1 AND kind = $4 \
+                 UNION ALL \
+                 SELECT r.kind, r.id, r.body FROM UNNEST($2::text[], $3::text[]) AS k(kind, id) \
+                 JOIN records r ON r.workspace_id = $1 AND r.kind = k.kind AND r.id = k.id",
             )
             .bind(&ws)
             .bind(&kinds)
@@ -1102,8 +1106,8 @@ impl Store for PostgresStore {
         let entities: Vec<i16> = changes.iter().map(|c| i16::from(c.entity.tag())).collect();
         let logged: Vec<String> = changes.iter().map(|c| c.id.to_string()).collect();
         let rows: Vec<(i16, String, i64)> = sqlx::query_as(
-            "SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1 \
-             AND (entity, id) IN (SELECT * FROM UNNEST($2::smallint[], $3::text[]))",
+            "SELECT t.entity, t.id, t.deleted_at FROM UNNEST($2::smallint[], $3::text[]) AS k(entity, id) \
+             JOIN tombstones t ON t.workspace_id = $1 AND t.entity = k.entity AND t.id = k.id",
         )
         .bind(&ws)
         .bind(&entities)
