@@ -9,12 +9,15 @@
 #   3. follower lag: writes (closed loop, concurrency 4) through the writer, and the
 #      p50/p99 of the other holder's `recruitd_follower_lag_seconds` (from a commit to
 #      that node's copy holding it);
-#   4. lookups at 200/s spread over the two other nodes while the writer is killed
+#   4. a rolling restart: each node in turn stopped (SIGTERM) and started again under
+#      the `mixed` scenario spread over the two others (as a load balancer steers
+#      clients away from a node being restarted): errors per scenario;
+#   5. lookups at 200/s spread over the two other nodes while the writer is killed
 #      (kill -9): failed lookups, and how long until another node holds the lease.
 #
 # The nodes and the load generator share this machine's cores: the figures show
 # overhead, not scaling. Results in bench-results/cluster-<time>/ (summary.txt).
-# PHASES (default "forward scale lag failover") runs only the phases named.
+# PHASES (default "forward scale lag rolling failover") runs only the phases named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +27,7 @@ OUT="${OUT:-bench-results/cluster-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
 SECS="${SECS:-20}"
-PHASES="${PHASES:-forward scale lag failover}"
+PHASES="${PHASES:-forward scale lag rolling failover}"
 phase() { [[ " $PHASES " == *" $1 "* ]]; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
@@ -85,6 +88,10 @@ target() { echo "$(api "$1")=${dirs[$1]}/tls/cert.pem"; }
 start 0
 LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --out "$OUT")
 "${LT[@]}" --url "$(api 0)" prepare --people "$PEOPLE" --admin-url "$(admin 0)" 2>&1 | tee "$OUT/prepare.log"
+# One signing key for all (cursors and change feed tokens of one writer hold at the
+# next): the first node's, copied as an operator would.
+cp "${dirs[0]}/signing-key" "${dirs[1]}/signing-key"
+cp "${dirs[0]}/signing-key" "${dirs[2]}/signing-key"
 start 1
 start 2
 for _ in $(seq 1 1200); do
@@ -127,6 +134,28 @@ fi
 if phase lag; then
   run writes-followed --target "$(target "$w")" write --concurrency 4 --duration "$SECS" --warmup 3
   echo "== follower lag on $follower: $(percentiles "$f" recruitd_follower_lag_seconds)" | tee -a "$OUT/summary.txt"
+fi
+if phase rolling; then
+  for i in 0 1 2; do
+    j=$(( (i + 1) % 3 )); k=$(( (i + 2) % 3 ))
+    "${LT[@]}" --name "rolling-${names[$i]}" --target "$(target "$j")" --target "$(target "$k")" \
+      mixed --duration 30 --warmup 2 --full-sync-every 0 >"$OUT/rolling-${names[$i]}.txt" 2>"$OUT/rolling-${names[$i]}.log" &
+    load_pid=$!
+    sleep 7
+    kill -TERM "${pids[$i]}"
+    stopping=$(date +%s.%N)
+    wait "${pids[$i]}" || true
+    stopped=$(python3 -c "import time; print(round(time.time() - $stopping, 2))")
+    start "$i"
+    until read -r now alive holders _ <<<"$(view "$j")" && [ "$alive" = 3 ] && [ "$holders" = 2 ] && [ "$now" != None ]; do sleep 0.1; done
+    wait "$load_pid" || true
+    echo "== rolling: ${names[$i]} stopped in ${stopped} s and started again under mixed over the two others" | tee -a "$OUT/summary.txt"
+    grep -E "^(endpoint|GET|POST|PATCH|all) " "$OUT/rolling-${names[$i]}.txt" | tee -a "$OUT/summary.txt" || true
+  done
+  sleep 3
+  read -r owner _ _ follower <<<"$(view 0)"
+  w=$(index_of "$owner")
+  o1=$(( (w + 1) % 3 )); o2=$(( (w + 2) % 3 ))
 fi
 phase failover || exit 0
 

@@ -1219,3 +1219,55 @@ async fn a_rolling_restart_fails_no_request() {
     })
     .await;
 }
+
+#[actix_web::test]
+async fn a_cursor_holds_at_the_next_writer_when_the_nodes_share_a_signing_key() {
+    on_postgres(|b| async move {
+        let dir_a = prepare(&b).await;
+        let dir_b = tempfile::tempdir().unwrap();
+        let mut a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        // The operator gives b the signing key of a.
+        std::fs::copy(
+            dir_a.path().join("signing-key"),
+            dir_b.path().join("signing-key"),
+        )
+        .unwrap();
+        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        a_writes_b_holds(&a, dir_a.path()).await;
+
+        let page = |node: &Server, cursor: Option<String>| {
+            let mut url = format!("{}/v1/candidates?limit=1", node.api);
+            if let Some(c) = cursor {
+                url.push_str(&format!("&cursor={c}"));
+            }
+            let req = node.client().get(url).bearer_auth(READ_KEY);
+            async move {
+                let res = req.send().await.unwrap();
+                let status = res.status().as_u16();
+                (status, res.json::<Value>().await.unwrap())
+            }
+        };
+        let (status, first) = page(&a, None).await;
+        assert_eq!(status, 200, "{first}");
+        let cursor = first["next_cursor"].as_str().unwrap().to_string();
+
+        // a stops (handing the workspace to b); b takes the cursor a gave.
+        a.signal("-TERM");
+        a.child.wait().await.unwrap();
+        let (status, second) = page(&node_b, Some(cursor)).await;
+        assert_eq!(status, 200, "{second}");
+        let ids = |p: &Value| -> Vec<String> {
+            p["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        // The example's two candidates, one a page.
+        assert_eq!(ids(&second).len(), 1);
+        assert_ne!(ids(&second), ids(&first));
+        drop(node_b);
+    })
+    .await;
+}
