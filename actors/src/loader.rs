@@ -102,16 +102,13 @@ impl Loader {
     /// the store's position) and puts the new copy in place of the old one: for a copy
     /// that fell behind the store (another server wrote the workspace meanwhile).
     pub async fn reload(&self, id: Uuid) -> Result<(), StoreError> {
-        let workspace = match self.registry.handle(id) {
-            Some(h) => (*h.state().workspace).clone(),
-            None => self
-                .store
-                .workspaces()
-                .await?
-                .into_iter()
-                .find(|w| w.id == id)
-                .ok_or_else(|| StoreError::Other(format!("workspace {id} is not in the store")))?,
-        };
+        let workspace =
+            match self.registry.handle(id) {
+                Some(h) => (*h.state().workspace).clone(),
+                None => self.store.workspace(id).await?.ok_or_else(|| {
+                    StoreError::Other(format!("workspace {id} is not in the store"))
+                })?,
+            };
         let started = Instant::now();
         let state = self.load(workspace).await?;
         let records = state.stored_records();

@@ -161,6 +161,12 @@ pub trait Store: Send + Sync + 'static {
     /// Every workspace the store holds.
     async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError>;
 
+    /// One workspace's row, when the store holds it. Stores override this with a read
+    /// of that row alone.
+    async fn workspace(&self, id: Uuid) -> Result<Option<Workspace>, StoreError> {
+        Ok(self.workspaces().await?.into_iter().find(|w| w.id == id))
+    }
+
     /// Streams every record of a workspace into `sink`.
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError>;
 

@@ -211,6 +211,23 @@ async fn check_lease(
     }
 }
 
+/// One workspace's row (`ws` as stored), through `db` (the pool, or a transaction).
+async fn workspace_row<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    ws: &str,
+    fail: impl Fn(sqlx::Error) -> StoreError,
+) -> Result<Option<Workspace>, StoreError> {
+    let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT workspace_id, name, default_region FROM workspaces WHERE workspace_id = $1",
+    )
+    .bind(ws)
+    .fetch_optional(db)
+    .await
+    .map_err(fail)?;
+    row.map(|(id, name, region)| decode_workspace(&id, name, region))
+        .transpose()
+}
+
 /// Clears a batch still `Starting` when its commit ends or is dropped: a commit that
 /// never got its first answer never sent COMMIT, and never will.
 struct StartGuard<'a> {
@@ -921,6 +938,10 @@ impl Store for PostgresStore {
             .collect()
     }
 
+    async fn workspace(&self, id: Uuid) -> Result<Option<Workspace>, StoreError> {
+        workspace_row(&self.pool, &id.to_string(), err("reading a workspace")).await
+    }
+
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
         let ws = workspace.to_string();
         // `fetch` reads rows off the socket as they arrive: the server streams the
@@ -1071,16 +1092,7 @@ impl Store for PostgresStore {
             .execute(&mut *tx)
             .await
             .map_err(&fail)?;
-        let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT workspace_id, name, default_region FROM workspaces WHERE workspace_id = $1",
-        )
-        .bind(&ws)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(&fail)?;
-        let workspace_row = row
-            .map(|(id, name, region)| decode_workspace(&id, name, region))
-            .transpose()?;
+        let row = workspace_row(&mut *tx, &ws, &fail).await?;
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
         let mut found = Vec::new();
@@ -1119,7 +1131,7 @@ impl Store for PostgresStore {
         Ok(actors::store::Current {
             records,
             stages,
-            workspace: workspace_row,
+            workspace: row,
             tombstones: super::tombstone_rows(
                 rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
             )?,
