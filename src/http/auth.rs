@@ -8,7 +8,6 @@
 use super::errors::{ApiError, ErrorKind};
 use super::AppState;
 use actix_web::dev::Payload;
-use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use actors::actor::WorkspaceHandle;
 use actors::model::{ApiKey, Scope};
@@ -50,24 +49,7 @@ pub struct Authed<S: RequiredScope> {
     _scope: PhantomData<S>,
 }
 
-/// The bearer token of a request: `Authorization: Bearer <key>`, nothing else.
-pub(crate) fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
-    let value = req.headers().get(header::AUTHORIZATION).ok_or_else(|| {
-        ApiError::unauthorized("missing API key: send the header Authorization: Bearer <API_KEY>")
-    })?;
-    let malformed =
-        || ApiError::unauthorized("malformed Authorization header: expected Bearer <API_KEY>");
-    let value = value.to_str().map_err(|_| malformed())?;
-    let (scheme, token) = value.split_once(' ').ok_or_else(malformed)?;
-    let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
-        return Err(malformed());
-    }
-    if req.headers().get_all(header::AUTHORIZATION).count() > 1 {
-        return Err(malformed());
-    }
-    Ok(token)
-}
+pub(crate) use super::request::bearer;
 
 /// How many requests without a valid key the peer had made in the window, this one
 /// included (the access log writes only the first few of them).
@@ -119,7 +101,7 @@ fn authenticate_key<S: RequiredScope>(
     let decision = app.limiter.check(&key);
     req.extensions_mut().insert(decision);
     req.extensions_mut()
-        .insert(super::context::CallerKey(key.clone()));
+        .insert(super::request::CallerKey(key.clone()));
     if !decision.allowed {
         return Err(ApiError::new(
             ErrorKind::RateLimited {

@@ -7,63 +7,13 @@
 //! which mimic an object store, keep their own bodies.
 
 use super::errors::{ApiError, ErrorKind};
+pub use super::request::{CallerKey, OwnBody, RequestId};
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{Error, FromRequest, HttpMessage, HttpRequest};
+use actix_web::{Error, HttpMessage};
 use serde::Serialize;
-use std::future::{ready, Ready};
-use std::rc::Rc;
-
-/// The id of one request: `req_` and 32 hex digits of randomness.
-#[derive(Clone, Debug)]
-pub struct RequestId(Rc<str>);
-
-impl RequestId {
-    pub fn generate() -> Self {
-        // Written into a stack buffer: one allocation per request (the `Rc`), not two.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let v: u128 = rand::random();
-        let mut buf = *b"req_00000000000000000000000000000000";
-        for (i, b) in buf[4..].iter_mut().enumerate() {
-            *b = HEX[((v >> (124 - 4 * i)) & 0xf) as usize];
-        }
-        RequestId(Rc::from(
-            std::str::from_utf8(&buf).expect("ASCII hex digits"),
-        ))
-    }
-
-    /// The id another node gave a request it passed here (checked by the caller).
-    pub fn adopt(id: &str) -> Self {
-        RequestId(Rc::from(id))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl FromRequest for RequestId {
-    type Error = Error;
-    type Future = Ready<Result<Self, Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        // Always present behind the middleware; generate one defensively otherwise.
-        let id = req
-            .extensions()
-            .get::<RequestId>()
-            .cloned()
-            .unwrap_or_else(RequestId::generate);
-        ready(Ok(id))
-    }
-}
-
-/// Marks a response (in its extensions) whose body is its own, error or not: the
-/// middleware adds `X-Request-Id` and leaves the rest as it is. Only the signed file route
-/// (`http::files`) uses it, for its object-store-style answers.
-#[derive(Clone, Copy, Debug)]
-pub struct OwnBody;
 
 #[derive(Serialize)]
 struct ErrorBody<'a> {
@@ -97,10 +47,6 @@ pub fn error_json(kind: &ErrorKind, message: &str, request_id: &str) -> Vec<u8> 
 pub const MAX_URL_BYTES: usize = 8 * 1024;
 /// Most bytes of header names and values served.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
-
-/// The API key a request presented (set by authentication), for logs and metrics.
-#[derive(Clone, Debug)]
-pub struct CallerKey(pub std::sync::Arc<actors::model::ApiKey>);
 
 /// Refuses requests whose target or headers exceed the caps, before any routing.
 fn oversized(req: &ServiceRequest) -> Option<ApiError> {

@@ -13,8 +13,8 @@
 //!   client retries with the same `reference`).
 //! - Requests from another node are answered here, never passed on again.
 
-use super::context::RequestId;
 use super::errors::{ApiError, ErrorKind};
+use super::request::{bearer, OwnBody, RequestId};
 use super::AppState;
 use crate::cluster::forward::{self, Failure, Outgoing, NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
 use crate::cluster::routing::Route;
@@ -90,13 +90,13 @@ pub async fn to_writer(
         return None;
     }
     let from_node = req.extensions().contains::<FromNode>();
-    let known = app.keys.by_secret(super::auth::bearer(req.request()).ok()?);
+    let known = app.keys.by_secret(bearer(req.request()).ok()?);
     let key = match known {
         Some(key) => key,
         // A key made on another node since this one loaded the keys (certainly so when
         // another node passed the request on: it knew the key).
         None => {
-            let token = super::auth::bearer(req.request()).ok()?.to_string();
+            let token = bearer(req.request()).ok()?.to_string();
             reload_keys(&app, from_node).await;
             app.keys.by_secret(&token)?
         }
@@ -314,7 +314,7 @@ fn respond(answer: forward::Answer) -> HttpResponse {
         }
     }
     let mut res = res.body(answer.body);
-    res.extensions_mut().insert(super::context::OwnBody);
+    res.extensions_mut().insert(OwnBody);
     res
 }
 

@@ -1,7 +1,8 @@
 //! The public API over HTTPS: routes, extractors, errors.
 //!
 //! ## Map
-//! - [`context`]: request ids and the error envelope (middleware).
+//! - [`context`]: request ids and the error envelope (middleware); [`request`]: what
+//!   the layer reads off a request (its id, key, bearer token).
 //! - [`envelope`]: the success envelope every JSON answer is written with.
 //! - [`errors`]: error kinds → status and the spec's eight codes.
 //! - [`auth`]: bearer keys and scopes as typed extractors.
@@ -42,6 +43,7 @@ pub mod openapi;
 pub mod query;
 pub mod ratelimit;
 pub mod records;
+pub mod request;
 pub mod search;
 pub mod signed_urls;
 pub mod subresources;
