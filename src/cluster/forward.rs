@@ -56,23 +56,35 @@ pub struct Peer {
     pub cert_sha256: [u8; 32],
 }
 
+/// The host and the `host:port` (port 443 when none is given) of an advertised URL
+/// (`https://host[:port]`); `None` when it does not parse.
+pub fn address_of(advertise_url: &str) -> Option<(String, String)> {
+    let rest = advertise_url.strip_prefix("https://")?;
+    let authority = rest.split('/').next()?;
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(r) => {
+            let (h, p) = r.split_once(']')?;
+            (h.to_string(), p.strip_prefix(':').unwrap_or("443"))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p),
+            None => (authority.to_string(), "443"),
+        },
+    };
+    let port: u16 = port.parse().ok()?;
+    let authority = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    Some((host, authority))
+}
+
 impl Peer {
     /// The peer at `advertise_url` (`https://host[:port]`) whose certificate's
     /// SHA-256 is `cert_sha256` (hex); `None` when either does not parse.
     pub fn new(name: String, advertise_url: &str, cert_sha256: &str) -> Option<Peer> {
-        let rest = advertise_url.strip_prefix("https://")?;
-        let authority = rest.split('/').next()?.to_string();
-        let (host, port) = match authority.strip_prefix('[') {
-            Some(r) => {
-                let (h, p) = r.split_once(']')?;
-                (h.to_string(), p.strip_prefix(':').unwrap_or("443"))
-            }
-            None => match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), p),
-                None => (authority.clone(), "443"),
-            },
-        };
-        let port: u16 = port.parse().ok()?;
+        let (host, authority) = address_of(advertise_url)?;
         let mut pin = [0u8; 32];
         if cert_sha256.len() != 64 {
             return None;
@@ -80,11 +92,6 @@ impl Peer {
         for (i, b) in pin.iter_mut().enumerate() {
             *b = u8::from_str_radix(cert_sha256.get(2 * i..2 * i + 2)?, 16).ok()?;
         }
-        let authority = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
         Some(Peer {
             name,
             authority,

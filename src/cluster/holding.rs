@@ -31,14 +31,13 @@ const UNLOAD_AFTER: Duration = Duration::from_millis(super::LEASE.as_millis() as
 /// Whether a node's advertised address accepts a connection now (a killed process's
 /// port refuses at once; a frozen one's still accepts).
 async fn reachable(advertise_url: &str) -> bool {
-    let Some(peer) = super::forward::Peer::new(String::new(), advertise_url, &"0".repeat(64))
-    else {
+    let Some((_, authority)) = super::forward::address_of(advertise_url) else {
         return false;
     };
     matches!(
         tokio::time::timeout(
             Duration::from_millis(500),
-            tokio::net::TcpStream::connect(&peer.authority)
+            tokio::net::TcpStream::connect(&authority)
         )
         .await,
         Ok(Ok(_))
