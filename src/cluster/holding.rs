@@ -4,7 +4,7 @@
 //! Each round of the writer leases (every second) also compares what this node holds
 //! with where the workspaces belong:
 //! - a workspace placed here and not held (a node left, or the workspace is new) is
-//!   loaded (`Held::load`), one load at a time per workspace, beside the node's work;
+//!   loaded (`Held::load`) beside the node's work, a few at a time;
 //!   once loaded, the node reports it held and follows its writer (`follow`);
 //! - a workspace held here and placed elsewhere is dropped (`Held::unload`) only once
 //!   every node it is placed on reports it held and this node does not write it: until
@@ -27,6 +27,11 @@ use std::time::Duration;
 /// died just before it started have passed, their reports still say they hold what
 /// they held.
 const UNLOAD_AFTER: Duration = Duration::from_millis(super::LEASE.as_millis() as u64 + 2000);
+
+/// Most workspaces a node loads at once because they became placed on it (a node
+/// that left hands many over together): the rest wait for the next rounds, and the
+/// node's memory and cores for its own requests.
+const LOADS_AT_ONCE: usize = 2;
 
 /// Whether a node's advertised address accepts a connection now (a killed process's
 /// port refuses at once; a frozen one's still accepts).
@@ -125,7 +130,10 @@ impl Membership {
         for ws in all {
             let placed = placement::holders(*ws, live, self.me.replicas);
             if placed.contains(&me) {
-                if !known.contains(ws) && s.holding_changes.lock().insert(*ws) {
+                let may_start = |loading: &mut HashSet<Uuid>| {
+                    loading.len() < LOADS_AT_ONCE && loading.insert(*ws)
+                };
+                if !known.contains(ws) && may_start(&mut s.holding_changes.lock()) {
                     let (this, held, ws) = (self.clone(), held.clone(), *ws);
                     actix_web::rt::spawn(async move {
                         match held.load(ws).await {
