@@ -122,6 +122,8 @@ pub async fn to_writer(
     let mut looked_again = false;
     let mut tried_holder = false;
     let mut writer_down = false;
+    // This node writes the workspace: nothing more to check below.
+    let mut here = false;
     // Nodes that did not answer this request.
     let mut down: Vec<String> = Vec::new();
     loop {
@@ -131,7 +133,10 @@ pub async fn to_writer(
             route => route,
         };
         let peer = match route {
-            Route::Here => break,
+            Route::Here => {
+                here = true;
+                break;
+            }
             Route::To(peer) => peer,
             // The directory may be behind (this node woke from a stop past its lease,
             // and the next round has yet to run): once more with one read lately.
@@ -217,7 +222,10 @@ pub async fn to_writer(
     }
     // Held by other nodes only, none of which answered: not this node's to refuse as
     // unknown.
-    if app.registry.slot(workspace).is_none() && app.cluster.holder_of(workspace, &[]).is_some() {
+    if !here
+        && app.registry.slot(workspace).is_none()
+        && app.cluster.holder_of(workspace, &[]).is_some()
+    {
         return Some(Err(ApiError::new(
             ErrorKind::Unavailable { retry_after: 1 },
             "the nodes that hold this workspace did not answer; retry after the indicated delay",

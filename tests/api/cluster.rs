@@ -279,6 +279,14 @@ async fn a_writes_b_holds(a: &Server, dir_a: &std::path::Path) {
     .await;
 }
 
+/// Waits until node `b` writes the workspace (at most `within`).
+async fn b_writes(b: &Server, dir_b: &std::path::Path, within: Duration) {
+    until(b, dir_b, within, "b writes", |v| {
+        workspace(v)["owner"] == "b"
+    })
+    .await;
+}
+
 async fn post_note(node: &Server, body: &str) -> (u16, Value) {
     let res = node
         .client()
@@ -378,14 +386,7 @@ async fn a_writer_frozen_past_its_lease_commits_nothing_once_woken() {
 
         // b takes the workspace over once a's lease has passed, within 10 s, and
         // catches up with what a committed before it writes.
-        until(
-            &node_b,
-            dir_b.path(),
-            Duration::from_secs(15),
-            "b writes",
-            |v| workspace(v)["owner"] == "b",
-        )
-        .await;
+        b_writes(&node_b, dir_b.path(), Duration::from_secs(15)).await;
         let failover = frozen.elapsed();
         assert!(
             failover >= Duration::from_secs(3),
@@ -477,14 +478,7 @@ async fn a_holder_follows_the_writer_and_has_its_commits_when_it_dies() {
         for n in 0..5 {
             assert!(shown.contains(&format!("followed {n}")), "{shown:?}");
         }
-        until(
-            &node_b,
-            dir_b.path(),
-            Duration::from_secs(12),
-            "b writes",
-            |v| workspace(v)["owner"] == "b",
-        )
-        .await;
+        b_writes(&node_b, dir_b.path(), Duration::from_secs(12)).await;
         assert_eq!(post_note(&node_b, "after a died").await.0, 201);
         let log = std::fs::read_to_string(log_b.path()).unwrap();
         assert!(log.contains("took the writer lease"), "{log}");
