@@ -20,7 +20,9 @@
 -- second) and the cluster view read and write many workspaces' rows: background and
 -- admin statements, off the request paths. A workspace's writer lease
 -- (`workspace_leases`) is checked by each of its commits on its own shard; renewing and
--- taking leases are background statements.
+-- taking leases are background statements. The keys' budgets (`key_budgets`) are
+-- written by each node once a second for every workspace it counted, and read by a new
+-- writer for its workspace alone: background statements too.
 SELECT create_distributed_table('workspaces', 'workspace_id');
 SELECT create_distributed_table('records', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('api_keys', 'workspace_id', colocate_with => 'workspaces');
@@ -31,4 +33,5 @@ SELECT create_distributed_table('tombstones', 'workspace_id', colocate_with => '
 SELECT create_distributed_table('blobs', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('cluster_holdings', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('workspace_leases', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('key_budgets', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_reference_table('cluster_nodes');

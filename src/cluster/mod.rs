@@ -20,7 +20,9 @@
 //!   [`forward`]: passing them there, node to node over HTTPS.
 //! - [`holding`]: what each node loads (its placed workspaces) and lets go.
 //! - [`follow`]: the other holders keep their copies in step from the change log.
+//! - [`budgets`]: a key's budget goes on at the next writer of its workspace.
 
+pub mod budgets;
 pub mod follow;
 pub mod forward;
 pub mod holding;
@@ -177,6 +179,8 @@ struct Shared {
     /// Set once this node has handed its writer leases over (it is stopping): it takes
     /// none again, loads nothing more, and lets nothing go.
     handing_over: AtomicBool,
+    /// The node's per-key limiter, once the server shares it ([`budgets`]).
+    budgets: std::sync::OnceLock<Arc<dyn budgets::Budgets>>,
 }
 
 /// How long a node handing its leases over lets the writes it took commit first (a
@@ -233,6 +237,7 @@ impl Membership {
             others: AtomicBool::new(true),
             left: AtomicBool::new(false),
             handing_over: AtomicBool::new(false),
+            budgets: Default::default(),
             joined: std::time::Instant::now(),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
@@ -396,6 +401,11 @@ impl Membership {
         // already here commit before the leases go.
         tokio::time::sleep(WRITES_IN_FLIGHT).await;
         s.fences.drop_all();
+        // What its keys spent here, up to its last request as the writer, for the next
+        // writers to go on from.
+        if let Err(e) = self.write_budgets().await {
+            tracing::warn!(error = %e, "handing the keys' budgets over");
+        }
         // Its copies are no longer counted on (so the next writers are among the
         // others), then its leases pass at once.
         if let Err(e) = sqlx::query("DELETE FROM cluster_holdings WHERE node = $1")

@@ -300,6 +300,8 @@ impl Membership {
                     held.reload(ws).await?;
                 }
             }
+            // The keys' budgets go on from what the previous writer counted.
+            self.merge_budgets(ws).await?;
             s.fences.hold(ws, epoch, began);
             Ok(Some(epoch))
         }

@@ -75,7 +75,7 @@ pub struct AppState {
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
     /// Per-key request budgets.
-    pub limiter: crate::http::ratelimit::RateLimiter,
+    pub limiter: Arc<crate::http::ratelimit::RateLimiter>,
     /// Requests without a valid key, per peer address.
     pub peer_failures: crate::http::ratelimit::PeerFailures,
     pub metrics: Arc<crate::server::metrics::Metrics>,

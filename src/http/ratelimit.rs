@@ -20,6 +20,11 @@
 //! `RateLimit: "per-key";r=<remaining>;t=<seconds until the oldest counted request
 //! leaves the window>`.
 //!
+//! # In a cluster
+//! A workspace's requests are all answered by its writer, whose limiter counts them; the
+//! windows are shared through the store so that the next writer goes on from them
+//! (`crate::cluster::budgets`, which this limiter implements).
+//!
 //! # Requests without a valid key
 //! They spend no key's budget, so they are counted per peer address instead
 //! ([`PeerFailures`]), in the same kind of window: every 401 counts, and once a peer's
@@ -30,6 +35,7 @@
 //! the first refusals of each peer's window are written to the access log, with a note
 //! when the rest are left out; the metrics count every one.
 
+use crate::cluster::budgets::KeyWindow;
 use crate::server::clock::Clock;
 use actors::model::ApiKey;
 use dashmap::DashMap;
@@ -127,10 +133,18 @@ impl Decision {
     }
 }
 
+/// One key's window, and what the cluster needs to share it.
+struct Counted {
+    window: Window,
+    workspace: uuid::Uuid,
+    /// Whether it counted a request since it was last shared.
+    changed: bool,
+}
+
 /// The budgets of every key.
 pub struct RateLimiter {
     default_per_minute: u32,
-    windows: DashMap<String, Mutex<Window>>,
+    windows: DashMap<String, Mutex<Counted>>,
     clock: Clock,
 }
 
@@ -160,11 +174,14 @@ impl RateLimiter {
             None => {
                 self.windows
                     .entry(key.id.clone())
-                    .or_insert_with(|| Mutex::new(Window::new(now)));
+                    .or_insert_with(|| Mutex::new(Counted::new(key.workspace_id, now)));
                 self.windows.get(&key.id).expect("just inserted")
             }
         };
-        let mut w = entry.lock();
+        let mut counted = entry.lock();
+        let Counted {
+            window: w, changed, ..
+        } = &mut *counted;
         w.advance(now);
         // A clock that stepped back counts as standing still.
         let now = w.newest;
@@ -172,6 +189,7 @@ impl RateLimiter {
         if used < limit as u64 {
             w.counts[Window::slot(now)] += 1;
             w.total += 1;
+            *changed = true;
             Decision {
                 allowed: true,
                 limit,
@@ -188,6 +206,76 @@ impl RateLimiter {
                 retry_after: w.retry_after(limit as u64),
             }
         }
+    }
+}
+
+impl Counted {
+    fn new(workspace: uuid::Uuid, now: i64) -> Counted {
+        Counted {
+            window: Window::new(now),
+            workspace,
+            changed: false,
+        }
+    }
+}
+
+impl crate::cluster::budgets::Budgets for RateLimiter {
+    fn changed(&self) -> Vec<KeyWindow> {
+        let now = self.clock.now();
+        let mut out = Vec::new();
+        for entry in self.windows.iter() {
+            let mut c = entry.value().lock();
+            if !c.changed {
+                continue;
+            }
+            c.changed = false;
+            c.window.advance(now);
+            let newest = c.window.newest;
+            let mut counts = [0u32; BUCKETS];
+            for (i, n) in counts.iter_mut().enumerate() {
+                *n = c.window.counts[Window::slot(newest - WINDOW_SECS + i as i64)];
+            }
+            out.push(KeyWindow {
+                workspace: c.workspace,
+                key: entry.key().clone(),
+                newest,
+                counts,
+            });
+        }
+        out
+    }
+
+    fn merge(&self, windows: &[KeyWindow]) {
+        let now = self.clock.now();
+        for other in windows {
+            let entry = self
+                .windows
+                .entry(other.key.clone())
+                .or_insert_with(|| Mutex::new(Counted::new(other.workspace, now)));
+            let mut c = entry.lock();
+            let w = &mut c.window;
+            w.advance(now);
+            // Seconds another node's clock put ahead of this one count as this one's
+            // current second (the clocks' skew is what the budget is exact to).
+            let mut theirs = [0u64; BUCKETS];
+            for (i, n) in other.counts.iter().enumerate() {
+                let second = (other.newest - WINDOW_SECS + i as i64).min(w.newest);
+                if second >= w.newest - WINDOW_SECS {
+                    theirs[Window::slot(second)] += u64::from(*n);
+                }
+            }
+            for (slot, n) in theirs.into_iter().enumerate() {
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                if n > w.counts[slot] {
+                    w.total += u64::from(n - w.counts[slot]);
+                    w.counts[slot] = n;
+                }
+            }
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now()
     }
 }
 
@@ -303,6 +391,39 @@ mod tests {
         let d = rl.check(&key("k", None));
         assert_eq!(d.policy_header(), "\"per-key\";q=600;w=60");
         assert_eq!(d.state_header(), "\"per-key\";r=599;t=61");
+    }
+
+    /// A window counted on one node and merged into another's goes on there: the budget
+    /// is what is left of it, merging twice counts nothing twice, and what the second
+    /// node counted itself in the same seconds is not added to it.
+    #[test]
+    fn a_merged_window_goes_on_at_the_next_node() {
+        use crate::cluster::budgets::Budgets;
+        let clock = Clock::manual(T0);
+        let first = RateLimiter::new(100, clock.clone());
+        let k = key("k", None);
+        for s in 0..3 {
+            clock.set(T0 + s);
+            assert!((0..10).all(|_| first.check(&k).allowed));
+        }
+        let shared = first.changed();
+        assert_eq!(shared.len(), 1);
+        assert_eq!(shared[0].newest, T0 + 2);
+        assert_eq!(shared[0].counts[58..], [10, 10, 10]);
+        assert!(first.changed().is_empty(), "nothing counted since");
+
+        clock.set(T0 + 5);
+        let next = RateLimiter::new(100, clock.clone());
+        // It counted 5 of the same key's requests itself in the first second.
+        clock.set(T0);
+        assert!((0..5).all(|_| next.check(&k).allowed));
+        clock.set(T0 + 5);
+        next.merge(&shared);
+        next.merge(&shared);
+        assert_eq!((0..100).filter(|_| next.check(&k).allowed).count(), 70);
+        // Once the merged seconds leave the window, their room is back.
+        clock.set(T0 + 61);
+        assert_eq!((0..100).filter(|_| next.check(&k).allowed).count(), 10);
     }
 
     proptest! {

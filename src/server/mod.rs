@@ -288,8 +288,15 @@ impl Application {
             loading: loading.handle(),
             metrics: metrics.clone(),
         });
+        let limiter = Arc::new(crate::http::ratelimit::RateLimiter::new(
+            s.rate_limit_per_minute,
+            s.clock.clone(),
+        ));
+        // Before the first lease: a new writer goes on from what its keys spent.
+        membership.share_budgets(limiter.clone());
         // Before any workspace loads: each load then reads what its writer may commit on.
         membership.place_writers(&held, true).await;
+        actix_web::rt::spawn(membership.clone().keep_sharing_budgets());
         actix_web::rt::spawn(membership.clone().keep_alive(held.clone()));
         actix_web::rt::spawn(membership.clone().follow_writers(held));
         // After discovery, so that the first pruning covers every workspace of the store.
@@ -328,10 +335,7 @@ impl Application {
                 signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
                 clock: s.clock.clone(),
             },
-            limiter: crate::http::ratelimit::RateLimiter::new(
-                s.rate_limit_per_minute,
-                s.clock.clone(),
-            ),
+            limiter,
             peer_failures: crate::http::ratelimit::PeerFailures::new(
                 s.failed_auth_per_minute,
                 s.clock.clone(),

@@ -1339,7 +1339,7 @@ async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
         .collect();
     assert_eq!(
         tables.len(),
-        10,
+        11,
         "every table has a primary key: {unique:?}"
     );
     for (table, index, by_workspace) in &unique {

@@ -1034,13 +1034,18 @@ impl Load {
 
 /// A key of the example workspace that reads, with a budget no test load reaches.
 async fn roomy_read_key(node: &Server) -> String {
+    read_key(node, 1_000_000).await
+}
+
+/// A new key of the example workspace that reads, with `budget` requests a minute.
+async fn read_key(node: &Server, budget: u32) -> String {
     let token = std::fs::read_to_string(node.data_dir().join("admin-token")).unwrap();
     let made: Value = reqwest::Client::new()
         .post(format!("{}/admin/v1/keys", node.admin))
         .bearer_auth(token.trim())
         .json(&serde_json::json!({
             "workspace_id": WORKSPACE, "created_by_email": "olivia@northwind.example",
-            "scopes": ["read"], "rate_limit_per_minute": 1000000,
+            "scopes": ["read"], "rate_limit_per_minute": budget,
         }))
         .send()
         .await
@@ -1262,6 +1267,75 @@ async fn a_cursor_holds_at_the_next_writer_when_the_nodes_share_a_signing_key() 
         assert_eq!(ids(&second).len(), 1);
         assert_ne!(ids(&second), ids(&first));
         drop(node_b);
+    })
+    .await;
+}
+
+/// Requests of `key` through `node`, one after another, until one is refused 429 (at
+/// most `most`): how many were answered 200.
+async fn spend(node: &Server, key: &str, most: usize) -> usize {
+    let client = node.client();
+    for answered in 0..most {
+        let res = client
+            .get(format!("{}/v1/candidates?limit=1", node.api))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        match res.status().as_u16() {
+            200 => {}
+            429 => return answered,
+            other => panic!("{other}: {}", res.text().await.unwrap()),
+        }
+    }
+    most
+}
+
+/// A key's budget is the cluster's, not each writer's: what a key spent at a writer
+/// still counts at the next one, after a hand-over (exactly) and after the writer is
+/// killed (to what it had shared, once a second).
+#[actix_web::test]
+async fn a_keys_budget_goes_on_at_the_next_writer() {
+    on_postgres(|b| async move {
+        let dir_a = prepare(&b).await;
+        let dir_b = tempfile::tempdir().unwrap();
+        let mut a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
+        a_writes_b_holds(&a, dir_a.path()).await;
+        let handed = read_key(&a, 100).await;
+        let killed = read_key(&a, 100).await;
+
+        // 60 of 100 at a; a stops and hands the workspace to b: 40 left there.
+        assert_eq!(spend(&a, &handed, 60).await, 60);
+        a.signal("-TERM");
+        assert!(a.child.wait().await.unwrap().success());
+        b_writes(&node_b, dir_b.path(), Duration::from_secs(10)).await;
+        assert_eq!(spend(&node_b, &handed, 200).await, 40, "after a hand-over");
+
+        // a comes back and holds it; 60 of the other key at b, b is killed: 40 left at a
+        // (b shared its count within the second, before it was killed).
+        let a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
+        until(
+            &a,
+            dir_a.path(),
+            Duration::from_secs(20),
+            "a holds again",
+            |v| {
+                workspace(v)["owner"] == "b"
+                    && workspace(v)["holders"].as_array().unwrap().len() == 2
+            },
+        )
+        .await;
+        assert_eq!(spend(&node_b, &killed, 60).await, 60);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut node_b = node_b;
+        node_b.signal("-KILL");
+        node_b.child.wait().await.unwrap();
+        until(&a, dir_a.path(), Duration::from_secs(15), "a writes", |v| {
+            workspace(v)["owner"] == "a"
+        })
+        .await;
+        assert_eq!(spend(&a, &killed, 200).await, 40, "after a kill -9");
     })
     .await;
 }

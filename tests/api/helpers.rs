@@ -471,10 +471,10 @@ pub async fn memory_app_state(
             signer: recruitd::http::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
             clock: recruitd::http::signed_urls::Clock::System,
         },
-        limiter: recruitd::http::ratelimit::RateLimiter::new(
+        limiter: std::sync::Arc::new(recruitd::http::ratelimit::RateLimiter::new(
             600,
             recruitd::server::clock::Clock::System,
-        ),
+        )),
         peer_failures: recruitd::http::ratelimit::PeerFailures::new(
             recruitd::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE,
             recruitd::server::clock::Clock::System,
