@@ -486,8 +486,8 @@ impl FeedPoint {
     }
 }
 
-const TOKEN_DOMAIN: &[u8] = b"recruitd-changes-v1";
-const TOKEN_VERSION: u8 = 1;
+const TOKEN_DOMAIN: &[u8] = b"recruitd-changes-v2";
+const TOKEN_VERSION: u8 = 2;
 
 /// Why a `since` token is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -506,22 +506,21 @@ pub fn encode_token(key: &CursorKey, workspace: Uuid, point: FeedPoint) -> Strin
     p.extend_from_slice(&point.position.to_be_bytes());
     p.extend_from_slice(&point.part.to_be_bytes());
     p.extend_from_slice(&point.index.to_be_bytes());
-    let mac = key.sign(TOKEN_DOMAIN, &p);
-    p.extend_from_slice(&mac);
+    let seal = key.seal(TOKEN_DOMAIN, &p);
+    p.extend_from_slice(&seal);
     URL_SAFE_NO_PAD.encode(p)
 }
 
 /// The point a token names, checked: signed by `key`, for `workspace`.
 pub fn decode_token(key: &CursorKey, workspace: Uuid, raw: &str) -> Result<FeedPoint, TokenError> {
-    use subtle::ConstantTimeEq;
     let bytes = URL_SAFE_NO_PAD
         .decode(raw.as_bytes())
         .map_err(|_| TokenError::Invalid)?;
-    if bytes.len() != 1 + 16 + 8 + 4 + 4 + 16 {
+    if bytes.len() != 1 + 16 + 8 + 4 + 4 + crate::signing::SEAL_LEN {
         return Err(TokenError::Invalid);
     }
-    let (payload, mac) = bytes.split_at(bytes.len() - 16);
-    if !bool::from(key.sign(TOKEN_DOMAIN, payload).ct_eq(mac)) || payload[0] != TOKEN_VERSION {
+    let (payload, seal) = bytes.split_at(bytes.len() - crate::signing::SEAL_LEN);
+    if !key.check(TOKEN_DOMAIN, payload, seal) || payload[0] != TOKEN_VERSION {
         return Err(TokenError::Invalid);
     }
     let ws = Uuid::from_slice(&payload[1..17]).map_err(|_| TokenError::Invalid)?;

@@ -77,6 +77,7 @@ pub mod reclaim;
 pub mod registry;
 pub mod rendered;
 pub mod search;
+pub mod signing;
 pub mod snapshot;
 pub mod state;
 pub mod store;

@@ -2,12 +2,12 @@
 //! `limit`, `updated_since` and the opaque `cursor`.
 
 use crate::model::Entity;
+use crate::signing::{Checked, Signer, SEAL_LEN};
 use crate::time::Stamp;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A page size: plain decimal digits, at least 1, clamped to the endpoint's maximum.
@@ -139,39 +139,49 @@ pub enum CursorId {
     Text(String),
 }
 
-/// Secret used to sign cursors, so that a tampered cursor is recognised.
-#[derive(Clone)]
-pub struct CursorKey([u8; 32]);
+/// What seals cursors and change feed tokens and checks them (see [`crate::signing`]):
+/// a tampered token is recognised, and any node of a cluster checks any node's.
+#[derive(Clone, Debug)]
+pub struct CursorKey(Arc<Signer>);
 
 impl CursorKey {
-    pub fn new(bytes: [u8; 32]) -> Self {
-        CursorKey(bytes)
+    /// The key of a node whose signing secret is `secret`.
+    pub fn new(secret: [u8; 32]) -> Self {
+        CursorKey(Arc::new(Signer::from_secret(&secret)))
     }
 
-    /// A cursor's signature: listings with and without tombstones sign under different
-    /// names, so that a cursor of one is refused by the other.
-    fn mac(&self, payload: &[u8], with_tombstones: bool) -> [u8; 16] {
+    /// Seals with `signer` (shared with the download URLs and the cluster, which
+    /// teaches it the other nodes' public keys).
+    pub fn from_signer(signer: Arc<Signer>) -> Self {
+        CursorKey(signer)
+    }
+
+    pub fn signer(&self) -> &Arc<Signer> {
+        &self.0
+    }
+
+    /// Listings with and without tombstones seal under different names, so that a
+    /// cursor of one is refused by the other.
+    fn domain(with_tombstones: bool) -> &'static [u8] {
         if with_tombstones {
-            self.sign(b"recruitd-cursor-v1+deleted", payload)
+            b"recruitd-cursor-v2+deleted"
         } else {
-            self.sign(b"recruitd-cursor-v1", payload)
+            b"recruitd-cursor-v2"
         }
     }
 
-    /// A 16-byte HMAC-SHA256 of `payload` under this key, for the token kind `domain`
-    /// (so that one kind of token never passes for another).
-    pub fn sign(&self, domain: &[u8], payload: &[u8]) -> [u8; 16] {
-        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("any key length");
-        m.update(domain);
-        m.update(payload);
-        let full = m.finalize().into_bytes();
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&full[..16]);
-        out
+    /// The seal of `payload`, a token of kind `domain`.
+    pub fn seal(&self, domain: &[u8], payload: &[u8]) -> [u8; SEAL_LEN] {
+        self.0.seal(domain, payload)
+    }
+
+    /// Whether `seal` is this cluster's on `payload`, a token of kind `domain`.
+    pub fn check(&self, domain: &[u8], payload: &[u8], seal: &[u8]) -> bool {
+        self.0.check(domain, payload, seal) == Checked::Valid
     }
 }
 
-const CURSOR_VERSION: u8 = 1;
+const CURSOR_VERSION: u8 = 2;
 
 impl Cursor {
     pub fn encode(&self, key: &CursorKey) -> String {
@@ -212,8 +222,8 @@ impl Cursor {
                 p.extend_from_slice(t.as_bytes());
             }
         }
-        let mac = key.mac(&p, with_tombstones);
-        p.extend_from_slice(&mac);
+        let seal = key.seal(CursorKey::domain(with_tombstones), &p);
+        p.extend_from_slice(&seal);
         URL_SAFE_NO_PAD.encode(p)
     }
 
@@ -228,12 +238,11 @@ impl Cursor {
     ) -> Result<Cursor, String> {
         let bad = || "cursor is not valid: pass back next_cursor verbatim".to_string();
         let bytes = URL_SAFE_NO_PAD.decode(raw.as_bytes()).map_err(|_| bad())?;
-        if bytes.len() < 16 + 3 {
+        if bytes.len() < SEAL_LEN + 3 {
             return Err(bad());
         }
-        let (payload, mac) = bytes.split_at(bytes.len() - 16);
-        use subtle::ConstantTimeEq;
-        if !bool::from(key.mac(payload, with_tombstones).ct_eq(mac)) {
+        let (payload, seal) = bytes.split_at(bytes.len() - SEAL_LEN);
+        if !key.check(CursorKey::domain(with_tombstones), payload, seal) {
             return Err(bad());
         }
         let mut r = Reader(payload);

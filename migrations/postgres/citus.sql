@@ -15,14 +15,14 @@
 -- multi-shard path and none on a request's: listing the workspaces and loading the API
 -- keys when a node starts, revoking a key by its id, and the advisory lock that keeps
 -- offline writers off a store servers use. `_sqlx_migrations` stays a local table.
--- The cluster's nodes (`cluster_nodes`) belong to no workspace: a reference table,
--- copied to every worker. A node's report of its holdings (`cluster_holdings`, once a
--- second) and the cluster view read and write many workspaces' rows: background and
--- admin statements, off the request paths. A workspace's writer lease
--- (`workspace_leases`) is checked by each of its commits on its own shard; renewing and
--- taking leases are background statements. The keys' budgets (`key_budgets`) are
--- written by each node once a second for every workspace it counted, and read by a new
--- writer for its workspace alone: background statements too.
+-- The cluster's nodes (`cluster_nodes`) and their public sealing keys (`signing_keys`)
+-- belong to no workspace: reference tables, copied to every worker. A node's report of
+-- its holdings (`cluster_holdings`, once a second) and the cluster view read and write
+-- many workspaces' rows: background and admin statements, off the request paths. A
+-- workspace's writer lease (`workspace_leases`) is checked by each of its commits on its
+-- own shard; renewing and taking leases are background statements. The keys' budgets
+-- (`key_budgets`) are written by each node once a second for every workspace it
+-- counted, and read by a new writer for its workspace alone: background statements too.
 SELECT create_distributed_table('workspaces', 'workspace_id');
 SELECT create_distributed_table('records', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('api_keys', 'workspace_id', colocate_with => 'workspaces');
@@ -35,3 +35,4 @@ SELECT create_distributed_table('cluster_holdings', 'workspace_id', colocate_wit
 SELECT create_distributed_table('workspace_leases', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('key_budgets', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_reference_table('cluster_nodes');
+SELECT create_reference_table('signing_keys');

@@ -179,6 +179,11 @@ struct Shared {
     /// Set once this node has handed its writer leases over (it is stopping): it takes
     /// none again, loads nothing more, and lets nothing go.
     handing_over: AtomicBool,
+    /// What seals this node's cursors, feed tokens and download URLs, and learns the
+    /// other nodes' public keys (`actors::signing`; published in `signing_keys`).
+    signer: Arc<actors::signing::Signer>,
+    /// Held while the public keys are read on demand; when they last were.
+    signers_read: tokio::sync::Mutex<Option<std::time::Instant>>,
     /// The node's per-key limiter, once the server shares it ([`budgets`]).
     budgets: std::sync::OnceLock<Arc<dyn budgets::Budgets>>,
 }
@@ -187,6 +192,9 @@ struct Shared {
 /// commit takes milliseconds; one slower than this is refused, and retried by its
 /// client).
 const WRITES_IN_FLIGHT: Duration = Duration::from_millis(500);
+
+/// How often a node reads the published public keys on demand, at most.
+const SIGNERS_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// How long a start waits for a stopped node's lease on its name to pass.
 const NAME_WAIT: Duration = Duration::from_millis(LEASE.as_millis() as u64 + 1000);
@@ -207,12 +215,14 @@ impl Membership {
     /// start `fences` names (see [`Membership::fences_for`]). A live node of the same
     /// name is waited for up to its lease, then refused.
     /// `cert_sha256` is the SHA-256 (hex) of the node's TLS certificate, which other
-    /// nodes pin.
+    /// nodes pin; `signer` seals what the node hands out, and its public key is
+    /// published for the other nodes to check those seals with.
     pub async fn join(
         url: &str,
         me: Identity,
         fences: Arc<Fences>,
         cert_sha256: String,
+        signer: Arc<actors::signing::Signer>,
     ) -> anyhow::Result<Arc<Membership>> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
@@ -238,6 +248,8 @@ impl Membership {
             left: AtomicBool::new(false),
             handing_over: AtomicBool::new(false),
             budgets: Default::default(),
+            signer,
+            signers_read: Default::default(),
             joined: std::time::Instant::now(),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
@@ -260,6 +272,18 @@ impl Membership {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+        // Before this node seals anything, the others can learn its key; it learns theirs.
+        sqlx::query(
+            "INSERT INTO signing_keys (key_id, public_key, node) VALUES ($1, $2, $3) \
+             ON CONFLICT (key_id) DO UPDATE SET node = EXCLUDED.node",
+        )
+        .bind(actors::signing::hex(&shared.signer.key_id()))
+        .bind(shared.signer.public_key())
+        .bind(&me.name)
+        .execute(&shared.pool)
+        .await
+        .context("publishing the node's public key")?;
+        shared.learn_signers().await?;
         let others = shared.others_alive(&me).await?;
         shared.others.store(others, Ordering::Relaxed);
         tracing::info!(node = %me.name, advertise_url = %me.advertise_url, others_alive = others, "joined the cluster");
@@ -363,6 +387,9 @@ impl Membership {
                     if s.lost.swap(false, Ordering::Relaxed) {
                         tracing::warn!(node = %self.me.name, "holds its node name again");
                     }
+                    if let Err(e) = s.learn_signers().await {
+                        tracing::warn!(error = %e, "reading the nodes' public keys");
+                    }
                     self.place_writers(&held, false).await;
                 }
                 Ok(false) => {
@@ -448,6 +475,26 @@ impl Membership {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tracing::info!(node = %self.me.name, workspaces = released.len(), "handed the writer leases over");
+    }
+
+    /// Learns the public key `id` names when this node does not know it yet (a node
+    /// joined since the last round's read): reads the published keys at once, at most
+    /// every [`SIGNERS_READ_EVERY`] however many unknown ids are presented.
+    pub async fn learn_signer(&self, id: &actors::signing::KeyId) {
+        let Some(s) = &self.shared else {
+            return;
+        };
+        if s.signer.knows(id) {
+            return;
+        }
+        let mut last = s.signers_read.lock().await;
+        if s.signer.knows(id) || last.is_some_and(|t| t.elapsed() < SIGNERS_READ_EVERY) {
+            return;
+        }
+        if let Err(e) = s.learn_signers().await {
+            tracing::warn!(error = %e, "reading the nodes' public keys");
+        }
+        *last = Some(std::time::Instant::now());
     }
 
     /// Whether this node is handing its leases over (it is stopping).
@@ -602,6 +649,19 @@ impl Membership {
 }
 
 impl Shared {
+    /// Learns every published public key (the table holds one per data dir that ever
+    /// joined: a few rows).
+    async fn learn_signers(&self) -> Result<(), sqlx::Error> {
+        let keys: Vec<Vec<u8>> = sqlx::query_scalar("SELECT public_key FROM signing_keys")
+            .fetch_all(&self.pool)
+            .await?;
+        let new = self.signer.learn(keys.iter().map(Vec::as_slice));
+        if new > 0 {
+            tracing::info!(new, "learned other nodes' public keys");
+        }
+        Ok(())
+    }
+
     /// Whether a node other than `me` holds a lease that has not passed.
     async fn others_alive(&self, me: &Identity) -> Result<bool, sqlx::Error> {
         sqlx::query_scalar(
@@ -687,6 +747,64 @@ mod tests {
                 "{name:?} {url:?} {replicas}"
             );
         }
+    }
+
+    /// Each node publishes its public key when it joins and learns those published
+    /// before; a key published since is learned when a token naming it is presented
+    /// (at most every `SIGNERS_READ_EVERY`), or with the next renewal round.
+    #[tokio::test]
+    async fn a_node_learns_the_public_keys_of_the_others() {
+        let Ok(base) = std::env::var("RECRUITD_TEST_DATABASE_URL") else {
+            println!("RECRUITD_TEST_DATABASE_URL is not set: PostgreSQL variant skipped");
+            return;
+        };
+        let url = crate::store::testing::fresh_postgres_url(&base)
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let join = |name: &str, secret: u8| {
+            let me = Identity::new(Some(name.into()), None, 2, api()).unwrap();
+            let fences = Membership::fences_for(&me);
+            let signer = Arc::new(actors::signing::Signer::from_secret(&[secret; 32]));
+            let (url, dir) = (url.clone(), dir.path().to_path_buf());
+            async move {
+                let store = crate::store::open_fenced(Some(&url), &dir, fences.clone())
+                    .await
+                    .unwrap();
+                let m = Membership::join(&url, me, fences, String::new(), signer.clone())
+                    .await
+                    .unwrap();
+                (m, signer, store)
+            }
+        };
+        let (a, a_signer, store) = join("a", 1).await;
+        let (b, b_signer, _) = join("b", 2).await;
+        // b joined after a: it knows a's key; a does not know b's yet.
+        assert!(b_signer.knows(&a_signer.key_id()));
+        assert!(!a_signer.knows(&b_signer.key_id()));
+        let seal = b_signer.seal(b"t", b"p");
+        assert_ne!(
+            a_signer.check(b"t", b"p", &seal),
+            actors::signing::Checked::Valid
+        );
+        // Presented b's token, a reads the published keys.
+        a.learn_signer(&b_signer.key_id()).await;
+        assert_eq!(
+            a_signer.check(b"t", b"p", &seal),
+            actors::signing::Checked::Valid
+        );
+        // An id nobody published: one read, then none until the pause has passed.
+        let unknown = [9u8; actors::signing::KEY_ID_LEN];
+        a.learn_signer(&unknown).await;
+        let read_at = *a.shared.as_ref().unwrap().signers_read.lock().await;
+        a.learn_signer(&unknown).await;
+        assert_eq!(
+            *a.shared.as_ref().unwrap().signers_read.lock().await,
+            read_at
+        );
+        a.leave().await;
+        b.leave().await;
+        store.close().await;
     }
 
     #[tokio::test]

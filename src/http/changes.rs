@@ -66,6 +66,9 @@ pub async fn changes(
     app: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let workspace = caller.state.id();
+    if let Some(raw) = q.get("since")? {
+        app.learn_signer_of(raw).await;
+    }
     let since = q
         .get("since")?
         .ok_or_else(|| {

@@ -207,6 +207,7 @@ pub async fn serve(req: HttpRequest, app: web::Data<AppState>) -> Result<HttpRes
     let (Ok(Some(expires)), Ok(Some(signature))) = (q.get("expires"), q.get("signature")) else {
         return Ok(refused(Refusal::Invalid));
     };
+    app.learn_signer_of(signature).await;
     if let Err(r) = app
         .downloads
         .signer

@@ -71,7 +71,8 @@ pub struct AppState {
     pub log_parts: actors::changes::PartCache,
     /// Feed pages made before they were asked for (`changes::PagesAhead`).
     pub pages_ahead: crate::http::changes::PagesAhead,
-    /// Signs list cursors and change feed tokens.
+    /// Seals list cursors and change feed tokens (the node's signer, which the
+    /// download URLs share).
     pub cursor_key: CursorKey,
     pub downloads: Downloads,
     /// Per-key request budgets.
@@ -83,10 +84,23 @@ pub struct AppState {
     pub cluster: Arc<crate::cluster::Membership>,
 }
 
+impl AppState {
+    /// Before a presented token (cursor, feed token, download signature) is checked:
+    /// when its seal names a key this node has not learned yet (a node that joined
+    /// since the last read of the published keys), reads them first.
+    pub async fn learn_signer_of(&self, token: &str) {
+        if let Some(id) = actors::signing::token_key_id(token) {
+            if !self.cursor_key.signer().knows(&id) {
+                self.cluster.learn_signer(&id).await;
+            }
+        }
+    }
+}
+
 /// What signing download URLs and serving them takes.
 #[derive(Debug)]
 pub struct Downloads {
-    /// Holds the download key (derived from the signing key) and the public URL.
+    /// Holds the node's signer and the public URL.
     pub signer: UrlSigner,
     /// "Now" for both signing and checking, so tests can step across an expiry.
     pub clock: Clock,

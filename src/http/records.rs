@@ -234,6 +234,9 @@ pub async fn list(
     rid: RequestId,
     app: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(raw) = q.get("cursor")? {
+        app.learn_signer_of(raw).await;
+    }
     let params = list_params(&q, limit, entity, &app.cursor_key)?;
     let ws: &WorkspaceState = &caller.state;
     // The page is read from this very state, so the feed from its point misses nothing

@@ -1,14 +1,14 @@
 //! Signed download URLs, served by recruitd itself under `--public-url`.
 //!
 //! `GET /v1/attachments/{id}/download` hands out a URL naming one attachment's object and
-//! an expiry, signed with a key derived from the server's signing key (purpose
-//! `"download"`). Whoever holds the URL may fetch the bytes until it expires, with no API
+//! an expiry, sealed by the node's signer (`actors::signing`: any node of a cluster
+//! checks it, whichever node handed it out). Whoever holds the URL may fetch the bytes until it expires, with no API
 //! key: the URL itself is the credential, which is why it is short-lived and why the
 //! signature, not the caller, is checked (`http::files`).
 //!
 //! ```text
 //! <public-url>/files/<workspace id>/<attachment id, percent-encoded>?expires=<unix seconds>&signature=<base64url>
-//! signature = HMAC-SHA256(key, "<expires>\n<workspace id>/<attachment id>")
+//! signature = seal("recruitd-download-v2", "<expires>\n<workspace id>/<attachment id>")
 //! ```
 //!
 //! The message is the object path as decoded plus the expiry, so a client that re-encodes
@@ -17,12 +17,15 @@
 //! message. A URL is valid up to and including its `expires` second.
 
 use crate::http::query::percent_decode_strict;
+use actors::signing::{Checked, Signer};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use sha2::Sha256;
+use std::sync::Arc;
 use uuid::Uuid;
+
+/// The kind of token a download URL's seal is for.
+const DOMAIN: &[u8] = b"recruitd-download-v2";
 
 /// How long a signed URL stays valid (spec, "Limits": 60 minutes).
 pub const LIFETIME_SECS: i64 = 3600;
@@ -61,9 +64,9 @@ pub enum Refusal {
     Expired,
 }
 
-/// Signs and checks download URLs. The key never leaves this value and is never printed.
+/// Signs and checks download URLs. The key never leaves its signer and is never printed.
 pub struct UrlSigner {
-    key: [u8; 32],
+    signer: Arc<Signer>,
     /// The public URL without a trailing slash.
     base: String,
 }
@@ -77,22 +80,27 @@ impl std::fmt::Debug for UrlSigner {
 }
 
 impl UrlSigner {
-    /// `key` is the download key (derived from the signing key); `public_url` the base of
+    /// `signer` seals (the node's, shared with the cursors); `public_url` is the base of
     /// the URLs handed out.
-    pub fn new(key: [u8; 32], public_url: &str) -> UrlSigner {
+    pub fn new(signer: Arc<Signer>, public_url: &str) -> UrlSigner {
         UrlSigner {
-            key,
+            signer,
             base: public_url.trim_end_matches('/').to_string(),
         }
     }
 
-    fn mac(&self, expires: &str, workspace: &str, attachment_id: &str) -> Hmac<Sha256> {
-        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("any key length");
-        m.update(expires.as_bytes());
-        m.update(b"\n");
-        m.update(workspace.as_bytes());
-        m.update(b"/");
-        m.update(attachment_id.as_bytes());
+    /// The signer, for a node that must learn the key a URL names.
+    pub fn signer(&self) -> &Arc<Signer> {
+        &self.signer
+    }
+
+    fn message(expires: &str, workspace: &str, attachment_id: &str) -> Vec<u8> {
+        let mut m = Vec::with_capacity(expires.len() + workspace.len() + attachment_id.len() + 2);
+        m.extend_from_slice(expires.as_bytes());
+        m.push(b'\n');
+        m.extend_from_slice(workspace.as_bytes());
+        m.push(b'/');
+        m.extend_from_slice(attachment_id.as_bytes());
         m
     }
 
@@ -102,9 +110,8 @@ impl UrlSigner {
         let expires_text = expires.to_string();
         let ws = workspace.to_string();
         let sig = self
-            .mac(&expires_text, &ws, attachment_id)
-            .finalize()
-            .into_bytes();
+            .signer
+            .seal(DOMAIN, &Self::message(&expires_text, &ws, attachment_id));
         SignedUrl {
             url: format!(
                 "{}{FILES_PATH}/{ws}/{}?expires={expires_text}&signature={}",
@@ -118,8 +125,8 @@ impl UrlSigner {
     }
 
     /// Checks a presented URL: its decoded path parts, its `expires` and `signature`
-    /// parameters as given. The signature is compared in constant time, and before the
-    /// expiry, so an expired answer is only ever given for a URL this server signed.
+    /// parameters as given. The seal is checked before the expiry, so an expired answer
+    /// is only ever given for a URL this cluster signed.
     pub fn verify(
         &self,
         workspace: &str,
@@ -136,9 +143,10 @@ impl UrlSigner {
         let sig = URL_SAFE_NO_PAD
             .decode(signature.as_bytes())
             .map_err(|_| Refusal::Invalid)?;
-        self.mac(expires, workspace, attachment_id)
-            .verify_slice(&sig)
-            .map_err(|_| Refusal::Invalid)?;
+        let message = Self::message(expires, workspace, attachment_id);
+        if self.signer.check(DOMAIN, &message, &sig) != Checked::Valid {
+            return Err(Refusal::Invalid);
+        }
         let expires: i64 = expires.parse().map_err(|_| Refusal::Invalid)?;
         if now > expires {
             return Err(Refusal::Expired);
@@ -167,8 +175,12 @@ mod tests {
 
     const T: i64 = 1_790_000_000;
 
+    fn with_secret(byte: u8, public_url: &str) -> UrlSigner {
+        UrlSigner::new(Arc::new(Signer::from_secret(&[byte; 32])), public_url)
+    }
+
     fn signer() -> UrlSigner {
-        UrlSigner::new([7; 32], "https://files.example:8443/")
+        with_secret(7, "https://files.example:8443/")
     }
 
     /// The parts of a URL the file route reads: decoded path parts and query values.
@@ -237,9 +249,16 @@ mod tests {
                 "{w} {id} {exp} {sig}"
             );
         }
-        // The same URL under another key: refused, even though it has not expired.
-        let other = UrlSigner::new([8; 32], "https://files.example:8443");
+        // The same URL at a node with another key: refused, even though it has not
+        // expired, until that node has learned the public key of the one that signed it.
+        let other = with_secret(8, "https://files.example:8443");
         assert_eq!(other.verify(&w, &id, &exp, &sig, T), Err(Refusal::Invalid));
+        other.signer().learn([s.signer().public_key()]);
+        assert_eq!(other.verify(&w, &id, &exp, &sig, T), Ok(()));
+        assert_eq!(
+            other.verify(&w, "file:a c", &exp, &sig, T),
+            Err(Refusal::Invalid)
+        );
         // A tampered expiry is refused as invalid even when it is in the past.
         let past = (T - 10).to_string();
         assert_eq!(s.verify(&w, &id, &past, &sig, T), Err(Refusal::Invalid));
@@ -274,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_key_is_never_printed() {
-        let printed = format!("{:?}", UrlSigner::new([0xAB; 32], "https://x"));
+        let printed = format!("{:?}", with_secret(0xAB, "https://x"));
         assert!(!printed.contains("171") && !printed.to_lowercase().contains("ab, "));
         assert!(printed.contains("https://x"));
     }

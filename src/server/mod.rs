@@ -214,6 +214,8 @@ impl Application {
             s.replicas,
             listeners.api.local_addr()?,
         )?;
+        let signing_key = secrets::signing_key(&s.data_dir)?;
+        let signer = Arc::new(actors::signing::Signer::from_secret(&signing_key));
         // On PostgreSQL, which other servers may share, commits are fenced by the
         // writer leases this node takes (`crate::cluster::writers`).
         let (store, membership) = match s.database_url.as_deref() {
@@ -226,6 +228,7 @@ impl Application {
                     identity,
                     fences,
                     tls::cert_sha256(&cert_path)?,
+                    signer.clone(),
                 )
                 .await?;
                 (store, membership)
@@ -238,7 +241,6 @@ impl Application {
         let blobs: Arc<dyn BlobStore> =
             Arc::new(StoreBlobs::new(store.clone(), s.data_dir.join("blobs")));
         let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
-        let signing_key = secrets::signing_key(&s.data_dir)?;
         let keys = Arc::new(KeyRing::default());
         keys.load(&*store).await.context("loading API keys")?;
         let metrics = Arc::new(crate::server::metrics::Metrics::new());
@@ -330,9 +332,9 @@ impl Application {
             store: store.clone(),
             log_parts: Default::default(),
             pages_ahead: Default::default(),
-            cursor_key: CursorKey::new(secrets::derive_key(&signing_key, "cursor")),
+            cursor_key: CursorKey::from_signer(signer.clone()),
             downloads: Downloads {
-                signer: UrlSigner::new(secrets::derive_key(&signing_key, "download"), &public_url),
+                signer: UrlSigner::new(signer, &public_url),
                 clock: s.clock.clone(),
             },
             limiter,

@@ -50,7 +50,8 @@ pub fn admin_token(data_dir: &Path, given: Option<&str>) -> anyhow::Result<Strin
     }
 }
 
-/// The server's signing key (cursors, download URLs): `<data-dir>/signing-key`.
+/// The server's signing secret (the seed of the key that seals cursors, feed tokens
+/// and download URLs: `actors::signing`): `<data-dir>/signing-key`.
 pub fn signing_key(data_dir: &Path) -> anyhow::Result<[u8; 32]> {
     let path = data_dir.join("signing-key");
     if !path.exists() {
@@ -67,14 +68,6 @@ pub fn signing_key(data_dir: &Path) -> anyhow::Result<[u8; 32]> {
         *k = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).expect("checked hex");
     }
     Ok(key)
-}
-
-/// A key derived from the signing key for one purpose, so purposes never share a key.
-pub fn derive_key(signing_key: &[u8; 32], purpose: &str) -> [u8; 32] {
-    use hmac::{Hmac, Mac};
-    let mut m = <Hmac<sha2::Sha256> as Mac>::new_from_slice(signing_key).expect("any length");
-    m.update(purpose.as_bytes());
-    m.finalize().into_bytes().into()
 }
 
 #[cfg(test)]
@@ -98,6 +91,5 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        assert_ne!(derive_key(&k, "a"), derive_key(&k, "b"));
     }
 }

@@ -1325,13 +1325,14 @@ async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
     .await
     .unwrap();
     let citus = include_str!("../../migrations/postgres/citus.sql");
-    // Tables of no workspace (the cluster's nodes): copied whole to every worker.
+    // Tables of no workspace (the cluster's nodes, their public keys): copied whole to
+    // every worker.
     let reference: std::collections::BTreeSet<&str> = citus
         .lines()
         .filter_map(|l| l.strip_prefix("SELECT create_reference_table('"))
         .map(|l| l.split_once('\'').unwrap().0)
         .collect();
-    assert_eq!(reference, ["cluster_nodes"].into());
+    assert_eq!(reference, ["cluster_nodes", "signing_keys"].into());
     let tables: std::collections::BTreeSet<&str> = unique
         .iter()
         .map(|(t, _, _)| t.as_str())
@@ -1411,7 +1412,9 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "cluster_nodes",
             "commit_marks",
             "commit_positions",
+            "key_budgets",
             "records",
+            "signing_keys",
             "tombstones",
             "workspace_leases",
             "workspaces"

@@ -1219,41 +1219,56 @@ async fn a_rolling_restart_fails_no_request() {
     .await;
 }
 
+/// What a writer hands out holds at the next writer, with nothing shared by the
+/// operator: each node seals with a key of its own and publishes the public half.
+/// A cursor, a change feed token and a download URL handed out by a, which then
+/// stops, are taken by b; a tampered cursor is still refused.
 #[actix_web::test]
-async fn a_cursor_holds_at_the_next_writer_when_the_nodes_share_a_signing_key() {
+async fn cursors_feed_tokens_and_download_urls_hold_at_the_next_writer() {
     on_postgres(|b| async move {
         let dir_a = prepare(&b).await;
         let dir_b = tempfile::tempdir().unwrap();
         let mut a = Server::start_with(dir_a.path(), &b, None, &["--node-name", "a"]).await;
-        // The operator gives b the signing key of a.
-        std::fs::copy(
-            dir_a.path().join("signing-key"),
-            dir_b.path().join("signing-key"),
-        )
-        .unwrap();
         let node_b = Server::start_with(dir_b.path(), &b, None, &["--node-name", "b"]).await;
         a_writes_b_holds(&a, dir_a.path()).await;
+        assert_ne!(
+            std::fs::read(dir_a.path().join("signing-key")).unwrap(),
+            std::fs::read(dir_b.path().join("signing-key")).unwrap(),
+            "each node has a signing key of its own"
+        );
 
-        let page = |node: &Server, cursor: Option<String>| {
-            let mut url = format!("{}/v1/candidates?limit=1", node.api);
-            if let Some(c) = cursor {
-                url.push_str(&format!("&cursor={c}"));
-            }
-            let req = node.client().get(url).bearer_auth(READ_KEY);
+        let get = |node: &Server, path: String| {
+            let req = node
+                .client()
+                .get(format!("{}{path}", node.api))
+                .bearer_auth(READ_KEY);
             async move {
                 let res = req.send().await.unwrap();
                 let status = res.status().as_u16();
                 (status, res.json::<Value>().await.unwrap())
             }
         };
-        let (status, first) = page(&a, None).await;
+        let (status, first) = get(&a, "/v1/candidates?limit=1".into()).await;
         assert_eq!(status, 200, "{first}");
         let cursor = first["next_cursor"].as_str().unwrap().to_string();
+        let since = first["changes_since"].as_str().unwrap().to_string();
+        let (status, link) = get(
+            &a,
+            "/v1/attachments/cv:91b2d50e-a6b0-5581-b491-530642265a44/download?redirect=false"
+                .into(),
+        )
+        .await;
+        assert_eq!(status, 200, "{link}");
+        let url = link["data"]["url"].as_str().unwrap().to_string();
+        // A note written after the first page, for the feed to show at b.
+        let (status, _) = post_note(&a, "after the first page").await;
+        assert_eq!(status, 201);
 
-        // a stops (handing the workspace to b); b takes the cursor a gave.
+        // a stops (handing the workspace to b); b takes what a handed out.
         a.signal("-TERM");
         a.child.wait().await.unwrap();
-        let (status, second) = page(&node_b, Some(cursor)).await;
+        let (status, second) =
+            get(&node_b, format!("/v1/candidates?limit=1&cursor={cursor}")).await;
         assert_eq!(status, 200, "{second}");
         let ids = |p: &Value| -> Vec<String> {
             p["data"]
@@ -1266,7 +1281,30 @@ async fn a_cursor_holds_at_the_next_writer_when_the_nodes_share_a_signing_key() 
         // The example's two candidates, one a page.
         assert_eq!(ids(&second).len(), 1);
         assert_ne!(ids(&second), ids(&first));
-        drop(node_b);
+        let (status, feed) = get(&node_b, format!("/v1/changes?since={since}")).await;
+        assert_eq!(status, 200, "{feed}");
+        assert!(
+            feed.to_string().contains("after the first page"),
+            "the feed from a's token shows the note: {feed}"
+        );
+        // The URL names a's address; any node serves it (behind one public URL).
+        let path = &url[url.find("/files/").unwrap()..];
+        let file = node_b
+            .client()
+            .get(format!("{}{path}", node_b.api))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(file.status(), 200, "{url}");
+        assert!(!file.bytes().await.unwrap().is_empty());
+        // Altered in its last character, the cursor is refused.
+        let mut tampered = cursor.clone().into_bytes();
+        let last = tampered.len() - 1;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        let (status, refused) =
+            get(&node_b, format!("/v1/candidates?limit=1&cursor={tampered}")).await;
+        assert_eq!(status, 400, "{refused}");
     })
     .await;
 }

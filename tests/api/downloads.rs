@@ -122,7 +122,7 @@ fn server_signer(app: &TestApp, any_url: &str) -> UrlSigner {
     let key = recruitd::server::secrets::signing_key(app.data_dir.path()).unwrap();
     let base = any_url.split("/files/").next().unwrap();
     UrlSigner::new(
-        recruitd::server::secrets::derive_key(&key, "download"),
+        std::sync::Arc::new(actors::signing::Signer::from_secret(&key)),
         base,
     )
 }
@@ -386,9 +386,12 @@ async fn tampered_urls_are_refused_alike(b: Backend) {
     );
     assert_eq!(bodies[0]["code"], "AccessDenied");
     // A key from another data dir signs nothing this server accepts.
-    let stranger = UrlSigner::new([9; 32], url.split("/files/").next().unwrap())
-        .sign(WS.parse().unwrap(), CV, T)
-        .url;
+    let stranger = UrlSigner::new(
+        std::sync::Arc::new(actors::signing::Signer::from_secret(&[9; 32])),
+        url.split("/files/").next().unwrap(),
+    )
+    .sign(WS.parse().unwrap(), CV, T)
+    .url;
     assert_eq!(
         store_answer(fetch(&app, &stranger).await).await.1,
         bodies[0]

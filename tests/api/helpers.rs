@@ -468,7 +468,10 @@ pub async fn memory_app_state(
         pages_ahead: Default::default(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::Downloads {
-            signer: recruitd::http::signed_urls::UrlSigner::new([2; 32], "https://localhost"),
+            signer: recruitd::http::signed_urls::UrlSigner::new(
+                std::sync::Arc::new(actors::signing::Signer::from_secret(&[2; 32])),
+                "https://localhost",
+            ),
             clock: recruitd::http::signed_urls::Clock::System,
         },
         limiter: std::sync::Arc::new(recruitd::http::ratelimit::RateLimiter::new(
