@@ -3,7 +3,10 @@
 //! the change feed of 500 candidate changes (`GET /v1/changes`: read from the log, each
 //! record looked up by id and written as the list writes it), from the start of a log
 //! part (a store read) and from inside one (the part cache); and the ordered-set range
-//! query under the list against a std `BTreeSet` baseline.
+//! query under the list against a std `BTreeSet` baseline; and a list cursor's seal:
+//! made (once per page) by a node that may have peers (PostgreSQL) and by one alone for
+//! good (SQLite), checked by the node that made it, and by another node
+//! (`actors::signing`).
 
 use actors::rendered::Rendered;
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
@@ -146,5 +149,42 @@ fn ordered_range(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, page_render, feed_answer, ordered_range);
+fn cursor_seal(c: &mut Criterion) {
+    use actors::model::Entity;
+    use actors::query::{Cursor, CursorId, CursorKey};
+    let mine = CursorKey::new([1; 32]);
+    let other = CursorKey::new([2; 32]);
+    other.signer().learn([mine.signer().public_key()]);
+    let cursor = Cursor {
+        entity: Entity::Candidates,
+        since: Some(Stamp::from_millis(1_790_000_000_000)),
+        last_stamp: Stamp::from_millis(1_790_000_123_456),
+        last_id: CursorId::Uuid(Uuid::from_u128(7)),
+    };
+    let alone = CursorKey::from_signer(std::sync::Arc::new(actors::signing::Signer::alone(
+        &[1; 32],
+    )));
+    let raw = cursor.encode(&mine);
+    let since = cursor.since;
+    let mut g = c.benchmark_group("cursor");
+    g.bench_function("encode", |b| b.iter(|| black_box(cursor.encode(&mine))));
+    g.bench_function("encode/alone", |b| {
+        b.iter(|| black_box(cursor.encode(&alone)))
+    });
+    g.bench_function("decode/own", |b| {
+        b.iter(|| black_box(Cursor::decode(&raw, &mine, Entity::Candidates, since).unwrap()))
+    });
+    g.bench_function("decode/another_node", |b| {
+        b.iter(|| black_box(Cursor::decode(&raw, &other, Entity::Candidates, since).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    page_render,
+    feed_answer,
+    ordered_range,
+    cursor_seal
+);
 criterion_main!(benches);

@@ -109,6 +109,26 @@ impl NewKey {
     }
 }
 
+/// A key request as the admin interface takes it (`POST /admin/v1/keys`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyRequest {
+    workspace_id: Uuid,
+    created_by_email: String,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    rate_limit_per_minute: Option<u32>,
+}
+
+/// The workspace and the key a request body asks for, or why it cannot be granted.
+pub fn parse_key_request(body: &[u8]) -> Result<(Uuid, NewKey), String> {
+    let kr: KeyRequest =
+        serde_json::from_slice(body).map_err(|e| format!("invalid key request: {e}"))?;
+    let new_key = NewKey::parse(&kr.created_by_email, &kr.scopes, kr.rate_limit_per_minute)?;
+    Ok((kr.workspace_id, new_key))
+}
+
 /// Why a key was not created.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -287,6 +307,20 @@ impl KeyService {
             .await?;
         self.ring.put(key.clone());
         Ok((key, secret))
+    }
+
+    /// Creates a key of a workspace this node holds, by the creator `req` names as
+    /// `state` (the workspace as loaded) has it.
+    pub async fn create_in(
+        &self,
+        state: &crate::state::WorkspaceState,
+        req: &NewKey,
+    ) -> Result<(ApiKey, String), KeyError> {
+        let creator = state
+            .users_by_email
+            .get(req.created_by_email.as_str())
+            .and_then(|id| state.users.get(id));
+        self.create(state.id(), creator.map(|u| &**u), req).await
     }
 
     /// Revokes a key; the key as it now stands, or `None` for an unknown id. Effective on

@@ -5,22 +5,21 @@
 
 pub mod client;
 
+use crate::cluster::routing::{PASSED_IMPORT, PASSED_KEYS};
 use crate::http::context::{request_context, RequestId};
 use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::{no_such_path, refuse_methods_but};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::actor::Import;
-use actors::keys::{KeyError, KeyService, NewKey};
+use actors::keys::{parse_key_request, KeyService};
 use actors::loader::Loader;
 use actors::registry::{Registry, Slot};
-use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
-/// Largest snapshot accepted over HTTP.
-pub const MAX_IMPORT_BYTES: usize = 4 << 30;
+pub use crate::http::body::MAX_IMPORT_BYTES;
 
 pub struct AdminState {
     pub registry: Arc<Registry>,
@@ -162,6 +161,9 @@ async fn import(
 ) -> Result<HttpResponse, ApiError> {
     use futures_util::StreamExt;
     check_token(&req, &state)?;
+    // In a cluster the import may be the writer's to apply (found once it is parsed):
+    // the body is kept to pass it on.
+    let keep = state.membership.has_peers();
     let (chunks, received) = tokio::sync::mpsc::channel(IMPORT_CHUNKS_IN_FLIGHT);
     let parsing = web::block(move || {
         let reader = UploadReader {
@@ -172,9 +174,13 @@ async fn import(
     });
     let upload = async move {
         let mut total = 0usize;
+        let mut kept = web::BytesMut::new();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| std::io::Error::other(e.to_string()));
             total += chunk.as_ref().map_or(0, |c| c.len());
+            if let (true, Ok(c)) = (keep, &chunk) {
+                kept.extend_from_slice(c);
+            }
             let chunk = if total > MAX_IMPORT_BYTES {
                 Err(std::io::Error::other(format!(
                     "the snapshot is larger than {MAX_IMPORT_BYTES} bytes"
@@ -188,8 +194,9 @@ async fn import(
                 break;
             }
         }
+        kept.freeze()
     };
-    let (parsed, ()) = futures_util::future::join(parsing, upload).await;
+    let (parsed, kept) = futures_util::future::join(parsing, upload).await;
     let snap = parsed
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -197,28 +204,21 @@ async fn import(
         .workspace
         .clone()
         .expect("parser requires the workspace");
+    if keep {
+        let passed = state
+            .membership
+            .pass_to_writer(workspace.id, PASSED_IMPORT, kept, rid.as_str())
+            .await;
+        if let Some(answer) = passed {
+            return Ok(crate::http::forward::respond(answer?));
+        }
+    }
     let handle = state
         .registry
         .handle_or_create(&workspace)
         .ok_or_else(|| ApiError::unavailable("the workspace is still loading"))?;
     let report = handle.addr.send(Import(snap)).await??;
-    let data = serde_json::json!({
-        "workspace_id": report.workspace_id,
-        "upserted": report.upserted,
-        "deleted": report.deleted,
-    });
-    Envelope::of(&data)?.respond(rid.as_str())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyRequest {
-    workspace_id: uuid::Uuid,
-    created_by_email: String,
-    #[serde(default)]
-    scopes: Vec<String>,
-    #[serde(default)]
-    rate_limit_per_minute: Option<u32>,
+    Envelope::of(&report.to_json())?.respond(rid.as_str())
 }
 
 async fn create_key(
@@ -228,33 +228,23 @@ async fn create_key(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     check_token(&req, &state)?;
-    let kr: KeyRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid key request: {e}")))?;
-    let new_key = NewKey::parse(&kr.created_by_email, &kr.scopes, kr.rate_limit_per_minute)
-        .map_err(ApiError::bad_request)?;
-    let handle = match state.registry.slot(kr.workspace_id) {
+    let (workspace, new_key) = parse_key_request(&body).map_err(ApiError::bad_request)?;
+    let handle = match state.registry.slot(workspace) {
         Some(Slot::Ready(h)) => h,
         Some(Slot::Loading) => return Err(ApiError::unavailable("the workspace is still loading")),
+        // In a cluster, a workspace placed on other nodes: its writer makes the key.
         None => {
-            return Err(ApiError::bad_request(format!(
-                "no workspace {}",
-                kr.workspace_id
-            )))
+            let passed = state
+                .membership
+                .pass_to_writer(workspace, PASSED_KEYS, body, rid.as_str())
+                .await;
+            return match passed {
+                Some(answer) => Ok(crate::http::forward::respond(answer?)),
+                None => Err(ApiError::bad_request(format!("no workspace {workspace}"))),
+            };
         }
     };
-    let workspace = handle.state();
-    let creator = workspace
-        .users_by_email
-        .get(new_key.created_by_email.as_str())
-        .and_then(|id| workspace.users.get(id));
-    let (key, secret) = state
-        .keys
-        .create(kr.workspace_id, creator.map(|u| &**u), &new_key)
-        .await
-        .map_err(|e| match e {
-            KeyError::Refused(why) => ApiError::bad_request(why),
-            KeyError::Store(e) => e.into(),
-        })?;
+    let (key, secret) = state.keys.create_in(&handle.state(), &new_key).await?;
     // Other nodes also find a key they do not know in the store; telling them spares
     // the first request that read.
     state.membership.tell_keys_changed().await;

@@ -17,6 +17,26 @@ use uuid::Uuid;
 /// only: no client's request reaches it).
 pub const KEYS_CHANGED: &str = "/cluster/v1/keys-changed";
 
+/// The path on which a node passes an API key request of its admin interface to the
+/// workspace's writer, when it does not hold the workspace (node to node only).
+pub const PASSED_KEYS: &str = "/cluster/v1/admin/keys";
+
+/// The path on which a node passes an import of its admin interface to the
+/// workspace's writer (node to node only).
+pub const PASSED_IMPORT: &str = "/cluster/v1/admin/import";
+
+/// How long an admin request waits for its workspace to have a writer.
+const WAIT_FOR_WRITER: Duration = Duration::from_secs(10);
+
+/// Why an admin request could not be passed to the workspace's writer.
+#[derive(Debug, thiserror::Error)]
+pub enum PassFailure {
+    #[error("the workspace has no writer now (one is being replaced); retry")]
+    NoWriter,
+    #[error("{0}")]
+    Forward(#[from] super::forward::Failure),
+}
+
 /// Where a workspace's requests are answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -113,6 +133,74 @@ impl Membership {
                 None => Route::Nobody,
             },
             _ => Route::Nobody,
+        }
+    }
+
+    /// Passes an admin request (`target`: [`PASSED_KEYS`], [`PASSED_IMPORT`]) for
+    /// `workspace` to its writer, waiting up to 10 s for one while it is replaced, and
+    /// returns the writer's answer. `None` when it is this node's to do: alone, this
+    /// node writes the workspace, or no node holds or writes it (a new workspace).
+    pub async fn pass_to_writer(
+        &self,
+        workspace: Uuid,
+        target: &str,
+        body: bytes::Bytes,
+        request_id: &str,
+    ) -> Option<Result<super::forward::Answer, PassFailure>> {
+        let s = self.shared.as_ref()?;
+        if !self.has_peers() {
+            return None;
+        }
+        let deadline = Instant::now() + WAIT_FOR_WRITER;
+        loop {
+            let peer = match self.route(workspace) {
+                Route::Here => return None,
+                Route::To(peer) => Some(peer),
+                Route::Nobody => {
+                    let directory = s.directory.load();
+                    if !directory.holders.contains_key(&workspace) {
+                        return None;
+                    }
+                    None
+                }
+            };
+            if let Some(peer) = peer {
+                let request = super::forward::Outgoing {
+                    method: "POST".into(),
+                    target: target.into(),
+                    headers: vec![
+                        (
+                            super::forward::NODE.into(),
+                            self.me.name.clone().into_bytes(),
+                        ),
+                        (
+                            super::forward::NODE_SECRET.into(),
+                            s.secret.clone().into_bytes(),
+                        ),
+                        (
+                            super::forward::REQUEST_ID.into(),
+                            request_id.as_bytes().to_vec(),
+                        ),
+                        ("content-type".into(), b"application/json".to_vec()),
+                    ],
+                    body: body.clone(),
+                };
+                match super::forward::send(&peer, request).await {
+                    // It no longer writes the workspace: look again.
+                    Ok(a)
+                        if a.status == 421
+                            && a.headers.iter().any(|(n, _)| n == super::forward::NOT_HERE) => {}
+                    Ok(answer) => return Some(Ok(answer)),
+                    // Not sent: the next writer may be reachable.
+                    Err(super::forward::Failure::Unreachable(..)) => {}
+                    Err(e) => return Some(Err(e.into())),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Some(Err(PassFailure::NoWriter));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            self.read_directory().await;
         }
     }
 

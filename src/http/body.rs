@@ -15,6 +15,10 @@ use uuid::Uuid;
 /// larger is refused before it is parsed.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
+/// The largest snapshot accepted over HTTP (`POST /admin/v1/import`, and an import
+/// one node passes to the workspace's writer).
+pub const MAX_IMPORT_BYTES: usize = 4 << 30;
+
 /// Longest a write's whole body may take to arrive, from the handler's first read. A
 /// megabyte takes milliseconds on any link a client of this API uses; a client that
 /// trickles its body (a byte now and then) would otherwise hold its connection, its

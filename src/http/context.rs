@@ -118,7 +118,7 @@ pub async fn request_context(
     let rid = from_node.flatten().unwrap_or_else(RequestId::generate);
     req.extensions_mut().insert(rid.clone());
     let node_answer = match node {
-        true => super::forward::node_to_node(&req).await,
+        true => super::forward::node_to_node(&mut req, &rid).await,
         false => None,
     };
     let mut res = match oversized(&req) {

@@ -197,6 +197,25 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<actors::keys::KeyError> for ApiError {
+    fn from(e: actors::keys::KeyError) -> Self {
+        match e {
+            actors::keys::KeyError::Refused(why) => ApiError::bad_request(why),
+            actors::keys::KeyError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::cluster::routing::PassFailure> for ApiError {
+    fn from(e: crate::cluster::routing::PassFailure) -> Self {
+        let mut err = ApiError::unavailable(
+            "the workspace's writer could not be reached to apply this; retry",
+        );
+        err.cause = Some(e.into());
+        err
+    }
+}
+
 impl From<ImportError> for ApiError {
     fn from(e: ImportError) -> Self {
         match e {

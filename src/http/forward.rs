@@ -17,10 +17,11 @@ use super::errors::{ApiError, ErrorKind};
 use super::request::{bearer, OwnBody, RequestId};
 use super::AppState;
 use crate::cluster::forward::{self, Failure, Outgoing, NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
-use crate::cluster::routing::Route;
+use crate::cluster::routing::{Route, KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS};
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::{header, Method};
 use actix_web::{web, HttpMessage, HttpResponse};
+use actors::registry::Slot;
 use futures_util::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -60,18 +61,89 @@ pub async fn from_node(req: &ServiceRequest) -> Option<Option<RequestId>> {
 
 /// Answers what one node asks of another (not the API): `Some` answer for such a
 /// request from a node of the cluster, `None` for anything else.
-pub async fn node_to_node(req: &ServiceRequest) -> Option<HttpResponse> {
-    if req.path() != crate::cluster::routing::KEYS_CHANGED
-        || req.method() != Method::POST
-        || !req.extensions().contains::<FromNode>()
-    {
+/// - [`KEYS_CHANGED`]: reads the API keys afresh.
+/// - [`PASSED_KEYS`], [`PASSED_IMPORT`]: an admin request another node's admin
+///   interface was given for a workspace this node writes (or, for a key, holds),
+///   answered as this node's admin interface would; refused untouched (421) when this
+///   node no longer does.
+pub async fn node_to_node(req: &mut ServiceRequest, rid: &RequestId) -> Option<HttpResponse> {
+    if req.method() != Method::POST || !req.extensions().contains::<FromNode>() {
         return None;
     }
-    let app = req.app_data::<web::Data<AppState>>()?;
-    Some(match app.keys.load(&*app.store).await {
-        Ok(_) => HttpResponse::NoContent().finish(),
-        Err(e) => HttpResponse::from_error(ApiError::from(e)),
-    })
+    let app = req.app_data::<web::Data<AppState>>()?.clone();
+    let answer = match req.path() {
+        KEYS_CHANGED => match app.keys.load(&*app.store).await {
+            Ok(_) => return Some(HttpResponse::NoContent().finish()),
+            Err(e) => Err(ApiError::from(e)),
+        },
+        PASSED_KEYS => match read_body_within(req, super::body::MAX_BODY_BYTES).await {
+            Some(body) => passed_key(&app, &body).await,
+            None => Err(ApiError::bad_request("the key request is too large")),
+        },
+        PASSED_IMPORT => match read_body_within(req, super::body::MAX_IMPORT_BYTES).await {
+            Some(body) => passed_import(&app, body).await,
+            None => Err(ApiError::bad_request("the snapshot is too large")),
+        },
+        _ => return None,
+    };
+    let answer = answer.and_then(|a| match a {
+        Some(data) => Ok(super::envelope::Envelope::of(&data)?.respond(rid.as_str())?),
+        None => Ok(not_here()),
+    });
+    Some(answer.unwrap_or_else(|e| {
+        // Logged as this node's admin interface would.
+        if matches!(e.kind, ErrorKind::Internal) {
+            tracing::error!(request_id = rid.as_str(), error = ?e.cause, "a passed admin request failed");
+        }
+        HttpResponse::from_error(e)
+    }))
+}
+
+/// The answer to a request this node is no longer the place for (see [`NOT_HERE`]).
+fn not_here() -> HttpResponse {
+    HttpResponse::MisdirectedRequest()
+        .insert_header((NOT_HERE, "1"))
+        .finish()
+}
+
+/// A key made here for another node's admin interface: its `data`, or `None` when
+/// this node does not hold the workspace.
+async fn passed_key(app: &AppState, body: &[u8]) -> Result<Option<serde_json::Value>, ApiError> {
+    let (workspace, new_key) =
+        actors::keys::parse_key_request(body).map_err(ApiError::bad_request)?;
+    let Some(Slot::Ready(handle)) = app.registry.slot(workspace) else {
+        return Ok(None);
+    };
+    let (key, secret) = actors::keys::KeyService::new(app.store.clone(), app.keys.clone())
+        .create_in(&handle.state(), &new_key)
+        .await?;
+    app.cluster.tell_keys_changed().await;
+    Ok(Some(serde_json::json!({"id": key.id, "secret": secret})))
+}
+
+/// An import applied here for another node's admin interface: its `data`, or `None`
+/// when this node does not write the workspace.
+async fn passed_import(
+    app: &AppState,
+    body: web::Bytes,
+) -> Result<Option<serde_json::Value>, ApiError> {
+    let snap = web::block(move || actors::snapshot::parse_slice(&body))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let workspace = snap
+        .workspace
+        .clone()
+        .expect("parser requires the workspace");
+    if app.cluster.route(workspace.id) != Route::Here {
+        return Ok(None);
+    }
+    let handle = app
+        .registry
+        .handle_or_create(&workspace)
+        .ok_or_else(|| ApiError::unavailable("the workspace is still loading"))?;
+    let report = handle.addr.send(actors::actor::Import(snap)).await??;
+    Ok(Some(report.to_json()))
 }
 
 /// Answers `req` at its workspace's writer when that is another node: `Some` answer (or
@@ -111,11 +183,7 @@ pub async fn to_writer(
         } else {
             app.cluster.route(workspace) != Route::Here
         };
-        return misdirected.then(|| {
-            Ok(HttpResponse::MisdirectedRequest()
-                .insert_header((NOT_HERE, "1"))
-                .finish())
-        });
+        return misdirected.then(|| Ok(not_here()));
     }
     let deadline = Instant::now() + WAIT_FOR_WRITER;
     let mut body: Option<web::Bytes> = None;
@@ -242,11 +310,17 @@ pub async fn to_writer(
 /// `None` for a body larger than that, or one that breaks off: the request then has its
 /// body back as it came (what was read, then the rest), to be refused here.
 async fn read_body(req: &mut ServiceRequest) -> Option<web::Bytes> {
+    read_body_within(req, super::body::MAX_BODY_BYTES).await
+}
+
+/// The request's body, whole, when it is at most `limit` bytes (else `None`, the body
+/// left to be refused as it would be).
+async fn read_body_within(req: &mut ServiceRequest, limit: usize) -> Option<web::Bytes> {
     let mut payload = req.take_payload();
     let mut bytes = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let failed = match chunk {
-            Ok(chunk) if bytes.len() + chunk.len() <= super::body::MAX_BODY_BYTES => {
+            Ok(chunk) if bytes.len() + chunk.len() <= limit => {
                 bytes.extend_from_slice(&chunk);
                 continue;
             }
@@ -309,7 +383,7 @@ fn outgoing(req: &ServiceRequest, rid: &RequestId, app: &AppState, body: web::By
 }
 
 /// The writer's answer, as it came (its body already says everything, errors included).
-fn respond(answer: forward::Answer) -> HttpResponse {
+pub(crate) fn respond(answer: forward::Answer) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(answer.status)
         .unwrap_or(actix_web::http::StatusCode::BAD_GATEWAY);
     let mut res = HttpResponse::build(status);

@@ -215,7 +215,13 @@ impl Application {
             listeners.api.local_addr()?,
         )?;
         let signing_key = secrets::signing_key(&s.data_dir)?;
-        let signer = Arc::new(actors::signing::Signer::from_secret(&signing_key));
+        // Alone for good on SQLite (its lock refuses a second server): seals need no
+        // signature another node could check.
+        let signer = Arc::new(if s.database_url.is_some() {
+            actors::signing::Signer::from_secret(&signing_key)
+        } else {
+            actors::signing::Signer::alone(&signing_key)
+        });
         // On PostgreSQL, which other servers may share, commits are fenced by the
         // writer leases this node takes (`crate::cluster::writers`).
         let (store, membership) = match s.database_url.as_deref() {

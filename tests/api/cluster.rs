@@ -1377,3 +1377,75 @@ async fn a_keys_budget_goes_on_at_the_next_writer() {
     })
     .await;
 }
+
+/// The admin interface of any node takes any workspace: a key made, and a snapshot
+/// imported, through the node that does not hold the workspace (and an import through
+/// the holder that does not write it) are applied by its writer, work through every
+/// node, and leave the holdings as they were.
+#[actix_web::test]
+async fn admin_requests_through_any_node_are_applied_by_the_writer() {
+    on_postgres(|b| async move {
+        let ([writer, holder, third], dirs, names, _keep) = three_nodes(&b).await;
+        let nodes = [&writer, &holder, &third];
+        let key = read_key(&third, 1000).await;
+        for node in nodes {
+            let res = node
+                .client()
+                .get(format!("{}/v1/candidates?limit=1", node.api))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                res.status(),
+                200,
+                "the key made through c works through every node"
+            );
+        }
+        for (i, (node, dir)) in [(&third, &dirs[2]), (&holder, &dirs[1])]
+            .into_iter()
+            .enumerate()
+        {
+            let name = format!("Fabrikam, imported through {}", node.data_dir().display());
+            let mut snapshot = example();
+            snapshot["companies"][0]["name"] = name.clone().into();
+            snapshot["companies"][0]["updated_at"] =
+                format!("2026-10-0{}T00:00:00.000Z", i + 1).into();
+            let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();
+            let res = reqwest::Client::new()
+                .post(format!("{}/admin/v1/import", node.admin))
+                .bearer_auth(token.trim())
+                .json(&snapshot)
+                .send()
+                .await
+                .unwrap();
+            let status = res.status();
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["data"]["workspace_id"], WORKSPACE, "{body}");
+            assert_eq!(body["data"]["upserted"]["companies"], 1, "{body}");
+            for node in nodes {
+                let res = node
+                    .client()
+                    .get(format!("{}/v1/companies/{FABRIKAM}", node.api))
+                    .bearer_auth(READ_KEY)
+                    .send()
+                    .await
+                    .unwrap();
+                let company: Value = res.json().await.unwrap();
+                assert_eq!(company["data"]["name"], name.as_str(), "{company}");
+            }
+        }
+        let v = view(&writer, &dirs[0]).await;
+        assert_eq!(workspace(&v)["owner"], names[0].as_str(), "{v}");
+        assert!(
+            !workspace(&v)["holders"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h == names[2].as_str()),
+            "the node that passed them on holds no copy: {v}"
+        );
+    })
+    .await;
+}

@@ -38,6 +38,17 @@ pub struct ImportReport {
     pub records: usize,
 }
 
+impl ImportReport {
+    /// The answer of `POST /admin/v1/import`'s `data`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "workspace_id": self.workspace_id,
+            "upserted": self.upserted,
+            "deleted": self.deleted,
+        })
+    }
+}
+
 /// An import that is in the store.
 pub struct Applied {
     /// The workspace after the import, when it was planned with one.
