@@ -34,10 +34,26 @@ pub type FeedLimit = LimitParam<100, 500>;
 /// Longest `wait`, in seconds.
 pub const MAX_WAIT_SECS: u64 = 30;
 
-/// The token a list's first page carries: the point its state stands at.
+/// The token a list's first page carries: the point its state stands at. The same
+/// for every first page until the next commit, and a seal costs tens of microseconds
+/// (`actors::signing`), so each workspace's latest is kept.
 pub fn changes_since(app: &AppState, state: &actors::state::WorkspaceState) -> String {
-    encode_token(&app.cursor_key, state.id(), FeedPoint::at(state.position))
+    let (workspace, position) = (state.id(), state.position);
+    if let Some(kept) = app.since_tokens.0.get(&workspace) {
+        if kept.0 == position {
+            return kept.1.to_string();
+        }
+    }
+    let token = encode_token(&app.cursor_key, workspace, FeedPoint::at(position));
+    app.since_tokens
+        .0
+        .insert(workspace, (position, Arc::from(token.as_str())));
+    token
 }
+
+/// Each workspace's latest first-page token, with the position it names.
+#[derive(Default)]
+pub struct SinceTokens(dashmap::DashMap<uuid::Uuid, (u64, Arc<str>)>);
 
 fn parse_wait(raw: Option<&str>) -> Result<u64, ApiError> {
     let Some(raw) = raw else {

@@ -71,6 +71,8 @@ pub struct AppState {
     pub log_parts: actors::changes::PartCache,
     /// Feed pages made before they were asked for (`changes::PagesAhead`).
     pub pages_ahead: crate::http::changes::PagesAhead,
+    /// The latest first-page feed token of each workspace (`changes::changes_since`).
+    pub since_tokens: crate::http::changes::SinceTokens,
     /// Seals list cursors and change feed tokens (the node's signer, which the
     /// download URLs share).
     pub cursor_key: CursorKey,

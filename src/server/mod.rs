@@ -338,6 +338,7 @@ impl Application {
             store: store.clone(),
             log_parts: Default::default(),
             pages_ahead: Default::default(),
+            since_tokens: Default::default(),
             cursor_key: CursorKey::from_signer(signer.clone()),
             downloads: Downloads {
                 signer: UrlSigner::new(signer, &public_url),

@@ -466,6 +466,7 @@ pub async fn memory_app_state(
         store,
         log_parts: Default::default(),
         pages_ahead: Default::default(),
+        since_tokens: Default::default(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::Downloads {
             signer: recruitd::http::signed_urls::UrlSigner::new(
