@@ -88,10 +88,6 @@ target() { echo "$(api "$1")=${dirs[$1]}/tls/cert.pem"; }
 start 0
 LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --out "$OUT")
 "${LT[@]}" --url "$(api 0)" prepare --people "$PEOPLE" --admin-url "$(admin 0)" 2>&1 | tee "$OUT/prepare.log"
-# One signing key for all (cursors and change feed tokens of one writer hold at the
-# next): the first node's, copied as an operator would.
-cp "${dirs[0]}/signing-key" "${dirs[1]}/signing-key"
-cp "${dirs[0]}/signing-key" "${dirs[2]}/signing-key"
 start 1
 start 2
 for _ in $(seq 1 1200); do
