@@ -256,6 +256,12 @@ pub trait Store: Send + Sync + 'static {
     /// the next open is quick). Later calls fail as `Unavailable`.
     async fn close(&self) {}
 
+    /// Whether [`Store::close`] has run: what fails then is the server stopping, not
+    /// the store.
+    fn is_closed(&self) -> bool {
+        false
+    }
+
     // Attachment bytes, by object name (the part of an [`object_key`] after the
     // workspace). A store that keeps them serves them through a `BlobStore` built on it;
     // the defaults say it keeps none.

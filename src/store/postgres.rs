@@ -838,6 +838,10 @@ impl Store for PostgresStore {
         PostgresStore::close(self).await
     }
 
+    fn is_closed(&self) -> bool {
+        self.pool.is_closed()
+    }
+
     async fn put_blobs(
         &self,
         workspace: Uuid,

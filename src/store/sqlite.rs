@@ -656,6 +656,11 @@ impl Store for SqliteStore {
         SqliteStore::close(self).await
     }
 
+    fn is_closed(&self) -> bool {
+        // Closing closes the readers first.
+        self.readers.is_closed()
+    }
+
     async fn put_blobs(
         &self,
         workspace: Uuid,

@@ -1165,7 +1165,9 @@ async fn closed_sqlite_store_is_unavailable() {
     let store = sqlite::SqliteStore::open(&b.dir.join("recruit.db"))
         .await
         .unwrap();
+    assert!(!Store::is_closed(&store));
     store.close().await;
+    assert!(Store::is_closed(&store), "a failure now is the close's");
     let t = Instant::now();
     assert_unavailable(store.workspaces().await, "workspaces");
     assert_unavailable(
@@ -1289,7 +1291,9 @@ async fn closed_postgres_store_is_unavailable() {
         .await
         .unwrap();
     store.keys().await.unwrap();
+    assert!(!Store::is_closed(&store));
     store.close().await;
+    assert!(Store::is_closed(&store), "a failure now is the close's");
     assert_unavailable(store.keys().await, "keys");
     b.cleanup().await;
 }

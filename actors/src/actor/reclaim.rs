@@ -30,6 +30,10 @@ impl Handler<SweepBlobs> for WorkspaceActor {
                         act.env.observer.reclaimed(ReclaimedBy::Sweep, done);
                     }
                 }
+                // The server is stopping (it closed the store under the sweep).
+                Ok(Err(e)) if act.env.store.is_closed() => {
+                    tracing::info!(workspace = %act.id, error = %e, "blob sweep stopped as the server stops; blobs stay until the next start")
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(workspace = %act.id, error = %e, "sweeping blobs failed; they stay until the next start")
                 }
