@@ -9,9 +9,9 @@ use crate::cluster::routing::{PASSED_IMPORT, PASSED_KEYS};
 use crate::http::context::{request_context, RequestId};
 use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
+use crate::http::forward;
 use crate::http::{no_such_path, refuse_methods_but};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
-use actors::actor::Import;
 use actors::keys::{parse_key_request, KeyService};
 use actors::loader::Loader;
 use actors::registry::{Registry, Slot};
@@ -197,28 +197,19 @@ async fn import(
         kept.freeze()
     };
     let (parsed, kept) = futures_util::future::join(parsing, upload).await;
-    let snap = parsed
-        .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let workspace = snap
-        .workspace
-        .clone()
-        .expect("parser requires the workspace");
+    let snap = forward::parsed(parsed)?;
     if keep {
+        let workspace = forward::workspace_of(&snap).id;
         let passed = state
             .membership
-            .pass_to_writer(workspace.id, PASSED_IMPORT, kept, rid.as_str())
+            .pass_to_writer(workspace, PASSED_IMPORT, kept, rid.as_str())
             .await;
         if let Some(answer) = passed {
-            return Ok(crate::http::forward::respond(answer?));
+            return Ok(forward::respond(answer?));
         }
     }
-    let handle = state
-        .registry
-        .handle_or_create(&workspace)
-        .ok_or_else(|| ApiError::unavailable("the workspace is still loading"))?;
-    let report = handle.addr.send(Import(snap)).await??;
-    Envelope::of(&report.to_json())?.respond(rid.as_str())
+    let data = forward::import_here(&state.registry, snap).await?;
+    Envelope::of(&data)?.respond(rid.as_str())
 }
 
 async fn create_key(
@@ -239,7 +230,7 @@ async fn create_key(
                 .pass_to_writer(workspace, PASSED_KEYS, body, rid.as_str())
                 .await;
             return match passed {
-                Some(answer) => Ok(crate::http::forward::respond(answer?)),
+                Some(answer) => Ok(forward::respond(answer?)),
                 None => Err(ApiError::bad_request(format!("no workspace {workspace}"))),
             };
         }

@@ -82,25 +82,21 @@ pub async fn changes(
     app: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let workspace = caller.state.id();
-    if let Some(raw) = q.get("since")? {
-        app.learn_signer_of(raw).await;
-    }
-    let since = q
-        .get("since")?
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "since is required: a token from next_since, or from a list's changes_since",
-            )
-        })
-        .and_then(|raw| {
-            decode_token(&app.cursor_key, workspace, raw).map_err(|e| match e {
-                TokenError::Invalid => ApiError::bad_request(
-                    "since is not a valid token: pass back next_since or changes_since verbatim",
-                ),
-                TokenError::OtherWorkspace => {
-                    ApiError::bad_request("since was issued for another workspace")
-                }
-            })
+    let raw = q.get("since")?.ok_or_else(|| {
+        ApiError::bad_request(
+            "since is required: a token from next_since, or from a list's changes_since",
+        )
+    })?;
+    let since = app
+        .check_token(raw, || decode_token(&app.cursor_key, workspace, raw))
+        .await
+        .map_err(|e| match e {
+            TokenError::Invalid => ApiError::bad_request(
+                "since is not a valid token: pass back next_since or changes_since verbatim",
+            ),
+            TokenError::OtherWorkspace => {
+                ApiError::bad_request("since was issued for another workspace")
+            }
         })?;
     let entities = super::query::entities_param(q.get("entities")?)?;
     let wait = parse_wait(q.get("wait")?)?;

@@ -207,12 +207,14 @@ pub async fn serve(req: HttpRequest, app: web::Data<AppState>) -> Result<HttpRes
     let (Ok(Some(expires)), Ok(Some(signature))) = (q.get("expires"), q.get("signature")) else {
         return Ok(refused(Refusal::Invalid));
     };
-    app.learn_signer_of(signature).await;
-    if let Err(r) = app
-        .downloads
-        .signer
-        .verify(&workspace, &id, expires, signature, now)
-    {
+    let verified = app
+        .check_token(signature, || {
+            app.downloads
+                .signer
+                .verify(&workspace, &id, expires, signature, now)
+        })
+        .await;
+    if let Err(r) = verified {
         return Ok(refused(r));
     }
     // The URL is genuine and current: only now is the object looked at.

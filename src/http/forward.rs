@@ -22,6 +22,7 @@ use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::{header, Method};
 use actix_web::{web, HttpMessage, HttpResponse};
 use actors::registry::Slot;
+use actors::snapshot::{Snapshot, SnapshotError};
 use futures_util::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -127,23 +128,40 @@ async fn passed_import(
     app: &AppState,
     body: web::Bytes,
 ) -> Result<Option<serde_json::Value>, ApiError> {
-    let snap = web::block(move || actors::snapshot::parse_slice(&body))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let workspace = snap
-        .workspace
-        .clone()
-        .expect("parser requires the workspace");
-    if app.cluster.route(workspace.id) != Route::Here {
+    let snap = parsed(web::block(move || actors::snapshot::parse_slice(&body)).await)?;
+    if app.cluster.route(workspace_of(&snap).id) != Route::Here {
         return Ok(None);
     }
-    let handle = app
-        .registry
-        .handle_or_create(&workspace)
+    import_here(&app.registry, snap).await.map(Some)
+}
+
+/// A snapshot parsed on a blocking thread, or the refusal of what did not parse.
+pub(crate) fn parsed(
+    outcome: Result<Result<Snapshot, SnapshotError>, actix_web::error::BlockingError>,
+) -> Result<Snapshot, ApiError> {
+    outcome
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// The workspace a parsed snapshot is of.
+pub(crate) fn workspace_of(snap: &Snapshot) -> &actors::model::Workspace {
+    snap.workspace
+        .as_ref()
+        .expect("parser requires the workspace")
+}
+
+/// Applies a snapshot through its workspace's actor (made when the workspace is new to
+/// this node): the answer's `data`, as `POST /admin/v1/import` gives it.
+pub(crate) async fn import_here(
+    registry: &actors::registry::Registry,
+    snap: Snapshot,
+) -> Result<serde_json::Value, ApiError> {
+    let handle = registry
+        .handle_or_create(workspace_of(&snap))
         .ok_or_else(|| ApiError::unavailable("the workspace is still loading"))?;
     let report = handle.addr.send(actors::actor::Import(snap)).await??;
-    Ok(Some(report.to_json()))
+    Ok(report.to_json())
 }
 
 /// Answers `req` at its workspace's writer when that is another node: `Some` answer (or

@@ -234,10 +234,14 @@ pub async fn list(
     rid: RequestId,
     app: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(raw) = q.get("cursor")? {
-        app.learn_signer_of(raw).await;
-    }
-    let params = list_params(&q, limit, entity, &app.cursor_key)?;
+    let params = list_params(&q, limit, entity, &app.cursor_key);
+    let params = match (params, q.get("cursor")?) {
+        (Err(_), Some(raw)) => {
+            app.check_token(raw, || list_params(&q, limit, entity, &app.cursor_key))
+                .await?
+        }
+        (params, _) => params?,
+    };
     let ws: &WorkspaceState = &caller.state;
     // The page is read from this very state, so the feed from its point misses nothing
     // written after the read.

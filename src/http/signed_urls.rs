@@ -17,7 +17,7 @@
 //! message. A URL is valid up to and including its `expires` second.
 
 use crate::http::query::percent_decode_strict;
-use actors::signing::{Checked, Signer};
+use actors::signing::Signer;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -144,7 +144,7 @@ impl UrlSigner {
             .decode(signature.as_bytes())
             .map_err(|_| Refusal::Invalid)?;
         let message = Self::message(expires, workspace, attachment_id);
-        if self.signer.check(DOMAIN, &message, &sig) != Checked::Valid {
+        if !self.signer.check(DOMAIN, &message, &sig) {
             return Err(Refusal::Invalid);
         }
         let expires: i64 = expires.parse().map_err(|_| Refusal::Invalid)?;
