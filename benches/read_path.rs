@@ -34,7 +34,7 @@ fn page<'s, K, V: ?Sized, T>(
     written: bool,
     buf: &mut Vec<u8>,
 ) where
-    K: std::hash::Hash + Eq + Ord + Clone + MinKey,
+    K: std::hash::Hash + Eq + Ord + Clone + MinKey + 'static,
     T: Rendered,
 {
     for (_, _, row) in table.rows_from(None, None).skip(1000).take(500) {

@@ -473,6 +473,12 @@ impl FeedPoint {
         }
     }
 
+    /// Whether some of position `position`'s parts may remain to read from here: the
+    /// point is inside that position, not after all of it.
+    fn inside(self) -> bool {
+        self.part != u32::MAX || self.index != WHOLE_PART
+    }
+
     /// The exclusive lower bound of the parts still to read from here: this part when
     /// some of its entries remain, else the ones after it.
     fn read_after(self) -> (u64, u32) {
@@ -709,7 +715,11 @@ pub async fn feed_pick(
                 .read_changes(ws.id(), after, ws.position, ask)
                 .await
                 .map_err(FeedError::Store)?;
-            if read.pruned_through > since.position {
+            // Parts at or below `pruned_through` are gone: a point inside that very
+            // position has lost the rest of it too.
+            if read.pruned_through > since.position
+                || (since.inside() && read.pruned_through >= since.position)
+            {
                 return Err(FeedError::Pruned);
             }
             exhausted = Some(read.parts.len() < ask);
@@ -1073,6 +1083,17 @@ mod tests {
                 Vec::new()
             )
             .await,
+            Err(FeedError::Pruned)
+        ));
+        // Inside the pruned position (a token taken half-way through it), the rest of
+        // it is gone too.
+        let inside = FeedPoint {
+            position: 3,
+            part: 0,
+            index: 0,
+        };
+        assert!(matches!(
+            feed_page(&*store, &cache, &ws, inside, &Entity::ALL, 10, Vec::new()).await,
             Err(FeedError::Pruned)
         ));
         // At the pruned point itself nothing is missing.

@@ -65,6 +65,10 @@ pub struct ActorEnv {
     pub keys: Arc<KeyRing>,
     pub config: ActorConfig,
     pub observer: Arc<dyn CommitObserver>,
+    /// States published by every actor so far: a reader that keeps what it last saw
+    /// of the copies' positions asks again only when this (with the registry's own
+    /// count, `Registry::generation`) moved, rather than walk thousands of idle ones.
+    pub publications: std::sync::atomic::AtomicU64,
 }
 
 impl ActorEnv {
@@ -76,6 +80,7 @@ impl ActorEnv {
             keys,
             config: ActorConfig::default(),
             observer: Arc::new(NoObserver),
+            publications: Default::default(),
         }
     }
 

@@ -22,6 +22,9 @@ use uuid::Uuid;
 pub struct KeyRing {
     by_hash: DashMap<[u8; 32], Arc<ApiKey>>,
     by_id: DashMap<String, Arc<ApiKey>>,
+    /// When the keys were last read for a secret the ring did not know (milliseconds
+    /// since the epoch), see [`KeyRing::reload_for_unknown`].
+    unknown_read_at: std::sync::atomic::AtomicU64,
 }
 
 impl KeyRing {
@@ -45,6 +48,29 @@ impl KeyRing {
 
     pub fn by_id(&self, id: &str) -> Option<Arc<ApiKey>> {
         self.by_id.get(id).map(|k| k.value().clone())
+    }
+
+    /// Reads the keys afresh for a presented secret the ring does not know (a key made
+    /// through another server since the ring was read): at once when `certain` (another
+    /// server knew the key), otherwise at most once a second, so that a flood of bad
+    /// keys is not a flood of store reads.
+    pub async fn reload_for_unknown(
+        &self,
+        store: &dyn Store,
+        certain: bool,
+    ) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let now = crate::store::now_ms() as u64;
+        let last = self.unknown_read_at.load(Ordering::Relaxed);
+        let throttled = now.saturating_sub(last) < 1000
+            || self
+                .unknown_read_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err();
+        if throttled && !certain {
+            return Ok(());
+        }
+        self.load(store).await.map(drop)
     }
 
     /// Reads every key of the store into the ring; how many there are.
@@ -146,7 +172,7 @@ pub fn may_create_keys(user: &User) -> bool {
 }
 
 /// Whether a role is one that creates keys: owner or administrator.
-pub fn role_creates_keys(role: Option<&str>) -> bool {
+fn role_creates_keys(role: Option<&str>) -> bool {
     role.is_some_and(|r| {
         ["owner", "admin", "administrator"]
             .iter()

@@ -1,5 +1,6 @@
 //! Loading the workspaces at start: each is read from the store into a fresh state
-//! ([`WorkspaceState::load`]) and installed in the directory, which starts its actor.
+//! (from its checkpoint, or from the store in batches read together) and installed in
+//! the directory, which starts its actor.
 //! A workspace whose load fails is tried again with backoff until it loads, and the
 //! loader says which ones wait and why (the admin interface's `ready`, the metrics).
 
@@ -29,6 +30,14 @@ pub struct LoadFailure {
 /// failure up to `LOAD_RETRY_MAX`.
 pub const LOAD_RETRY_FIRST: Duration = Duration::from_millis(500);
 pub const LOAD_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Workspaces [`Loader::load_all`] reads from the store together (see
+/// [`Loader::load_batch`]).
+const LOADED_TOGETHER: usize = 32;
+
+/// Batches [`Loader::load_all`] reads at once, so that one's store reads overlap
+/// another's building.
+const BATCHES_AT_ONCE: usize = 2;
 
 pub struct Loader {
     store: Arc<dyn Store>,
@@ -75,46 +84,129 @@ impl Loader {
     }
 
     /// One workspace's state: from its checkpoint when one holds at the store's current
-    /// commit position, otherwise read from the store.
+    /// commit position, otherwise read from the store (a batch of one).
     async fn load(&self, w: Workspace) -> Result<WorkspaceState, StoreError> {
-        if let Some(keeper) = &self.checkpoints {
-            let position = self.store.position(w.id).await?;
-            let started = Instant::now();
-            match keeper.dir().load(&w, position) {
-                Ok(Some(mut state)) => {
-                    // Not in the checkpoint: few, and read in one query.
-                    state.tombstones =
-                        crate::tombstones::Tombstones::build(self.store.tombstones(w.id).await?);
-                    keeper.on_disk(w.id, position);
-                    tracing::info!(workspace = %w.id, %position, elapsed_ms = started.elapsed().as_millis() as u64, "restored from the checkpoint");
-                    return Ok(state);
-                }
-                Ok(None) => {}
-                Err(why) => {
-                    tracing::info!(workspace = %w.id, %why, "checkpoint not used; loading from the store")
-                }
-            }
-        }
-        WorkspaceState::load(&*self.store, w).await
+        let mut states = self.read_batch(std::slice::from_ref(&w)).await?;
+        Ok(states.pop().expect("one state a workspace"))
     }
 
-    /// Reads a loaded workspace afresh from the store (its checkpoint when one holds at
-    /// the store's position) and puts the new copy in place of the old one: for a copy
-    /// that fell behind the store (another server wrote the workspace meanwhile).
-    pub async fn reload(&self, id: Uuid) -> Result<(), StoreError> {
-        let workspace =
-            match self.registry.handle(id) {
-                Some(h) => (*h.state().workspace).clone(),
-                None => self.store.workspace(id).await?.ok_or_else(|| {
-                    StoreError::Other(format!("workspace {id} is not in the store"))
-                })?,
+    /// Several workspaces' states, read together: their positions, records and
+    /// tombstones in one read each (those restored from a checkpoint read only their
+    /// tombstones), so that thousands of small workspaces cost a few round trips per
+    /// batch rather than four each. When a read of the batch fails, each is loaded on
+    /// its own, so that a failure is its workspace's alone.
+    async fn load_batch(
+        &self,
+        batch: Vec<Workspace>,
+    ) -> Vec<(Workspace, Result<WorkspaceState, StoreError>, Instant)> {
+        let started = Instant::now();
+        match self.read_batch(&batch).await {
+            Ok(states) => batch
+                .into_iter()
+                .zip(states)
+                .map(|(w, s)| (w, Ok(s), started))
+                .collect(),
+            Err(error) => {
+                tracing::debug!(workspaces = batch.len(), %error, "a batch of loads failed; loading each on its own");
+                let mut out = Vec::with_capacity(batch.len());
+                for w in batch {
+                    let started = Instant::now();
+                    let loaded = self.load(w.clone()).await;
+                    out.push((w, loaded, started));
+                }
+                out
+            }
+        }
+    }
+
+    async fn read_batch(&self, batch: &[Workspace]) -> Result<Vec<WorkspaceState>, StoreError> {
+        let ids: Vec<Uuid> = batch.iter().map(|w| w.id).collect();
+        // Before the records: a commit between the reads would then only make a state
+        // newer than its position says, never older (the feed stays exact).
+        let positions = self.store.positions(&ids).await?;
+        let mut states: Vec<Option<WorkspaceState>> = Vec::with_capacity(batch.len());
+        let mut from_store: Vec<usize> = Vec::new();
+        for (i, (w, position)) in batch.iter().zip(&positions).enumerate() {
+            let restored = match &self.checkpoints {
+                Some(keeper) => match keeper.dir().load(w, *position) {
+                    Ok(Some(state)) => {
+                        keeper.on_disk(w.id, *position);
+                        tracing::info!(workspace = %w.id, %position, "restored from the checkpoint");
+                        Some(state)
+                    }
+                    Ok(None) => None,
+                    Err(why) => {
+                        tracing::info!(workspace = %w.id, %why, "checkpoint not used; loading from the store");
+                        None
+                    }
+                },
+                None => None,
             };
+            if restored.is_none() {
+                from_store.push(i);
+            }
+            states.push(restored);
+        }
+        let mut reading: Vec<WorkspaceState> = from_store
+            .iter()
+            .map(|&i| {
+                let mut state = WorkspaceState::new(batch[i].clone());
+                state.position = positions[i].seq;
+                state.begin_bulk();
+                state
+            })
+            .collect();
+        if !reading.is_empty() {
+            let of: std::collections::HashMap<Uuid, usize> = reading
+                .iter()
+                .enumerate()
+                .map(|(k, s)| (s.id(), k))
+                .collect();
+            let read_ids: Vec<Uuid> = reading.iter().map(WorkspaceState::id).collect();
+            self.store
+                .load_records_of(&read_ids, &mut |w, r| {
+                    if let Some(&k) = of.get(&w) {
+                        reading[k].put(r);
+                    }
+                })
+                .await?;
+        }
+        let mut tombstones = self.store.tombstones_of(&ids).await?.into_iter();
+        for (k, state) in reading.into_iter().enumerate() {
+            states[from_store[k]] = Some(state);
+        }
+        let mut out = Vec::with_capacity(batch.len());
+        for (i, state) in states.into_iter().enumerate() {
+            let mut state = state.expect("every workspace restored or read");
+            state.tombstones =
+                crate::tombstones::Tombstones::build(tombstones.next().unwrap_or_default());
+            if from_store.binary_search(&i).is_ok() {
+                state.end_bulk();
+            }
+            out.push(state);
+        }
+        Ok(out)
+    }
+
+    /// Loads a workspace of the store this server does not hold yet (it became placed
+    /// here) and installs it, unless it got an actor meanwhile
+    /// ([`Registry::install_if_absent`]). A copy already held is never replaced from
+    /// here: its actor catches up itself (`crate::actor::Follow`), between its own
+    /// commits.
+    pub async fn load_absent(&self, id: Uuid) -> Result<(), StoreError> {
+        let workspace = self
+            .store
+            .workspace(id)
+            .await?
+            .ok_or_else(|| StoreError::Other(format!("workspace {id} is not in the store")))?;
         let started = Instant::now();
         let state = self.load(workspace).await?;
         let records = state.stored_records();
-        self.registry.install(state);
-        crate::memory::return_free_memory();
-        tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace reloaded");
+        let installed = self.registry.install_if_absent(state).is_some();
+        crate::memory::after_load(records);
+        if installed {
+            tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
+        }
         Ok(())
     }
 
@@ -139,31 +231,39 @@ impl Loader {
         Ok(list)
     }
 
-    /// Loads each discovered workspace in turn, publishing each as soon as it is ready.
+    /// Loads the discovered workspaces in batches read together ([`Loader::load_batch`]),
+    /// publishing each as soon as it is ready.
     /// A workspace whose load fails (the store went away, a record does not decode) is
     /// tried again after the others, with a backoff from `LOAD_RETRY_FIRST` doubling to
     /// `LOAD_RETRY_MAX`, until it loads: it never stays "loading" for good, and
     /// [`failures`](Self::failures) says which ones wait and why. Building the state is
     /// CPU work: run this on a thread of its own.
     pub async fn load_all(&self, list: Vec<Workspace>) {
+        use futures_util::StreamExt;
         let mut pending = list;
         let mut backoff = LOAD_RETRY_FIRST;
         loop {
             let mut failed = Vec::new();
-            for w in pending {
-                let started = Instant::now();
-                match self.load(w.clone()).await {
+            let batches: Vec<Vec<Workspace>> = pending
+                .chunks(LOADED_TOGETHER)
+                .map(<[Workspace]>::to_vec)
+                .collect();
+            let mut loads = futures_util::stream::iter(batches)
+                .map(|batch| self.load_batch(batch))
+                .buffer_unordered(BATCHES_AT_ONCE)
+                .flat_map(futures_util::stream::iter);
+            while let Some((w, loaded, started)) = loads.next().await {
+                match loaded {
                     Ok(state) => {
                         let id = state.id();
                         let records = state.stored_records();
                         let handle = self.registry.install(state);
-                        crate::memory::return_free_memory();
+                        crate::memory::after_load(records);
                         // Off the path to ready: the actor sweeps the blob store before
-                        // it takes any import (the only writer of blobs).
+                        // it takes any import (the only writer of blobs). Where the gate
+                        // says no, whoever set it sweeps later, and says so.
                         if self.may_sweep.get().is_none_or(|may| may()) {
                             handle.addr.do_send(SweepBlobs);
-                        } else {
-                            tracing::info!(workspace = %id, "blob sweep left for a later start: other servers use the store");
                         }
                         self.failures.remove(&id);
                         tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
@@ -183,6 +283,9 @@ impl Loader {
                     }
                 }
             }
+            drop(loads);
+            // Small loads leave a few kilobytes each: given back once for them all.
+            crate::memory::return_free_memory();
             if failed.is_empty() {
                 break;
             }

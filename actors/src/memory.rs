@@ -16,3 +16,16 @@ pub fn return_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Records a load must hold for [`after_load`] to trim: a small workspace's load frees
+/// a few kilobytes, not worth a walk of the whole heap (which, with thousands of
+/// workspaces loaded, takes longer than the load).
+const TRIM_AFTER_RECORDS: usize = 50_000;
+
+/// Returns the free pages after a load of `records` records, when it was large enough
+/// to have left many (see [`TRIM_AFTER_RECORDS`]).
+pub fn after_load(records: usize) {
+    if records >= TRIM_AFTER_RECORDS {
+        return_free_memory();
+    }
+}

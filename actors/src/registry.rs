@@ -31,6 +31,8 @@ pub struct Registry {
     actors: ArbiterHandle,
     /// Set once every workspace found at start has loaded.
     ready: AtomicBool,
+    /// Actors started and workspaces forgotten so far (see [`Registry::generation`]).
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl Registry {
@@ -40,6 +42,7 @@ impl Registry {
             env,
             actors,
             ready: AtomicBool::new(false),
+            changes: Default::default(),
         })
     }
 
@@ -49,6 +52,32 @@ impl Registry {
             .iter()
             .map(|e| (*e.key(), e.value().clone()))
             .collect()
+    }
+
+    /// Every loaded workspace and the commit position its published state stands at,
+    /// read in place (no handle is cloned: cheap enough to run every second over ten
+    /// thousand workspaces).
+    pub fn positions(&self) -> Vec<(Uuid, u64)> {
+        self.workspaces
+            .iter()
+            .filter_map(|e| match e.value() {
+                Slot::Ready(h) => Some((*e.key(), h.view.load().position)),
+                Slot::Loading => None,
+            })
+            .collect()
+    }
+
+    /// Every workspace known, loaded or loading.
+    pub fn ids(&self) -> Vec<Uuid> {
+        self.workspaces.iter().map(|e| *e.key()).collect()
+    }
+
+    /// The commit position of a loaded workspace's published state.
+    pub fn position(&self, id: Uuid) -> Option<u64> {
+        match self.workspaces.get(&id)?.value() {
+            Slot::Ready(h) => Some(h.view.load().position),
+            Slot::Loading => None,
+        }
     }
 
     pub fn slot(&self, id: Uuid) -> Option<Slot> {
@@ -81,7 +110,18 @@ impl Registry {
     }
 
     fn start_actor(&self, state: WorkspaceState) -> WorkspaceHandle {
-        WorkspaceActor::spawn(state, self.env.clone(), &self.actors)
+        let handle = WorkspaceActor::spawn(state, self.env.clone(), &self.actors);
+        self.changes.fetch_add(1, Ordering::Release);
+        handle
+    }
+
+    /// A number that moves whenever what [`Registry::positions`] answers may have: a
+    /// workspace loaded, created or forgotten, or a state published. Equal twice, the
+    /// positions are the same.
+    pub fn generation(&self) -> u64 {
+        // Read before the positions they stand for: a change after the read moves it
+        // again, so it is seen next time.
+        self.changes.load(Ordering::Acquire) + self.env.publications.load(Ordering::Acquire)
     }
 
     /// Starts the actor for a loaded state and publishes it.
@@ -92,11 +132,34 @@ impl Registry {
         handle
     }
 
+    /// Starts the actor for a state loaded because the workspace became this server's
+    /// to hold, unless the workspace got an actor meanwhile (an import here created it):
+    /// that actor's state is the one its commits went into, and is never replaced. The
+    /// handle installed, or `None` when the state was dropped for the existing one.
+    pub fn install_if_absent(&self, state: WorkspaceState) -> Option<WorkspaceHandle> {
+        use dashmap::mapref::entry::Entry;
+        match self.workspaces.entry(state.id()) {
+            Entry::Occupied(e) if matches!(e.get(), Slot::Ready(_)) => None,
+            Entry::Occupied(mut e) => {
+                let handle = self.start_actor(state);
+                e.insert(Slot::Ready(handle.clone()));
+                Some(handle)
+            }
+            Entry::Vacant(e) => {
+                let handle = self.start_actor(state);
+                e.insert(Slot::Ready(handle.clone()));
+                Some(handle)
+            }
+        }
+    }
+
     /// Forgets a workspace this server no longer holds (several servers on one store,
     /// and others hold it now): its actor stops once the requests that still hold its
     /// handle are answered, and its memory goes with its last reader.
     pub fn remove(&self, id: Uuid) -> bool {
-        self.workspaces.remove(&id).is_some()
+        let removed = self.workspaces.remove(&id).is_some();
+        self.changes.fetch_add(1, Ordering::Release);
+        removed
     }
 
     /// The handle of a workspace, created empty when it does not exist yet (a first

@@ -85,11 +85,15 @@ pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
 /// A table whose order a bulk load defers ([`Table::defer_order`]).
 trait DeferOrder {
     fn defer_order(&mut self);
+    fn build_order(&mut self);
 }
 
-impl<K: std::hash::Hash + Eq + Ord + Clone, V: ?Sized> DeferOrder for Table<K, V> {
+impl<K: std::hash::Hash + Eq + Ord + Clone + 'static, V: ?Sized> DeferOrder for Table<K, V> {
     fn defer_order(&mut self) {
         Table::defer_order(self)
+    }
+    fn build_order(&mut self) {
+        Table::build_order(self)
     }
 }
 
@@ -172,6 +176,10 @@ struct BulkFill {
     /// Each distinct number is normalised once.
     numbers: crate::phone::NumberMemo,
 }
+
+/// Stored records from which a bulk fill's end builds its orders and indexes on
+/// threads of their own (see [`WorkspaceState::end_bulk_with`]).
+const ON_THREADS_FROM: usize = 20_000;
 
 /// How a bulk fill's end builds the two search indexes (phone numbers, e-mails).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,7 +351,14 @@ impl WorkspaceState {
             self.notes.clone(),
             self.attachments.clone(),
         );
-        let (persons, cv_by_row, notes_by_parent, attachments_by_parent) =
+        let small = self.stored_records() < ON_THREADS_FROM;
+        let (persons, cv_by_row, notes_by_parent, attachments_by_parent) = if small {
+            // A small workspace's orders take microseconds: threads would cost more
+            // than they save, and what they allocate would sit in their allocator
+            // arenas (a fleet of small workspaces loads thousands of them).
+            self.for_each_table(|t| t.build_order());
+            build_children(&tables.0, &tables.1, &tables.2)
+        } else {
             std::thread::scope(|s| {
                 // The two large tables' orders on a thread of their own each; the
                 // one-to-many indexes on a third, from the rows; the rest on this one.
@@ -359,13 +374,18 @@ impl WorkspaceState {
                 self.tasks.build_order();
                 self.attachments.build_order();
                 children.join().expect("index builds do not panic")
-            });
+            })
+        };
         self.persons = persons;
         self.cv_by_row = cv_by_row;
         self.notes_by_parent = notes_by_parent;
         self.attachments_by_parent = attachments_by_parent;
         let ordered = std::time::Instant::now();
-        self.build_search(search);
+        self.build_search(if small {
+            SearchBuild::OneAfterTheOther
+        } else {
+            search
+        });
         tracing::debug!(
             search_ms = ordered.elapsed().as_millis() as u64,
             "search indexes built"
@@ -878,7 +898,10 @@ impl WorkspaceState {
     #[cfg(test)]
     pub(crate) fn describe(&self) -> String {
         use std::fmt::Write;
-        fn table<K: std::fmt::Debug + Ord + Clone + std::hash::Hash + Eq + MinKey, V: ?Sized>(
+        fn table<
+            K: std::fmt::Debug + Ord + Clone + std::hash::Hash + Eq + MinKey + 'static,
+            V: ?Sized,
+        >(
             out: &mut String,
             name: &str,
             t: crate::table::TableRef<'_, K, V>,

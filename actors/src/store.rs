@@ -57,7 +57,9 @@ pub struct ChangeSet {
     pub tombstones: Vec<crate::tombstones::TombstoneChange>,
     /// Write no change log for it: the workspace's first commit, which no reader can be
     /// behind (every reader starts from a full sync of a workspace that exists, so at or
-    /// after this commit's position).
+    /// after this commit's position). The workspace's row, which makes it exist for
+    /// every other reader, goes in its last transaction (`Store::commit_import`): no
+    /// server loads the workspace before its first import has committed whole.
     pub unlogged: bool,
     /// Every upsert is of a record the store does not hold: the workspace's first import
     /// into a store without any of its records. A store may insert rather than upsert
@@ -185,6 +187,43 @@ pub trait Store: Send + Sync + 'static {
             }
         })
         .await
+    }
+
+    /// Streams every record of several workspaces into `sink`, with the workspace each
+    /// belongs to: a load of many small workspaces reads them together, in one round
+    /// trip rather than one each. Stores override this with one read.
+    async fn load_records_of(
+        &self,
+        workspaces: &[Uuid],
+        sink: &mut (dyn FnMut(Uuid, Record) + Send),
+    ) -> Result<(), StoreError> {
+        for &w in workspaces {
+            self.load_records(w, &mut |r| sink(w, r)).await?;
+        }
+        Ok(())
+    }
+
+    /// The commit positions of several workspaces, in their order (see
+    /// [`position`](Self::position)). Stores override this with one read.
+    async fn positions(&self, workspaces: &[Uuid]) -> Result<Vec<CommitPosition>, StoreError> {
+        let mut out = Vec::with_capacity(workspaces.len());
+        for &w in workspaces {
+            out.push(self.position(w).await?);
+        }
+        Ok(out)
+    }
+
+    /// The tombstones of several workspaces, in their order (see
+    /// [`tombstones`](Self::tombstones)). Stores override this with one read.
+    async fn tombstones_of(
+        &self,
+        workspaces: &[Uuid],
+    ) -> Result<Vec<Vec<(Change, Stamp)>>, StoreError> {
+        let mut out = Vec::with_capacity(workspaces.len());
+        for &w in workspaces {
+            out.push(self.tombstones(w).await?);
+        }
+        Ok(out)
     }
 
     /// Applies a change set to one workspace atomically: all of it or nothing.

@@ -112,7 +112,7 @@ impl<K: Clone, V: ?Sized> Clone for Subset<K, V> {
     }
 }
 
-impl<K: std::fmt::Debug + Ord + Clone, V: std::fmt::Debug + ?Sized> std::fmt::Debug
+impl<K: std::fmt::Debug + Ord + Clone + 'static, V: std::fmt::Debug + ?Sized> std::fmt::Debug
     for Table<K, V>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,7 +136,7 @@ impl<K: Clone, V: ?Sized> Clone for Table<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Default for Table<K, V> {
+impl<K: Hash + Eq + Ord + Clone + 'static, V: ?Sized> Default for Table<K, V> {
     fn default() -> Self {
         Table {
             slots: CowVec::default(),
@@ -149,7 +149,7 @@ impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Default for Table<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Ord + Clone, V: ?Sized> Table<K, V> {
+impl<K: Hash + Eq + Ord + Clone + 'static, V: ?Sized> Table<K, V> {
     /// An empty table that also keeps the order of the rows `member` accepts.
     pub fn with_subset(member: fn(&V) -> bool) -> Self {
         Table {
@@ -475,7 +475,7 @@ impl<K, V: ?Sized> Clone for TableRef<'_, K, V> {
 
 impl<K, V: ?Sized> Copy for TableRef<'_, K, V> {}
 
-impl<'t, K: Hash + Eq + Ord + Clone, V: ?Sized> TableRef<'t, K, V> {
+impl<'t, K: Hash + Eq + Ord + Clone + 'static, V: ?Sized> TableRef<'t, K, V> {
     fn sub(&self) -> Option<&'t Subset<K, V>> {
         self.subset
             .then(|| self.table.subset.as_deref().expect("a table with a subset"))
@@ -580,7 +580,7 @@ impl<'t, K: Hash + Eq + Ord + Clone, V: ?Sized> TableRef<'t, K, V> {
 }
 
 /// A table's key as the API and its cursors know it.
-pub trait TableKey: Hash + Eq + Ord + Clone + MinKey {
+pub trait TableKey: Hash + Eq + Ord + Clone + MinKey + 'static {
     /// The key as a cursor carries it.
     fn to_cursor_id(&self) -> CursorId;
     /// The key a cursor carries, if it is one of this table's kind.

@@ -5,11 +5,12 @@
 
 pub mod client;
 
-use crate::cluster::routing::{PASSED_IMPORT, PASSED_KEYS};
+use crate::cluster::relay::{PASSED_IMPORT, PASSED_KEYS};
 use crate::http::context::{request_context, RequestId};
 use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
-use crate::http::forward;
+use crate::http::forwarding::respond;
+use crate::http::node;
 use crate::http::{no_such_path, refuse_methods_but};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::keys::{parse_key_request, KeyService};
@@ -36,14 +37,7 @@ pub struct AdminState {
 /// The workspaces this node holds in memory, each with the position its state stands
 /// at (those still loading hold nothing yet).
 pub fn holdings(registry: &Registry) -> Vec<crate::cluster::Holding> {
-    registry
-        .slots()
-        .into_iter()
-        .filter_map(|(id, slot)| match slot {
-            Slot::Ready(h) => Some((id, h.state().position)),
-            Slot::Loading => None,
-        })
-        .collect()
+    registry.positions()
 }
 
 /// `GET /admin/v1/cluster`: the nodes, and which of them hold and write each workspace.
@@ -84,7 +78,10 @@ async fn ready(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     check_token(&req, &state)?;
-    if state.registry.is_ready() && state.api_accepting.load(Ordering::Acquire) {
+    if state.registry.is_ready()
+        && state.membership.is_settled()
+        && state.api_accepting.load(Ordering::Acquire)
+    {
         Envelope::of(&serde_json::json!({"ready": true}))?.respond(rid.as_str())
     } else {
         Err(ApiError::new(
@@ -104,6 +101,9 @@ fn not_ready_message(state: &AdminState) -> String {
         .iter()
         .filter(|(_, s)| matches!(s, Slot::Loading))
         .count();
+    if loading == 0 && !state.membership.is_settled() {
+        return "not ready: taking the writer leases of the workspaces loaded".into();
+    }
     if loading == 0 {
         return "not ready: the API listener is not accepting yet".into();
     }
@@ -197,18 +197,18 @@ async fn import(
         kept.freeze()
     };
     let (parsed, kept) = futures_util::future::join(parsing, upload).await;
-    let snap = forward::parsed(parsed)?;
+    let snap = node::parsed(parsed)?;
     if keep {
-        let workspace = forward::workspace_of(&snap).id;
+        let workspace = node::workspace_of(&snap).id;
         let passed = state
             .membership
-            .pass_to_writer(workspace, PASSED_IMPORT, kept, rid.as_str())
+            .pass(workspace, PASSED_IMPORT, kept, rid.as_str())
             .await;
         if let Some(answer) = passed {
-            return Ok(forward::respond(answer?));
+            return Ok(respond(answer?));
         }
     }
-    let data = forward::import_here(&state.registry, snap).await?;
+    let data = node::import_here(&state.registry, &state.membership, snap).await?;
     Envelope::of(&data)?.respond(rid.as_str())
 }
 
@@ -227,10 +227,10 @@ async fn create_key(
         None => {
             let passed = state
                 .membership
-                .pass_to_writer(workspace, PASSED_KEYS, body, rid.as_str())
+                .pass(workspace, PASSED_KEYS, body, rid.as_str())
                 .await;
             return match passed {
-                Some(answer) => Ok(forward::respond(answer?)),
+                Some(answer) => Ok(respond(answer?)),
                 None => Err(ApiError::bad_request(format!("no workspace {workspace}"))),
             };
         }

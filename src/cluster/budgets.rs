@@ -1,6 +1,6 @@
 //! A key's budget across a change of writer.
 //!
-//! Every request of a workspace is answered by its writer ([`super::routing`]), so while
+//! Every request of a workspace is answered by its writer ([`super::router`]), so while
 //! the writer stays, one limiter counts every request of the workspace's keys and the
 //! budget is exact. So that the next writer (after a failover or a hand-over) goes on
 //! from the same count rather than from an empty window:
@@ -43,11 +43,16 @@ pub struct KeyWindow {
 
 impl KeyWindow {
     /// The counts as stored: 61 big-endian `u32`s, oldest second first.
-    fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         self.counts.iter().flat_map(|c| c.to_be_bytes()).collect()
     }
 
-    fn from_row(workspace: Uuid, key: String, newest: i64, bytes: &[u8]) -> Option<KeyWindow> {
+    pub(crate) fn from_row(
+        workspace: Uuid,
+        key: String,
+        newest: i64,
+        bytes: &[u8],
+    ) -> Option<KeyWindow> {
         if bytes.len() != SECONDS * 4 {
             return None;
         }
@@ -79,84 +84,54 @@ impl Membership {
     /// Shares this node's key budgets with the cluster (see the module's docs). Until
     /// it is called, a node's budgets are its own.
     pub fn share_budgets(&self, budgets: Arc<dyn Budgets>) {
-        if let Some(s) = &self.shared {
-            let _ = s.budgets.set(budgets);
-        }
+        let _ = self.budgets.set(budgets);
     }
 
-    /// Writes the windows that changed every [`SHARE_EVERY`] while the process runs.
+    /// Writes the windows that changed every [`SHARE_EVERY`] while the process runs
+    /// (on its own, a node shares with nobody).
     pub async fn keep_sharing_budgets(self: Arc<Self>) {
+        if !self.store.shared() {
+            return;
+        }
+        // A tick, not a sleep after each write: a slow write must not stretch the
+        // period, since what a crash can lose is what was counted since the last share.
+        let mut every = tokio::time::interval(SHARE_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        every.tick().await;
         loop {
-            tokio::time::sleep(SHARE_EVERY).await;
+            every.tick().await;
             if let Err(e) = self.write_budgets().await {
-                tracing::warn!(error = %e, "sharing the keys' budgets");
+                tracing::warn!(error = %format!("{e:#}"), "sharing the keys' budgets");
             }
         }
     }
 
     /// Writes the windows that changed since the last write, and deletes the rows (of
     /// any node) whose newest second has left every window.
-    pub(super) async fn write_budgets(&self) -> Result<(), sqlx::Error> {
-        let Some(s) = &self.shared else {
-            return Ok(());
-        };
-        let Some(budgets) = s.budgets.get() else {
+    pub(super) async fn write_budgets(&self) -> anyhow::Result<()> {
+        let Some(budgets) = self.budgets.get() else {
             return Ok(());
         };
         let changed = budgets.changed();
-        if !changed.is_empty() {
-            let mut workspaces = Vec::with_capacity(changed.len());
-            let mut keys = Vec::with_capacity(changed.len());
-            let mut newest = Vec::with_capacity(changed.len());
-            let mut counts = Vec::with_capacity(changed.len());
-            for w in &changed {
-                workspaces.push(w.workspace.to_string());
-                keys.push(w.key.clone());
-                newest.push(w.newest);
-                counts.push(w.to_bytes());
-            }
-            sqlx::query(
-                "INSERT INTO key_budgets (workspace_id, key_id, node, newest, counts) \
-                 SELECT w, k, $1, n, c FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::bytea[]) AS u(w, k, n, c) \
-                 ON CONFLICT (workspace_id, key_id, node) DO UPDATE \
-                 SET newest = EXCLUDED.newest, counts = EXCLUDED.counts",
-            )
-            .bind(&self.me.name)
-            .bind(&workspaces)
-            .bind(&keys)
-            .bind(&newest)
-            .bind(&counts)
-            .execute(&s.pool)
-            .await?;
-        }
-        sqlx::query("DELETE FROM key_budgets WHERE newest < $1")
-            .bind(budgets.now() - SECONDS as i64)
-            .execute(&s.pool)
-            .await?;
-        Ok(())
+        self.store
+            .write_windows(&self.row, &changed, budgets.now() - SECONDS as i64)
+            .await
     }
 
-    /// Merges what every node counted for `workspace`'s keys into this node's windows:
-    /// done when this node takes the workspace's writer lease, before it answers as the
-    /// writer.
-    pub(super) async fn merge_budgets(&self, workspace: Uuid) -> Result<(), sqlx::Error> {
-        let Some(s) = &self.shared else {
+    /// Merges what every node counted for the keys of `workspaces` into this node's
+    /// windows: done when this node takes their writer leases, before it answers as
+    /// their writer.
+    pub(super) async fn merge_budgets(&self, workspaces: &[Uuid]) -> anyhow::Result<()> {
+        let Some(budgets) = self.budgets.get() else {
             return Ok(());
         };
-        let Some(budgets) = s.budgets.get() else {
+        if workspaces.is_empty() {
             return Ok(());
-        };
-        let rows: Vec<(String, i64, Vec<u8>)> = sqlx::query_as(
-            "SELECT key_id, newest, counts FROM key_budgets WHERE workspace_id = $1 AND newest >= $2",
-        )
-        .bind(workspace.to_string())
-        .bind(budgets.now() - SECONDS as i64)
-        .fetch_all(&s.pool)
-        .await?;
-        let windows: Vec<KeyWindow> = rows
-            .into_iter()
-            .filter_map(|(key, newest, bytes)| KeyWindow::from_row(workspace, key, newest, &bytes))
-            .collect();
+        }
+        let windows = self
+            .store
+            .windows_of(workspaces, budgets.now() - SECONDS as i64)
+            .await?;
         budgets.merge(&windows);
         Ok(())
     }

@@ -1,11 +1,11 @@
-//! Node-to-node requests: a request this node passes to the node that should answer it
-//! (the workspace's writer), over HTTPS with keep-alive.
+//! Node-to-node requests, the client: a request this node passes to the node that
+//! should answer it (the workspace's writer), over HTTPS with keep-alive.
 //!
 //! - The peer is trusted by its certificate alone: the SHA-256 of the certificate it
 //!   published in the store (`cluster_nodes.cert_sha256`), not a CA (nodes run on
 //!   self-signed certificates as readily as on an operator's).
 //! - The peer trusts this node by the secret this start presents ([`NODE`],
-//!   [`NODE_SECRET`]), whose SHA-256 alone is in the store.
+//!   [`NODE_SECRET`]) on that pinned connection; the store keeps its SHA-256 alone.
 //! - Connections are kept per worker thread and peer (an actix worker is a thread of
 //!   its own, and each connection's task runs on the thread that opened it).
 //! - A request is written only once: a connection found closed before the request went
@@ -37,8 +37,6 @@ pub const REQUEST_ID: &str = "x-recruitd-request-id";
 /// the passing node looks for the writer again. With status 421 (Misdirected Request).
 pub const NOT_HERE: &str = "x-recruitd-not-here";
 
-/// Longest a forwarded request waits for its answer.
-const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 /// Longest a connection to a peer takes to open (TCP and TLS).
 const CONNECT_WITHIN: Duration = Duration::from_secs(2);
 /// Idle connections kept per worker thread and peer.
@@ -128,6 +126,19 @@ pub enum Failure {
     Unknown(String, String),
 }
 
+/// The certificate chain and key a node presents as a TLS client to the others (its
+/// API's own pair): their listeners count its connections apart from their clients'.
+pub struct ClientIdentity {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: rustls::pki_types::PrivateKeyDer<'static>,
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientIdentity").finish_non_exhaustive()
+    }
+}
+
 /// A request to pass on: everything but the connection's own headers. (Plain names
 /// and bytes: the server's HTTP types and this client's are of different crates.)
 pub struct Outgoing {
@@ -156,16 +167,22 @@ thread_local! {
     static IDLE: RefCell<HashMap<PeerKey, Vec<Sender>>> = RefCell::new(HashMap::new());
 }
 
-/// Sends `request` to `peer` and reads the whole answer. Must run on an actix (or
-/// tokio local) thread: a new connection's task is spawned on it.
-pub async fn send(peer: &Peer, request: Outgoing) -> Result<Answer, Failure> {
+/// Sends `request` to `peer` and reads the whole answer, waiting for it at most
+/// `answer_within`. Must run on an actix (or tokio local) thread: a new connection's
+/// task is spawned on it.
+pub async fn send(
+    identity: Option<&ClientIdentity>,
+    peer: &Peer,
+    request: Outgoing,
+    answer_within: Duration,
+) -> Result<Answer, Failure> {
     let key = (peer.name.clone(), peer.cert_sha256);
     let mut req = build(peer, request);
     loop {
         let pooled = IDLE.with(|idle| idle.borrow_mut().get_mut(&key).and_then(Vec::pop));
         let (mut sender, fresh) = match pooled {
             Some(s) => (s, false),
-            None => (connect(peer).await?, true),
+            None => (connect(identity, peer).await?, true),
         };
         if sender.ready().await.is_err() {
             if fresh {
@@ -176,11 +193,11 @@ pub async fn send(peer: &Peer, request: Outgoing) -> Result<Answer, Failure> {
             }
             continue;
         }
-        match tokio::time::timeout(ANSWER_WITHIN, sender.try_send_request(req)).await {
+        match tokio::time::timeout(answer_within, sender.try_send_request(req)).await {
             Err(_) => return Err(Failure::Unknown(peer.name.clone(), "timed out".into())),
             Ok(Ok(res)) => {
                 let (parts, body) = res.into_parts();
-                let body = tokio::time::timeout(ANSWER_WITHIN, body.collect())
+                let body = tokio::time::timeout(answer_within, body.collect())
                     .await
                     .map_err(|_| Failure::Unknown(peer.name.clone(), "timed out".into()))?
                     .map_err(|e| Failure::Unknown(peer.name.clone(), e.to_string()))?
@@ -236,7 +253,7 @@ fn build(peer: &Peer, o: Outgoing) -> hyper::Request<Full<Bytes>> {
     req
 }
 
-async fn connect(peer: &Peer) -> Result<Sender, Failure> {
+async fn connect(identity: Option<&ClientIdentity>, peer: &Peer) -> Result<Sender, Failure> {
     let unreachable = |e: String| Failure::Unreachable(peer.name.clone(), e);
     let opened = async {
         let tcp = tokio::net::TcpStream::connect(&peer.authority)
@@ -244,7 +261,7 @@ async fn connect(peer: &Peer) -> Result<Sender, Failure> {
             .map_err(|e| e.to_string())?;
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
         let name = ServerName::try_from(peer.host.clone()).map_err(|e| e.to_string())?;
-        let tls = tokio_rustls::TlsConnector::from(client_config(peer.cert_sha256))
+        let tls = tokio_rustls::TlsConnector::from(client_config(identity, peer.cert_sha256))
             .connect(name, tcp)
             .await
             .map_err(|e| e.to_string())?;
@@ -263,19 +280,29 @@ async fn connect(peer: &Peer) -> Result<Sender, Failure> {
     }
 }
 
-/// A client configuration that trusts exactly the certificate whose SHA-256 is `pin`.
-fn client_config(pin: [u8; 32]) -> Arc<rustls::ClientConfig> {
+/// A client configuration that trusts exactly the certificate whose SHA-256 is `pin`,
+/// and presents `identity` when asked for a certificate.
+fn client_config(identity: Option<&ClientIdentity>, pin: [u8; 32]) -> Arc<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = Arc::new(Pinned {
         pin,
         schemes: provider.signature_verification_algorithms,
     });
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match identity {
+        Some(id) => config
+            .clone()
+            .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the node's certificate cannot be presented to other nodes");
+                config.with_no_client_auth()
+            }),
+        None => config.with_no_client_auth(),
+    };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Arc::new(config)
 }

@@ -3,48 +3,53 @@
 //! Every `serve` started on the same PostgreSQL store is a node of one cluster; the
 //! store is the one source of truth, and what the nodes agree on are its rows and
 //! transactions (no consensus of their own). The embedded SQLite store is single-node
-//! (its store lock refuses a second server): there, the node is the whole cluster.
+//! (its store lock refuses a second server): there, the node is the whole cluster
+//! ([`solo`]).
 //!
-//! - [`Membership`]: each node's row in `cluster_nodes`, held by a lease it renews every
-//!   [`RENEW_EVERY`], alive while the lease has not passed by PostgreSQL's clock.
-//!   A name is held by one running node at a time: a start under the name of a live
-//!   node waits for its lease to pass and is refused if it does not (a node restarted
-//!   after `kill -9` under its name and URL takes its row back at once).
-//! - Each node reports the workspaces it holds in memory and the commit position each
-//!   stands at (`cluster_holdings`), with every renewal: the cluster view's holders
-//!   and their lag are those reports, not a guess.
-//! - [`placement`]: which nodes a workspace belongs on (rendezvous hashing).
-//! - [`writers`]: which node writes each workspace (leases with epochs, which every
-//!   commit checks: `crate::store::fence`).
-//! - [`routing`]: where a workspace's requests are answered (its writer), and
-//!   [`forward`]: passing them there, node to node over HTTPS.
-//! - [`holding`]: what each node loads (its placed workspaces) and lets go.
-//! - [`follow`]: the other holders keep their copies in step from the change log.
-//! - [`budgets`]: a key's budget goes on at the next writer of its workspace.
+//! The rooms, each one concern:
+//! - [`port`]: what the cluster keeps in the store (the SQL is `crate::store::cluster`).
+//! - [`directory`]: the live nodes, the writer leases and the loaded copies as this node
+//!   last read them; [`placement`]: which nodes a workspace belongs on (rendezvous).
+//! - [`rounds`]: once a second (or when told), a node renews its row (and so every
+//!   lease it holds), reports its copies, reads what changed, and carries out what the
+//!   directory says: loads what is placed here, lets go of what is held elsewhere,
+//!   takes the leases it should hold and hands over those it should not
+//!   ([`leases`]: taking, catching up, handing over, claiming for an import).
+//! - [`follow`]: copies this node holds and does not write follow the writer's commits.
+//! - [`router`]: where a workspace's request is answered (a pure decision), and
+//!   [`relay`]: passing it there, node to node over HTTPS ([`forward`]: the client).
+//! - [`budgets`]: a key's budget goes on at the next writer; [`signers`]: the nodes'
+//!   public keys.
 
 pub mod budgets;
+pub mod directory;
 pub mod follow;
 pub mod forward;
-pub mod holding;
+pub mod leases;
 pub mod placement;
-pub mod routing;
-pub mod writers;
+pub mod port;
+pub mod relay;
+pub mod rounds;
+pub mod router;
+pub mod signers;
+pub mod solo;
 
 use crate::store::fence::Fences;
-use anyhow::Context;
+use directory::Directory;
+use port::{ClusterStore, Me};
 use serde::Serialize;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sha2::Digest;
+use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// How long a node's row stays alive without a renewal.
+/// How long a node's row (and so every lease it holds) stays alive without a renewal.
 pub const LEASE: Duration = Duration::from_secs(5);
 
-/// How often a node renews its lease (and reports its holdings).
+/// How often a node renews its row and runs a round.
 pub const RENEW_EVERY: Duration = Duration::from_secs(1);
 
 /// `--replicas`' default.
@@ -125,7 +130,7 @@ pub struct Node {
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct HeldWorkspace {
     pub id: Uuid,
-    /// The node that writes it: the one live holder while a workspace has one.
+    /// The node that writes it: the one live holder of its lease, while one holds it.
     pub owner: Option<String>,
     pub holders: Vec<String>,
     /// Per holder, how far behind the store's last commit it stands (0: up to date).
@@ -140,416 +145,270 @@ pub struct ClusterView {
     pub workspaces: Vec<HeldWorkspace>,
 }
 
-/// A workspace this node holds, and the commit position its state stands at.
+/// A workspace this node holds, and the commit position its copy stands at.
 pub type Holding = (Uuid, u64);
 
-/// This node's membership (see the module's docs).
+/// This node's membership (see the module's docs): who it is, what it holds, and the
+/// directory it routes by.
 pub struct Membership {
     me: Identity,
-    shared: Option<Shared>,
-}
-
-struct Shared {
-    pool: PgPool,
-    /// This start's id (text, as the store keeps ids).
-    incarnation: String,
+    /// This start's row, as the port writes it.
+    row: Me,
+    store: Arc<dyn ClusterStore>,
     /// The writer leases this start holds (its store checks every commit against them).
     fences: Arc<Fences>,
-    /// Workspaces whose lease is being taken now (one take at a time each).
-    acquiring: parking_lot::Mutex<std::collections::HashSet<Uuid>>,
-    /// Workspaces being loaded here now because they were placed here (`holding`).
-    holding_changes: parking_lot::Mutex<std::collections::HashSet<Uuid>>,
     /// What this start presents to other nodes (hex); its SHA-256 is in its row.
     secret: String,
-    /// SHA-256 of this node's TLS certificate (hex), published in its row.
-    cert_sha256: String,
-    /// The live nodes and the workspaces' writers (see [`routing`]).
-    directory: arc_swap::ArcSwap<routing::Directory>,
-    /// Held while a request reads the directory afresh (one read for all that wait).
-    directory_read: tokio::sync::Mutex<()>,
+    /// The directory, as last read: what requests are routed by.
+    directory: arc_swap::ArcSwap<Directory>,
+    /// One directory read at a time (rounds, and requests that must look again).
+    reading: tokio::sync::Mutex<()>,
+    /// Workspaces whose lease is being taken or given up now (one at a time each).
+    busy: parking_lot::Mutex<HashSet<Uuid>>,
+    /// Workspaces whose leases this node is handing over: no longer answered here as
+    /// their writer, while the writes already passed to their actors commit under the
+    /// lease still held.
+    leaving: parking_lot::Mutex<HashSet<Uuid>>,
+    /// Wakes the rounds before their time (a lease handed to this node, a new
+    /// workspace found, a node named that the directory does not know yet).
+    wake: tokio::sync::Notify,
+    /// When a name the directory does not know last woke the rounds (milliseconds since
+    /// `joined`): at most once a [`RENEW_EVERY`], so that headers sent by anyone cost
+    /// no more rounds than the timer runs.
+    unknown_name_woke: std::sync::atomic::AtomicU64,
+    /// The rounds' own state (`rounds`).
+    rounds: tokio::sync::Mutex<rounds::RoundState>,
+    /// Held while a round runs: rounds never overlap.
+    round_running: tokio::sync::Mutex<()>,
+    /// Set once the first round after the start's loads has run (see `settle`).
+    settled: AtomicBool,
     /// Set while another start holds this node's name (this one was stopped past its
     /// lease): logged once, cleared when the name is back.
     lost: AtomicBool,
-    /// Whether another node was alive at the last look (the join, then each renewal).
-    others: AtomicBool,
     /// Set once this node has left (or tried to).
     left: AtomicBool,
+    /// Set once this node has started handing its leases over (it is stopping): it
+    /// takes none again, loads nothing more, and lets nothing go.
+    handing_over: AtomicBool,
     /// When this node joined.
     joined: std::time::Instant,
-    /// Set once this node has handed its writer leases over (it is stopping): it takes
-    /// none again, loads nothing more, and lets nothing go.
-    handing_over: AtomicBool,
     /// What seals this node's cursors, feed tokens and download URLs, and learns the
-    /// other nodes' public keys (`actors::signing`; published in `signing_keys`).
+    /// other nodes' public keys (`actors::signing`; published through the port).
     signer: Arc<actors::signing::Signer>,
     /// Held while the public keys are read on demand; when they last were.
     signers_read: tokio::sync::Mutex<Option<std::time::Instant>>,
     /// The node's per-key limiter, once the server shares it ([`budgets`]).
     budgets: std::sync::OnceLock<Arc<dyn budgets::Budgets>>,
+    /// What the node presents as a TLS client to the others (see
+    /// [`forward::ClientIdentity`]).
+    identity: Option<forward::ClientIdentity>,
 }
-
-/// How long a node handing its leases over lets the writes it took commit first (a
-/// commit takes milliseconds; one slower than this is refused, and retried by its
-/// client).
-const WRITES_IN_FLIGHT: Duration = Duration::from_millis(500);
-
-/// How often a node reads the published public keys on demand, at most.
-const SIGNERS_READ_EVERY: Duration = Duration::from_millis(250);
 
 /// How long a start waits for a stopped node's lease on its name to pass.
 const NAME_WAIT: Duration = Duration::from_millis(LEASE.as_millis() as u64 + 1000);
 
 impl Membership {
-    /// A node on its own (SQLite).
-    pub fn alone(me: Identity) -> Arc<Membership> {
-        Arc::new(Membership { me, shared: None })
-    }
-
     /// The fences of a node that will join as `me`: what its store checks commits
     /// against, and whose incarnation its membership is.
     pub fn fences_for(me: &Identity) -> Arc<Fences> {
         Fences::new(me.name.clone(), Uuid::new_v4().to_string(), LEASE)
     }
 
-    /// Joins the cluster of the PostgreSQL store at `url` (migrated already) as the
-    /// start `fences` names (see [`Membership::fences_for`]). A live node of the same
-    /// name is waited for up to its lease, then refused.
-    /// `cert_sha256` is the SHA-256 (hex) of the node's TLS certificate, which other
-    /// nodes pin; `signer` seals what the node hands out, and its public key is
-    /// published for the other nodes to check those seals with.
+    /// A node alone on its store for good (SQLite): the whole cluster.
+    pub async fn alone(me: Identity, signer: Arc<actors::signing::Signer>) -> Arc<Membership> {
+        let fences = Self::fences_for(&me);
+        let m = Self::join(
+            Arc::new(solo::Solo::default()),
+            me,
+            fences,
+            String::new(),
+            signer,
+            None,
+        )
+        .await
+        .expect("a node alone joins its own cluster");
+        m.settled.store(true, Ordering::Release);
+        m
+    }
+
+    /// Joins the cluster of `store` as the start `fences` names (see
+    /// [`Membership::fences_for`]). A live node of the same name is waited for up to its
+    /// lease, then refused. `cert_sha256` is the SHA-256 (hex) of the node's TLS
+    /// certificate, which other nodes pin; `signer` seals what the node hands out, and
+    /// its public key is published for the other nodes to check those seals with.
     pub async fn join(
-        url: &str,
+        store: Arc<dyn ClusterStore>,
         me: Identity,
         fences: Arc<Fences>,
         cert_sha256: String,
         signer: Arc<actors::signing::Signer>,
+        identity: Option<forward::ClientIdentity>,
     ) -> anyhow::Result<Arc<Membership>> {
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|e| anyhow::anyhow!("invalid PostgreSQL URL: {e}"))?;
-        let pool = PgPoolOptions::new()
-            // Renewals, the writer leases' rounds and takes, the cluster view.
-            .max_connections(4)
-            .acquire_timeout(crate::store::ACQUIRE_TIMEOUT)
-            .connect_with(options)
-            .await
-            .context("connecting for the cluster's membership")?;
-        let shared = Shared {
-            pool,
+        let secret = forward::hex(&rand::random::<[u8; 32]>());
+        let row = Me {
+            name: me.name.clone(),
+            advertise_url: me.advertise_url.clone(),
             incarnation: fences.incarnation.clone(),
-            fences,
-            acquiring: Default::default(),
-            holding_changes: Default::default(),
-            secret: forward::hex(&rand::random::<[u8; 32]>()),
             cert_sha256,
-            directory: Default::default(),
-            directory_read: Default::default(),
-            lost: AtomicBool::new(false),
-            others: AtomicBool::new(true),
-            left: AtomicBool::new(false),
-            handing_over: AtomicBool::new(false),
-            budgets: Default::default(),
-            signer,
-            signers_read: Default::default(),
-            joined: std::time::Instant::now(),
+            secret_sha256: forward::sha256_hex(secret.as_bytes()),
         };
         let deadline = tokio::time::Instant::now() + NAME_WAIT;
         loop {
-            if shared.take_name(&me).await? {
+            let began = std::time::Instant::now();
+            if store.take_name(&row, LEASE.as_millis() as u64).await? {
+                fences.renewed(began);
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                let holder: Option<(String,)> =
-                    sqlx::query_as("SELECT advertise_url FROM cluster_nodes WHERE name = $1")
-                        .bind(&me.name)
-                        .fetch_optional(&shared.pool)
-                        .await?;
+                let holder = store.holder_of_name(&me.name).await?;
                 anyhow::bail!(
                     "node name {:?} is held by a running node (advertising {}): give this node \
                      another --node-name, or stop that one",
                     me.name,
-                    holder.map_or_else(|| "?".into(), |h| h.0)
+                    holder.unwrap_or_else(|| "?".into())
                 );
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        // Before this node seals anything, the others can learn its key; it learns theirs.
-        sqlx::query(
-            "INSERT INTO signing_keys (key_id, public_key, node) VALUES ($1, $2, $3) \
-             ON CONFLICT (key_id) DO UPDATE SET node = EXCLUDED.node",
-        )
-        .bind(forward::hex(&shared.signer.key_id()))
-        .bind(shared.signer.public_key())
-        .bind(&me.name)
-        .execute(&shared.pool)
-        .await
-        .context("publishing the node's public key")?;
-        shared.learn_signers().await?;
-        let others = shared.others_alive(&me).await?;
-        shared.others.store(others, Ordering::Relaxed);
-        tracing::info!(node = %me.name, advertise_url = %me.advertise_url, others_alive = others, "joined the cluster");
-        Ok(Arc::new(Membership {
+        let m = Arc::new(Membership {
             me,
-            shared: Some(shared),
-        }))
+            row,
+            store,
+            fences,
+            secret,
+            directory: Default::default(),
+            reading: Default::default(),
+            busy: Default::default(),
+            leaving: Default::default(),
+            wake: Default::default(),
+            unknown_name_woke: Default::default(),
+            rounds: Default::default(),
+            round_running: Default::default(),
+            settled: AtomicBool::new(false),
+            lost: AtomicBool::new(false),
+            left: AtomicBool::new(false),
+            handing_over: AtomicBool::new(false),
+            joined: std::time::Instant::now(),
+            signer,
+            signers_read: Default::default(),
+            budgets: Default::default(),
+            identity,
+        });
+        // Before this node seals anything, the others can learn its key; it learns theirs.
+        m.publish_signer().await?;
+        m.read_directory().await?;
+        if m.store.shared() {
+            tracing::info!(node = %m.me.name, advertise_url = %m.me.advertise_url, others_alive = m.others_alive(), "joined the cluster");
+        }
+        Ok(m)
     }
 
     pub fn me(&self) -> &Identity {
         &self.me
     }
 
+    /// Whether other nodes may ever share this node's store (not on SQLite).
+    pub fn shared(&self) -> bool {
+        self.store.shared()
+    }
+
     /// Whether another node was alive at the last look (never, on its own).
     pub fn others_alive(&self) -> bool {
-        self.shared
-            .as_ref()
-            .is_some_and(|s| s.others.load(Ordering::Relaxed))
+        self.has_peers()
     }
 
-    /// Whether [`Membership::leave`] has run (on its own, a node has nothing to leave).
+    /// Whether the directory names a live node other than this one (never, on its
+    /// own): until it does, every request is this node's to answer.
+    pub fn has_peers(&self) -> bool {
+        self.directory.load().has_peers(&self.me.name)
+    }
+
+    /// Whether [`Membership::leave`] has run.
     pub fn has_left(&self) -> bool {
-        self.shared
-            .as_ref()
-            .is_none_or(|s| s.left.load(Ordering::Relaxed))
+        self.left.load(Ordering::Relaxed)
     }
 
-    /// Renews the lease and reports `held` (on its own, a node has nothing to renew).
-    /// `Ok(false)` when another start holds this node's name.
-    pub async fn renew(&self, held: &[Holding]) -> Result<bool, sqlx::Error> {
-        let Some(s) = &self.shared else {
-            return Ok(true);
-        };
-        // The leases renewed hold from before the transaction's `now()` by this clock.
-        let began = std::time::Instant::now();
-        let mut tx = s.pool.begin().await?;
-        let renewed = sqlx::query(
-            "UPDATE cluster_nodes SET lease_until = now() + $3 * interval '1 millisecond' \
-             WHERE name = $1 AND incarnation = $2",
-        )
-        .bind(&self.me.name)
-        .bind(&s.incarnation)
-        .bind(LEASE.as_millis() as i64)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if !renewed {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        // A node handing over reports nothing held: no node counts on its copies.
-        let held = if s.handing_over.load(Ordering::SeqCst) {
-            &[][..]
-        } else {
-            held
-        };
-        let (ids, positions): (Vec<String>, Vec<i64>) = held
-            .iter()
-            .map(|(id, p)| (id.to_string(), i64::try_from(*p).unwrap_or(i64::MAX)))
-            .unzip();
-        sqlx::query(
-            "DELETE FROM cluster_holdings WHERE node = $1 AND workspace_id <> ALL($2::text[])",
-        )
-        .bind(&self.me.name)
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO cluster_holdings (workspace_id, node, position) \
-             SELECT * FROM UNNEST($2::text[], array_fill($1::text, ARRAY[cardinality($2::text[])]), $3::bigint[]) \
-             ON CONFLICT (workspace_id, node) DO UPDATE SET position = EXCLUDED.position",
-        )
-        .bind(&self.me.name)
-        .bind(&ids)
-        .bind(&positions)
-        .execute(&mut *tx)
-        .await?;
-        let tick = s.fences.tick();
-        let leases = writers::renew_leases(&mut tx, &s.fences).await?;
-        tx.commit().await?;
-        s.fences.keep_only(&leases, tick, began);
-        s.others
-            .store(s.others_alive(&self.me).await?, Ordering::Relaxed);
-        Ok(true)
-    }
-
-    /// Renews the lease every [`RENEW_EVERY`] while the process runs, reporting what
-    /// `held` holds then, and places the writers of what it holds
-    /// ([`Membership::place_writers`]). A node whose name another start took (it was
-    /// stopped past its lease) says so and takes the name back as soon as that start's
-    /// lease passes.
-    pub async fn keep_alive(self: Arc<Self>, held: Arc<dyn writers::Held>) {
-        let Some(s) = &self.shared else {
-            return;
-        };
-        loop {
-            tokio::time::sleep(RENEW_EVERY).await;
-            match self.renew(&held.held()).await {
-                Ok(true) => {
-                    if s.lost.swap(false, Ordering::Relaxed) {
-                        tracing::warn!(node = %self.me.name, "holds its node name again");
-                    }
-                    if let Err(e) = s.learn_signers().await {
-                        tracing::warn!(error = %e, "reading the nodes' public keys");
-                    }
-                    self.place_writers(&held, false).await;
-                }
-                Ok(false) => {
-                    if !s.lost.swap(true, Ordering::Relaxed) {
-                        tracing::error!(
-                            node = %self.me.name,
-                            "another start holds this node's name (this one was stopped past \
-                             its lease): its membership is lost until that lease passes"
-                        );
-                    }
-                    if let Err(e) = s.take_name(&self.me).await {
-                        tracing::warn!(error = %e, "taking the node name back");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(node = %self.me.name, error = %e, "renewing the node's lease")
-                }
-            }
-        }
-    }
-
-    /// Gives every writer lease up before a graceful stop, while this node still answers
-    /// (passing each request to the workspace's next writer), and waits until other
-    /// nodes write them (at most `within`): so a rolling restart costs a client no
-    /// error. Writes in flight here when it runs are refused (503: their clients retry
-    /// with the same `reference`).
-    pub async fn hand_over(&self, within: Duration) {
-        let Some(s) = &self.shared else {
-            return;
-        };
-        // Alone, there is nobody to hand over to: it writes until it stops.
-        if !self.has_peers() || s.handing_over.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // New requests no longer come here as to the writer (`route`); the writes
-        // already here commit before the leases go.
-        tokio::time::sleep(WRITES_IN_FLIGHT).await;
-        s.fences.drop_all();
-        // What its keys spent here, up to its last request as the writer, for the next
-        // writers to go on from.
-        if let Err(e) = self.write_budgets().await {
-            tracing::warn!(error = %e, "handing the keys' budgets over");
-        }
-        // Its copies are no longer counted on (so the next writers are among the
-        // others), then its leases pass at once.
-        if let Err(e) = sqlx::query("DELETE FROM cluster_holdings WHERE node = $1")
-            .bind(&self.me.name)
-            .execute(&s.pool)
-            .await
-        {
-            tracing::warn!(error = %e, "handing the holdings over");
-        }
-        let released = sqlx::query_scalar::<_, String>(
-            "UPDATE workspace_leases SET lease_until = now() - interval '1 millisecond', \
-             incarnation = '' WHERE holder = $1 AND incarnation = $2 RETURNING workspace_id",
-        )
-        .bind(&self.me.name)
-        .bind(&s.incarnation)
-        .fetch_all(&s.pool)
-        .await;
-        let released: Vec<Uuid> = match released {
-            Ok(ids) => ids
-                .iter()
-                .filter_map(|id| Uuid::parse_str(id).ok())
-                .collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "handing the writer leases over (they will pass)");
-                return;
-            }
-        };
-        let deadline = tokio::time::Instant::now() + within;
-        while tokio::time::Instant::now() < deadline {
-            self.read_directory().await;
-            let taken = released
-                .iter()
-                .all(|ws| matches!(self.route(*ws), routing::Route::To(_)));
-            if taken {
-                // One more round of every node's directory, so that none still passes
-                // requests here when this node stops accepting them.
-                tokio::time::sleep(RENEW_EVERY + Duration::from_millis(200)).await;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        tracing::info!(node = %self.me.name, workspaces = released.len(), "handed the writer leases over");
-    }
-
-    /// Learns the public key `id` names when this node does not know it yet (a node
-    /// joined since the last round's read): reads the published keys at once, at most
-    /// every [`SIGNERS_READ_EVERY`] however many unknown ids are presented.
-    pub async fn learn_signer(&self, id: &actors::signing::KeyId) {
-        let Some(s) = &self.shared else {
-            return;
-        };
-        if s.signer.knows(id) {
-            return;
-        }
-        let mut last = s.signers_read.lock().await;
-        if s.signer.knows(id) || last.is_some_and(|t| t.elapsed() < SIGNERS_READ_EVERY) {
-            return;
-        }
-        if let Err(e) = s.learn_signers().await {
-            tracing::warn!(error = %e, "reading the nodes' public keys");
-        }
-        *last = Some(std::time::Instant::now());
+    /// Whether the first round after the start's loads has run: the node has taken the
+    /// leases it should hold and reported what it holds (always, on its own).
+    pub fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
     }
 
     /// Whether this node is handing its leases over (it is stopping).
     fn handing_over(&self) -> bool {
-        self.shared
-            .as_ref()
-            .is_some_and(|s| s.handing_over.load(Ordering::SeqCst))
+        self.handing_over.load(Ordering::SeqCst)
     }
 
-    /// Leaves the cluster (a shutdown): the row and the holdings go at once, so the
-    /// others need not wait for the lease.
-    pub async fn leave(&self) {
-        let Some(s) = &self.shared else {
-            return;
-        };
-        // No commit from here on, whatever the store says of the leases.
-        s.fences.drop_all();
-        let left = async {
-            let mut tx = s.pool.begin().await?;
-            let gone =
-                sqlx::query("DELETE FROM cluster_nodes WHERE name = $1 AND incarnation = $2")
-                    .bind(&self.me.name)
-                    .bind(&s.incarnation)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-            if gone == 1 {
-                sqlx::query("DELETE FROM cluster_holdings WHERE node = $1")
-                    .bind(&self.me.name)
-                    .execute(&mut *tx)
-                    .await?;
+    /// What this node presents to others: its name and this start's secret.
+    pub fn credentials(&self) -> (&str, &str) {
+        (self.me.name.as_str(), self.secret.as_str())
+    }
+
+    /// The directory as last read.
+    pub fn directory(&self) -> Arc<Directory> {
+        self.directory.load_full()
+    }
+
+    /// Whether a TLS certificate (DER) is a live node's, by the directory as last read.
+    pub fn is_node_certificate(&self, der: &[u8]) -> bool {
+        let seen: [u8; 32] = sha2::Sha256::digest(der).into();
+        let directory = self.directory.load();
+        let found = directory
+            .live()
+            .filter_map(|n| directory.node(n))
+            .any(|n| n.peer.cert_sha256 == seen);
+        found
+    }
+
+    /// Whether `secret` is the secret of the live node `name`, by the directory as last
+    /// read: a name it does not know costs no store read (a client may send any), and
+    /// has the next round run early, at most once a [`RENEW_EVERY`] (a node that has
+    /// just joined is known then; a client sending names costs no extra round).
+    pub fn is_node(&self, name: &str, secret: &str) -> bool {
+        let presented = forward::sha256_hex(secret.as_bytes());
+        match self.directory.load().node(name) {
+            Some(n) => bool::from(subtle::ConstantTimeEq::ct_eq(
+                n.secret_sha256.as_bytes(),
+                presented.as_bytes(),
+            )),
+            None => {
+                let now = self.joined.elapsed().as_millis() as u64;
+                let last = self.unknown_name_woke.load(Ordering::Relaxed);
+                let due = last == 0 || now.saturating_sub(last) >= RENEW_EVERY.as_millis() as u64;
+                if due
+                    && self
+                        .unknown_name_woke
+                        .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    self.wake.notify_one();
+                }
+                false
             }
-            // Its leases pass at once: the next writers need not wait for them.
-            sqlx::query(
-                "UPDATE workspace_leases SET lease_until = now() - interval '1 millisecond', \
-                 incarnation = '' WHERE holder = $1 AND incarnation = $2",
-            )
-            .bind(&self.me.name)
-            .bind(&s.incarnation)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await
-        };
-        match tokio::time::timeout(Duration::from_secs(2), left).await {
-            Ok(Ok(())) => tracing::info!(node = %self.me.name, "left the cluster"),
-            Ok(Err(e)) => tracing::warn!(error = %e, "leaving the cluster (its lease will pass)"),
-            Err(_) => tracing::warn!("leaving the cluster timed out (its lease will pass)"),
         }
-        s.left.store(true, Ordering::Relaxed);
+    }
+
+    /// Leaves the cluster (a shutdown): the row, the holdings and the leases go at once,
+    /// so the others need not wait for the lease.
+    pub async fn leave(&self) {
+        // No commit from here on, whatever the store says of the leases.
+        self.fences.drop_all();
+        if self.store.shared() {
+            match tokio::time::timeout(Duration::from_secs(2), self.store.leave(&self.row)).await {
+                Ok(Ok(())) => tracing::info!(node = %self.me.name, "left the cluster"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %format!("{e:#}"), "leaving the cluster (its lease will pass)")
+                }
+                Err(_) => tracing::warn!("leaving the cluster timed out (its lease will pass)"),
+            }
+        }
+        self.left.store(true, Ordering::Relaxed);
     }
 
     /// The cluster as the store says it is, this node's holdings (`held`) reported
-    /// first; on its own, `held` is the whole of it.
-    pub async fn view(&self, held: &[Holding]) -> Result<ClusterView, sqlx::Error> {
-        let Some(s) = &self.shared else {
+    /// first.
+    pub async fn view(&self, held: &[Holding]) -> anyhow::Result<ClusterView> {
+        if !self.store.shared() {
             let me = &self.me.name;
             return Ok(ClusterView {
                 node: me.clone(),
@@ -570,74 +429,42 @@ impl Membership {
                     })
                     .collect(),
             });
-        };
-        // This node's own report brought up to date first: what it holds now, rather
-        // than as of its last renewal.
-        self.renew(held).await?;
-        let nodes: Vec<(String, String, bool)> = sqlx::query_as(
-            "SELECT name, advertise_url, lease_until > now() FROM cluster_nodes ORDER BY name",
-        )
-        .fetch_all(&s.pool)
-        .await?;
-        // Each live node's holdings, and how long ago the first commit it lacks was made
-        // (commit times are the committing node's milliseconds: a lag below 0, which
-        // only clock skew makes, shows as 0).
-        let holdings: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT h.workspace_id, h.node, \
-                    COALESCE((SELECT (extract(epoch FROM now()) * 1000)::bigint - min(l.committed_at) \
-                              FROM change_log l \
-                              WHERE l.workspace_id = h.workspace_id AND l.position > h.position), 0) \
-             FROM cluster_holdings h JOIN cluster_nodes n ON n.name = h.node \
-             WHERE n.lease_until > now() \
-             ORDER BY h.workspace_id, h.node",
-        )
-        .fetch_all(&s.pool)
-        .await?;
+        }
+        // This node's own report brought up to date first, and the leases read afresh.
+        self.report(held).await?;
+        self.read_directory().await?;
+        let directory = self.directory();
         let mut workspaces: Vec<HeldWorkspace> = Vec::new();
-        for (id, node, lag) in holdings {
-            // Written by a node from a UUID: anything else is no workspace of this store.
-            let Ok(id) = Uuid::parse_str(&id) else {
-                continue;
-            };
+        for (id, node, lag) in self.store.lags().await? {
             if workspaces.last().is_none_or(|w| w.id != id) {
                 workspaces.push(HeldWorkspace {
                     id,
-                    owner: None,
+                    owner: directory.writer(id).map(str::to_string),
                     holders: Vec::new(),
                     lag_ms: Default::default(),
                 });
             }
             let w = workspaces.last_mut().expect("pushed");
-            w.lag_ms
-                .insert(node.clone(), u64::try_from(lag.max(0)).unwrap_or(0));
+            w.lag_ms.insert(node.clone(), lag);
             w.holders.push(node);
         }
-        // A workspace's owner: the holder of its writer lease while the lease holds.
-        let leases = s.leases().await?;
-        for w in &mut workspaces {
-            w.owner = leases
-                .get(&w.id)
-                .filter(|l| l.holds)
-                .map(|l| l.holder.clone());
-        }
-        let nodes = nodes
+        let nodes = self
+            .store
+            .all_nodes()
+            .await?
             .into_iter()
-            .map(|(name, advertise_url, alive)| {
-                let held = workspaces
+            .map(|(row, alive)| Node {
+                workspaces_held: workspaces
                     .iter()
-                    .filter(|w| w.holders.contains(&name))
-                    .count();
-                let owned = workspaces
+                    .filter(|w| w.holders.contains(&row.name))
+                    .count(),
+                workspaces_owned: workspaces
                     .iter()
-                    .filter(|w| w.owner.as_ref() == Some(&name))
-                    .count();
-                Node {
-                    name,
-                    advertise_url,
-                    alive,
-                    workspaces_held: held,
-                    workspaces_owned: owned,
-                }
+                    .filter(|w| w.owner.as_ref() == Some(&row.name))
+                    .count(),
+                name: row.name,
+                advertise_url: row.advertise_url,
+                alive,
             })
             .collect();
         Ok(ClusterView {
@@ -645,60 +472,6 @@ impl Membership {
             nodes,
             workspaces,
         })
-    }
-}
-
-impl Shared {
-    /// Learns every published public key (the table holds one per data dir that ever
-    /// joined: a few rows).
-    async fn learn_signers(&self) -> Result<(), sqlx::Error> {
-        let keys: Vec<Vec<u8>> = sqlx::query_scalar("SELECT public_key FROM signing_keys")
-            .fetch_all(&self.pool)
-            .await?;
-        let new = self.signer.learn(keys.iter().map(Vec::as_slice));
-        if new > 0 {
-            tracing::info!(new, "learned other nodes' public keys");
-        }
-        Ok(())
-    }
-
-    /// Whether a node other than `me` holds a lease that has not passed.
-    async fn others_alive(&self, me: &Identity) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM cluster_nodes WHERE name <> $1 AND lease_until > now())",
-        )
-        .bind(&me.name)
-        .fetch_one(&self.pool)
-        .await
-    }
-
-    /// Takes `me`'s name for this start when no live node holds it. A row of the same
-    /// name that advertises the same URL is this node's previous start (killed, its
-    /// lease not passed yet): a live one would hold the port this start has bound, so it
-    /// is taken at once rather than waited for. (Several hosts given one name and one
-    /// advertised URL are the operator's mistake this cannot see.)
-    async fn take_name(&self, me: &Identity) -> Result<bool, sqlx::Error> {
-        let taken: Option<(String,)> = sqlx::query_as(
-            "INSERT INTO cluster_nodes (name, advertise_url, incarnation, started_at, lease_until, \
-                 cert_sha256, secret_sha256) \
-             VALUES ($1, $2, $3, now(), now() + $4 * interval '1 millisecond', $5, $6) \
-             ON CONFLICT (name) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, \
-                 incarnation = EXCLUDED.incarnation, started_at = EXCLUDED.started_at, \
-                 lease_until = EXCLUDED.lease_until, cert_sha256 = EXCLUDED.cert_sha256, \
-                 secret_sha256 = EXCLUDED.secret_sha256 \
-             WHERE cluster_nodes.lease_until < now() OR cluster_nodes.incarnation = $3 \
-                OR cluster_nodes.advertise_url = $2 \
-             RETURNING incarnation",
-        )
-        .bind(&me.name)
-        .bind(&me.advertise_url)
-        .bind(&self.incarnation)
-        .bind(LEASE.as_millis() as i64)
-        .bind(&self.cert_sha256)
-        .bind(forward::sha256_hex(self.secret.as_bytes()))
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(taken.is_some())
     }
 }
 
@@ -771,7 +544,12 @@ mod tests {
                 let store = crate::store::open_fenced(Some(&url), &dir, fences.clone())
                     .await
                     .unwrap();
-                let m = Membership::join(&url, me, fences, String::new(), signer.clone())
+                let cluster = Arc::new(
+                    crate::store::cluster::PgCluster::connect(&url)
+                        .await
+                        .unwrap(),
+                );
+                let m = Membership::join(cluster, me, fences, String::new(), signer.clone(), None)
                     .await
                     .unwrap();
                 (m, signer, store)
@@ -790,24 +568,238 @@ mod tests {
         // An id nobody published: one read, then none until the pause has passed.
         let unknown = [9u8; actors::signing::KEY_ID_LEN];
         a.learn_signer(&unknown).await;
-        let read_at = *a.shared.as_ref().unwrap().signers_read.lock().await;
+        let read_at = *a.signers_read.lock().await;
         assert!(read_at.is_some(), "the unknown id was looked for");
         a.learn_signer(&unknown).await;
-        assert_eq!(
-            *a.shared.as_ref().unwrap().signers_read.lock().await,
-            read_at
-        );
+        assert_eq!(*a.signers_read.lock().await, read_at);
         a.leave().await;
         b.leave().await;
         store.close().await;
     }
 
+    /// A cluster whose store is a node alone's, shared as if others might join, that
+    /// counts its directory reads.
+    #[derive(Default)]
+    struct CountedReads {
+        alone: solo::Solo,
+        directory_reads: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl ClusterStore for CountedReads {
+        fn shared(&self) -> bool {
+            true
+        }
+        async fn take_name(&self, me: &Me, l: u64) -> Result<bool, port::PortError> {
+            self.alone.take_name(me, l).await
+        }
+        async fn renew(&self, me: &Me, l: u64) -> Result<bool, port::PortError> {
+            self.alone.renew(me, l).await
+        }
+        async fn holder_of_name(&self, n: &str) -> Result<Option<String>, port::PortError> {
+            self.alone.holder_of_name(n).await
+        }
+        async fn leave(&self, me: &Me) -> Result<(), port::PortError> {
+            self.alone.leave(me).await
+        }
+        async fn live_nodes(&self) -> Result<Vec<port::NodeRow>, port::PortError> {
+            self.directory_reads.fetch_add(1, Ordering::Relaxed);
+            self.alone.live_nodes().await
+        }
+        async fn workspace_ids(&self) -> Result<Vec<Uuid>, port::PortError> {
+            self.alone.workspace_ids().await
+        }
+        async fn existing(&self, ids: &[Uuid]) -> Result<Vec<Uuid>, port::PortError> {
+            self.alone.existing(ids).await
+        }
+        async fn positions_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, u64)>, port::PortError> {
+            self.alone.positions_of(ids).await
+        }
+        async fn positions_since(
+            &self,
+            h: i64,
+        ) -> Result<port::Since<(Uuid, u64)>, port::PortError> {
+            self.alone.positions_since(h).await
+        }
+        async fn leases_since(
+            &self,
+            h: i64,
+        ) -> Result<port::Since<port::LeaseRow>, port::PortError> {
+            self.alone.leases_since(h).await
+        }
+        async fn take(
+            &self,
+            me: &Me,
+            w: &[Uuid],
+        ) -> Result<(Vec<(Uuid, u64)>, std::time::Instant), port::PortError> {
+            self.alone.take(me, w).await
+        }
+        async fn release(&self, me: &Me, w: &[Uuid]) -> Result<Vec<Uuid>, port::PortError> {
+            self.alone.release(me, w).await
+        }
+        async fn release_all(&self, me: &Me) -> Result<Vec<Uuid>, port::PortError> {
+            self.alone.release_all(me).await
+        }
+        async fn report(&self, me: &Me, c: &[(Uuid, Option<u64>)]) -> Result<(), port::PortError> {
+            self.alone.report(me, c).await
+        }
+        async fn holdings_since(
+            &self,
+            h: i64,
+        ) -> Result<port::Since<port::HoldingRow>, port::PortError> {
+            self.alone.holdings_since(h).await
+        }
+        async fn drop_holdings(&self, me: &Me) -> Result<(), port::PortError> {
+            self.alone.drop_holdings(me).await
+        }
+        async fn lags(&self) -> Result<Vec<(Uuid, String, u64)>, port::PortError> {
+            self.alone.lags().await
+        }
+        async fn all_nodes(&self) -> Result<Vec<(port::NodeRow, bool)>, port::PortError> {
+            self.alone.all_nodes().await
+        }
+        async fn publish_key(&self, me: &Me, id: &str, k: &[u8]) -> Result<(), port::PortError> {
+            self.alone.publish_key(me, id, k).await
+        }
+        async fn public_keys(&self) -> Result<Vec<Vec<u8>>, port::PortError> {
+            self.alone.public_keys().await
+        }
+        async fn write_windows(
+            &self,
+            me: &Me,
+            w: &[budgets::KeyWindow],
+            o: i64,
+        ) -> Result<(), port::PortError> {
+            self.alone.write_windows(me, w, o).await
+        }
+        async fn windows_of(
+            &self,
+            w: &[Uuid],
+            o: i64,
+        ) -> Result<Vec<budgets::KeyWindow>, port::PortError> {
+            self.alone.windows_of(w, o).await
+        }
+    }
+
+    /// Holds nothing; once given its membership, records at each drain whether the
+    /// workspace's commits would still pass the lease check and whether requests are
+    /// still answered here.
+    #[derive(Default)]
+    struct NothingHeld {
+        membership: std::sync::OnceLock<Arc<Membership>>,
+        drains: parking_lot::Mutex<Vec<(bool, bool)>>,
+    }
+
+    #[async_trait::async_trait]
+    impl leases::Held for NothingHeld {
+        fn held(&self) -> Vec<Holding> {
+            Vec::new()
+        }
+        fn generation(&self) -> u64 {
+            0
+        }
+        fn position(&self, _: Uuid) -> Option<u64> {
+            None
+        }
+        fn known(&self) -> Vec<Uuid> {
+            Vec::new()
+        }
+        async fn follow(&self, _: Uuid) -> anyhow::Result<()> {
+            Ok(())
+        }
+        async fn drain(&self, workspace: Uuid) {
+            if let Some(m) = self.membership.get() {
+                self.drains
+                    .lock()
+                    .push((m.fences.epoch(workspace).is_some(), m.writes(workspace)));
+            }
+        }
+        async fn load(&self, _: Uuid) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn unload(&self, _: &[Uuid]) -> Vec<Uuid> {
+            Vec::new()
+        }
+    }
+
+    /// Anyone may send a node's headers: a name the directory does not know is no
+    /// node's, and however many arrive, the rounds read the directory no more often
+    /// than once a `RENEW_EVERY` besides their timer.
+    #[actix_web::test]
+    async fn unknown_node_names_cost_no_store_read() {
+        let store = Arc::new(CountedReads::default());
+        let me = Identity::new(Some("a".into()), None, 2, api()).unwrap();
+        let fences = Membership::fences_for(&me);
+        let signer = Arc::new(actors::signing::Signer::from_secret(&[4; 32]));
+        // A certificate's digest, as a node's row carries one.
+        let cert = "ab".repeat(32);
+        let m = Membership::join(store.clone(), me, fences, cert, signer, None)
+            .await
+            .unwrap();
+        let rounds = actix_web::rt::spawn(m.clone().keep_alive(Arc::new(NothingHeld::default())));
+        let (_, secret) = m.credentials();
+        let secret = secret.to_string();
+        assert!(m.is_node("a", &secret), "the node itself, with its secret");
+        assert!(!m.is_node("a", "not its secret"));
+        let before = store.directory_reads.load(Ordering::Relaxed);
+        let window = Duration::from_millis(2500);
+        let started = std::time::Instant::now();
+        let mut sent = 0u64;
+        while started.elapsed() < window {
+            for i in 0..100 {
+                assert!(!m.is_node(&format!("stranger-{sent}-{i}"), &secret));
+            }
+            sent += 100;
+            tokio::task::yield_now().await;
+        }
+        let reads = store.directory_reads.load(Ordering::Relaxed) - before;
+        rounds.abort();
+        // The timer's rounds (2 or 3 in the window), and at most as many woken early.
+        assert!(sent > 1000, "{sent} names sent");
+        assert!(
+            reads <= 6,
+            "{reads} directory reads for {sent} unknown names"
+        );
+    }
+
+    /// A hand-over stops answering as the writer first, and gives the lease up only
+    /// once the writes already passed to the actor are done: those commit under the
+    /// lease (a commit checks it), none is refused as fenced.
+    #[actix_web::test]
+    async fn a_hand_over_drains_the_actor_under_the_lease() {
+        let store = Arc::new(CountedReads::default());
+        let me = Identity::new(Some("a".into()), None, 2, api()).unwrap();
+        let fences = Membership::fences_for(&me);
+        let signer = Arc::new(actors::signing::Signer::from_secret(&[5; 32]));
+        let m = Membership::join(store, me, fences, "ab".repeat(32), signer, None)
+            .await
+            .unwrap();
+        let ws = Uuid::new_v4();
+        m.claim(ws, async { Ok(()) }).await.unwrap();
+        assert!(m.writes(ws));
+        let held = Arc::new(NothingHeld::default());
+        let _ = held.membership.set(m.clone());
+        let as_held: Arc<dyn leases::Held> = held.clone();
+        m.hand_over_to(&as_held, vec![(ws, Some("b".into()))]).await;
+        assert_eq!(
+            *held.drains.lock(),
+            [(true, false)],
+            "while draining: the lease held, requests no longer answered here"
+        );
+        assert!(m.fences.epoch(ws).is_none(), "given up once drained");
+        assert!(!m.writes(ws));
+    }
+
     #[tokio::test]
     async fn a_node_alone_holds_and_writes_everything_it_holds() {
         let me = Identity::new(Some("solo".into()), None, 2, api()).unwrap();
-        let m = Membership::alone(me);
-        assert!(m.renew(&[]).await.unwrap());
+        let signer = Arc::new(actors::signing::Signer::alone(&[3; 32]));
+        let m = Membership::alone(me, signer).await;
+        assert!(m.is_settled() && !m.has_peers() && !m.shared());
         let ws = Uuid::new_v4();
+        // An import sent to it makes it the writer at once.
+        m.claim(ws, async { Ok(()) }).await.unwrap();
+        assert!(m.writes(ws));
         let view = m.view(&[(ws, 7)]).await.unwrap();
         assert_eq!(view.node, "solo");
         assert_eq!(view.nodes.len(), 1);

@@ -69,6 +69,12 @@ pub fn authenticate<S: RequiredScope>(req: &HttpRequest) -> Result<Authed<S>, Ap
     if !matches!(e.kind, ErrorKind::Unauthorized) {
         return outcome;
     }
+    // A request another node passed on was counted there, against its client's
+    // address; counted here it would spend the passing node's budget, which every
+    // client of that node shares.
+    if req.extensions().contains::<super::node::FromNode>() {
+        return outcome;
+    }
     let Some(peer) = req.peer_addr().map(|a| a.ip()) else {
         return outcome;
     };

@@ -105,36 +105,23 @@ pub async fn request_context(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let started = std::time::Instant::now();
-    let mut req = req;
     // A request another node of the cluster passed on keeps the id its client was given.
     let from_node = match req.headers().contains_key(crate::cluster::forward::NODE) {
-        true => super::forward::from_node(&req).await,
+        true => super::node::from_node(&req),
         false => None,
     };
-    let node = from_node.is_some();
-    if node {
-        req.extensions_mut().insert(super::forward::FromNode);
+    if from_node.is_some() {
+        req.extensions_mut().insert(super::node::FromNode);
     }
     let rid = from_node.flatten().unwrap_or_else(RequestId::generate);
     req.extensions_mut().insert(rid.clone());
-    let node_answer = match node {
-        true => super::forward::node_to_node(&mut req, &rid).await,
-        false => None,
-    };
     let mut res = match oversized(&req) {
         Some(refusal) => req.error_response(refusal),
-        None if node_answer.is_some() => req.into_response(node_answer.expect("some")),
-        None => match super::forward::to_writer(&mut req, &rid).await {
-            Some(Ok(answer)) => req.into_response(answer),
-            // Through `error_response`, which keeps the error for the envelope below
-            // (`into_response` would leave a bare status).
-            Some(Err(refusal)) => req.error_response(refusal),
-            // Handler and extractor errors arrive as responses carrying their error; an
-            // `Err` here would come from a middleware, of which there is none inside this
-            // one. (The request cannot be kept for that case: routing needs it uniquely
-            // owned.)
-            None => next.call(req).await?.map_into_boxed_body(),
-        },
+        // Handler, extractor and forwarding errors arrive as responses carrying their
+        // error (the forwarding middleware inside this one answers so too); an `Err`
+        // here would come from the framework. (The request cannot be kept for that
+        // case: routing needs it uniquely owned.)
+        None => next.call(req).await?.map_into_boxed_body(),
     };
     res.headers_mut().insert(
         header::HeaderName::from_static("x-request-id"),

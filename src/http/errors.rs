@@ -206,8 +206,8 @@ impl From<actors::keys::KeyError> for ApiError {
     }
 }
 
-impl From<crate::cluster::routing::PassFailure> for ApiError {
-    fn from(e: crate::cluster::routing::PassFailure) -> Self {
+impl From<crate::cluster::relay::Refusal> for ApiError {
+    fn from(e: crate::cluster::relay::Refusal) -> Self {
         let mut err = ApiError::unavailable(
             "the workspace's writer could not be reached to apply this; retry",
         );

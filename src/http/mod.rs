@@ -14,7 +14,9 @@
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
 //! - [`body`]: write bodies: size cap, JSON object of known fields, exact field types.
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
-//! - [`forward`]: a request for a workspace another node writes is answered there.
+//! - [`forwarding`]: the cluster's hop, a middleware of its own: a request for a
+//!   workspace another node writes is answered there; [`node`]: what one node asks of
+//!   another (outside the API).
 //! - [`files`]: `/files/…`, the bytes behind signed URLs; outside the API (no key, its own
 //!   object-store-style answers).
 //! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (the committed
@@ -38,7 +40,8 @@ pub mod downloads;
 pub mod envelope;
 pub mod errors;
 pub mod files;
-pub mod forward;
+pub mod forwarding;
+pub mod node;
 pub mod openapi;
 pub mod query;
 pub mod ratelimit;
@@ -340,5 +343,6 @@ pub fn app(
         .app_data(state)
         .configure(configure)
         .default_service(web::to(no_such_path))
+        .wrap(middleware::from_fn(forwarding::forwarding))
         .wrap(middleware::from_fn(context::request_context))
 }

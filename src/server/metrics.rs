@@ -24,7 +24,7 @@
 //!   `recruitd_change_log_prune_duration_seconds{outcome}`: what pruning did.
 //! - `recruitd_forwarded_requests_total{node,outcome}` and
 //!   `recruitd_forward_duration_seconds{node,outcome}`: requests passed to the node that
-//!   writes their workspace (`http::forward`): `answered`, `unreachable` (not sent) or
+//!   writes their workspace (`http::forwarding`): `answered`, `unreachable` (not sent) or
 //!   `unknown` (sent, no answer).
 //! - `recruitd_follower_lag_seconds`: per commit another node made, from when it was
 //!   made to when this node's copy held it (`cluster::follow`).

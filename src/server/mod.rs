@@ -160,6 +160,8 @@ pub struct Application {
     keeper: Option<Arc<Keeper>>,
     /// This node in the cluster: left once both servers have stopped.
     membership: Arc<crate::cluster::Membership>,
+    /// The workspaces it holds, as the cluster sees them (handed over at a stop).
+    held: Arc<dyn crate::cluster::leases::Held>,
     pub admin_token: String,
     pub tls_cert_pem: Vec<u8>,
     /// Held while the application runs, so that no offline command writes the store
@@ -223,25 +225,31 @@ impl Application {
             actors::signing::Signer::alone(&signing_key)
         });
         // On PostgreSQL, which other servers may share, commits are fenced by the
-        // writer leases this node takes (`crate::cluster::writers`).
+        // writer leases this node takes (`crate::cluster::leases`).
         let (store, membership) = match s.database_url.as_deref() {
             Some(url) => {
                 let fences = crate::cluster::Membership::fences_for(&identity);
                 let store =
                     crate::store::open_fenced(Some(url), &s.data_dir, fences.clone()).await?;
+                let cluster = Arc::new(crate::store::cluster::PgCluster::connect(url).await?);
                 let membership = crate::cluster::Membership::join(
-                    url,
+                    cluster,
                     identity,
                     fences,
                     tls::cert_sha256(&cert_path)?,
                     signer.clone(),
+                    Some(tls::certs::node_identity(
+                        &s.data_dir,
+                        s.tls_cert.as_deref(),
+                        s.tls_key.as_deref(),
+                    )?),
                 )
                 .await?;
                 (store, membership)
             }
             None => (
                 crate::store::open(None, &s.data_dir).await?,
-                crate::cluster::Membership::alone(identity),
+                crate::cluster::Membership::alone(identity, signer.clone()).await,
             ),
         };
         let blobs: Arc<dyn BlobStore> =
@@ -270,28 +278,32 @@ impl Application {
         });
         let loader = Loader::with_checkpoints(store.clone(), registry.clone(), keeper.clone());
         {
+            // On PostgreSQL a workspace's blobs are swept by its writer once it holds the
+            // lease (the store refuses deletes of any other), see below; alone for good,
+            // at load.
             let membership = membership.clone();
-            loader.sweep_only_when(Arc::new(move || !membership.others_alive()));
+            loader.sweep_only_when(Arc::new(move || !membership.shared()));
         }
         if let Some(keeper) = &keeper {
             actix_web::rt::spawn(keeper.clone().run());
         }
         // With other nodes alive, only the workspaces placed on this one
-        // (`crate::cluster::holding`); alone, every one.
-        let placed = membership
-            .placed_here()
-            .await
-            .context("reading the cluster's live nodes")?;
+        // (`crate::cluster::rounds`); alone, every one. The rounds know them all.
+        let placed = membership.placed_here();
+        let all = parking_lot::Mutex::new(Vec::new());
         let list = loader
-            .discover_where(|w| placed(w.id))
+            .discover_where(|w| {
+                all.lock().push(w.id);
+                placed(w.id)
+            })
             .await
             .context("listing workspaces")?;
+        membership.know(all.into_inner()).await;
         // Workspaces load on a thread of their own; until each is loaded its requests
         // answer 503 with Retry-After, and /admin/v1/ready answers 503.
         let loading = actix::Arbiter::new();
-        let held: Arc<dyn crate::cluster::writers::Held> = Arc::new(HeldWorkspaces {
+        let held: Arc<dyn crate::cluster::leases::Held> = Arc::new(HeldWorkspaces {
             registry: registry.clone(),
-            store: store.clone(),
             loader: loader.clone(),
             loading: loading.handle(),
             metrics: metrics.clone(),
@@ -302,23 +314,38 @@ impl Application {
         ));
         // Before the first lease: a new writer goes on from what its keys spent.
         membership.share_budgets(limiter.clone());
-        // Before any workspace loads: each load then reads what its writer may commit on.
-        membership.place_writers(&held, true).await;
         actix_web::rt::spawn(membership.clone().keep_sharing_budgets());
-        actix_web::rt::spawn(membership.clone().keep_alive(held.clone()));
-        actix_web::rt::spawn(membership.clone().follow_writers(held));
+        actix_web::rt::spawn(membership.clone().follow_writers(held.clone()));
         // After discovery, so that the first pruning covers every workspace of the store.
         actix_web::rt::spawn(prune_changes_forever(
             store.clone(),
             registry.clone(),
+            membership.clone(),
             metrics.clone(),
             s.changes_retention,
             s.changes_prune_every,
         ));
 
         {
+            // Once loaded, a round takes the leases this node should hold before it
+            // says it is ready; then the rounds go on.
+            // (The rounds run on this runtime, which lives as long as the application;
+            // the loading thread's does not stop with it.)
+            let (loaded, all_loaded) = tokio::sync::oneshot::channel();
             let loader = loader.clone();
-            loading.spawn(async move { loader.load_all(list).await });
+            loading.spawn(async move {
+                loader.load_all(list).await;
+                let _ = loaded.send(());
+            });
+            let (membership, held, registry) = (membership.clone(), held.clone(), registry.clone());
+            actix_web::rt::spawn(async move {
+                if all_loaded.await.is_err() {
+                    return;
+                }
+                membership.settle(&held).await;
+                sweep_if_alone(&membership, &registry);
+                membership.keep_alive(held).await;
+            });
         }
 
         let Listeners {
@@ -361,6 +388,10 @@ impl Application {
                 max_connections: s.max_connections,
                 max_connections_per_peer: s.max_connections_per_peer,
                 metrics: metrics.connections(),
+                node_certificates: Some({
+                    let membership = membership.clone();
+                    Arc::new(move |der: &[u8]| membership.is_node_certificate(der))
+                }),
                 ..HttpsOptions::default()
             },
         )?;
@@ -398,6 +429,7 @@ impl Application {
             store,
             keeper,
             membership,
+            held,
             _actors: actors,
             _loading: loading,
         })
@@ -433,6 +465,7 @@ impl Application {
         use tokio::signal::unix::{signal, SignalKind};
         let (api, admin) = self.handles();
         let membership = self.membership.clone();
+        let held = self.held.clone();
         for (kind, name, graceful) in [
             (SignalKind::interrupt(), "SIGINT", true),
             (SignalKind::terminate(), "SIGTERM", true),
@@ -440,7 +473,7 @@ impl Application {
         ] {
             let mut received = signal(kind).with_context(|| format!("handling {name}"))?;
             let (api, admin) = (api.clone(), admin.clone());
-            let membership = membership.clone();
+            let (membership, held) = (membership.clone(), held.clone());
             actix_web::rt::spawn(async move {
                 if received.recv().await.is_none() {
                     return;
@@ -449,7 +482,7 @@ impl Application {
                     tracing::info!("{name} received; starting graceful shutdown");
                     // In a cluster, the workspaces this node writes get their next
                     // writers while it still answers (and passes requests to them).
-                    membership.hand_over(HAND_OVER_LIMIT).await;
+                    membership.hand_over(&held, HAND_OVER_LIMIT).await;
                 } else {
                     tracing::info!("{name} received; stopping at once");
                 }
@@ -492,7 +525,6 @@ impl Application {
 /// The workspaces this node holds, as the cluster sees them.
 struct HeldWorkspaces {
     registry: Arc<Registry>,
-    store: Arc<dyn Store>,
     loader: Arc<Loader>,
     /// The loading thread, where a reload builds its state.
     loading: actix::ArbiterHandle,
@@ -500,54 +532,53 @@ struct HeldWorkspaces {
 }
 
 #[async_trait::async_trait]
-impl crate::cluster::writers::Held for HeldWorkspaces {
+impl crate::cluster::leases::Held for HeldWorkspaces {
     fn held(&self) -> Vec<crate::cluster::Holding> {
         admin::holdings(&self.registry)
     }
 
-    fn loading(&self) -> Vec<uuid::Uuid> {
-        self.registry
-            .slots()
-            .into_iter()
-            .filter(|(_, slot)| matches!(slot, actors::registry::Slot::Loading))
-            .map(|(id, _)| id)
-            .collect()
+    fn generation(&self) -> u64 {
+        self.registry.generation()
     }
 
-    async fn reload(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
+    fn position(&self, workspace: uuid::Uuid) -> Option<u64> {
+        self.registry.position(workspace)
+    }
+
+    fn known(&self) -> Vec<uuid::Uuid> {
+        self.registry.ids()
+    }
+
+    async fn load(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         let loader = self.loader.clone();
         self.loading.spawn(async move {
-            let _ = done.send(loader.reload(workspace).await);
+            let _ = done.send(loader.load_absent(workspace).await);
         });
         outcome
             .await
             .context("the loading thread stopped")?
-            .context("reloading the workspace")
+            .context("loading the workspace")
     }
 
-    async fn store_position(&self, workspace: uuid::Uuid) -> anyhow::Result<u64> {
-        Ok(self.store.position(workspace).await?.seq)
-    }
-
-    fn known(&self) -> Vec<uuid::Uuid> {
-        self.registry
-            .slots()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
-    }
-
-    async fn load(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
-        self.reload(workspace).await
-    }
-
-    fn unload(&self, workspace: uuid::Uuid) -> bool {
-        let gone = self.registry.remove(workspace);
-        if gone {
-            actors::memory::return_free_memory();
+    fn unload(&self, workspaces: &[uuid::Uuid]) -> Vec<uuid::Uuid> {
+        let gone: Vec<uuid::Uuid> = workspaces
+            .iter()
+            .copied()
+            .filter(|w| self.registry.remove(*w))
+            .collect();
+        if !gone.is_empty() {
+            // Once for them all, off the runtime the rounds and renewals run on (a trim
+            // walks the whole heap).
+            tokio::task::spawn_blocking(actors::memory::return_free_memory);
         }
         gone
+    }
+
+    async fn drain(&self, workspace: uuid::Uuid) {
+        if let Some(handle) = self.registry.handle(workspace) {
+            let _ = handle.addr.send(actors::actor::Drain).await;
+        }
     }
 
     async fn follow(&self, workspace: uuid::Uuid) -> anyhow::Result<()> {
@@ -559,42 +590,67 @@ impl crate::cluster::writers::Held for HeldWorkspaces {
             .send(actors::actor::Follow)
             .await
             .context("the workspace's actor stopped")??;
-        match followed {
-            actors::actor::Followed::At {
-                committed_at_ms, ..
-            } => {
-                let now = actors::store::now_ms();
-                for at in committed_at_ms {
-                    let lag = u64::try_from(now - at).unwrap_or(0);
-                    self.metrics.followed(std::time::Duration::from_millis(lag));
-                }
-                Ok(())
+        if let actors::actor::Followed::At {
+            committed_at_ms, ..
+        } = followed
+        {
+            let now = actors::store::now_ms();
+            for at in committed_at_ms {
+                let lag = u64::try_from(now - at).unwrap_or(0);
+                self.metrics.followed(std::time::Duration::from_millis(lag));
             }
-            actors::actor::Followed::Reload => {
-                tracing::info!(workspace = %workspace, "the change log cannot bring the copy up to date: reloading it");
-                self.reload(workspace).await
-            }
+        }
+        Ok(())
+    }
+}
+
+/// A node on PostgreSQL with no other alive sweeps the blobs of the workspaces it writes
+/// (once it holds their leases) of objects no record names. With another node alive it
+/// leaves them for a later start: that node's import writes its objects before it
+/// commits their records, and a sweep from a state that lacks them would remove them.
+fn sweep_if_alone(membership: &crate::cluster::Membership, registry: &Registry) {
+    if !membership.shared() {
+        return;
+    }
+    if membership.others_alive() {
+        tracing::info!("blob sweep left for a later start: other servers use the store");
+        return;
+    }
+    for (id, slot) in registry.slots() {
+        if let (true, actors::registry::Slot::Ready(handle)) = (membership.writes(id), slot) {
+            handle.addr.do_send(actors::actor::SweepBlobs);
         }
     }
 }
 
-/// Prunes every workspace's change log and tombstones older than `retention`, now and
-/// then `every` ([`actors::changes::PRUNE_EVERY`]), for as long as the process runs: in the
-/// store first, then in the workspace's state. A failed prune is logged, counted and
+/// Prunes the change log and tombstones older than `retention` of every workspace this
+/// node writes (the store refuses a prune of any other), now and then `every`
+/// ([`actors::changes::PRUNE_EVERY`]), for as long as the process runs: in the store
+/// first, then in the workspace's state. A failed prune is logged, counted and
 /// tried again next time; it never holds a commit (stores delete in small
-/// transactions).
+/// transactions). A prune the store fences because the lease moved on meanwhile (a
+/// hand-over, a stop) is no failure: the workspace's new writer prunes it.
 async fn prune_changes_forever(
     store: Arc<dyn Store>,
     registry: Arc<actors::registry::Registry>,
+    membership: Arc<crate::cluster::Membership>,
     metrics: Arc<crate::server::metrics::Metrics>,
     retention: std::time::Duration,
     every: std::time::Duration,
 ) {
+    // The first pass once the node writes what it should (its loads done, its leases
+    // taken).
+    while !membership.is_settled() {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let mut every = tokio::time::interval(every);
     loop {
         every.tick().await;
         let cutoff = actors::store::now_ms() - retention.as_millis() as i64;
         for (workspace, slot) in registry.slots() {
+            if !membership.writes(workspace) {
+                continue;
+            }
             let started = std::time::Instant::now();
             match store.prune_changes(workspace, cutoff).await {
                 Ok(pruned) => {
@@ -617,6 +673,11 @@ async fn prune_changes_forever(
                         parts_left = pruned.parts_left,
                         "change log pruned"
                     );
+                }
+                // The writer lease went to another node (a hand-over, a stop) while the
+                // prune ran: the new writer prunes from now on, and nothing failed.
+                Err(actors::store::StoreError::Fenced(_)) => {
+                    tracing::debug!(%workspace, "prune left to the workspace's new writer");
                 }
                 Err(e) => {
                     metrics.prune_failed(started.elapsed());

@@ -23,6 +23,7 @@
 //!   imports of millions of records take minutes rather than a quarter of an hour.
 
 pub mod blobs;
+pub mod cluster;
 pub mod fence;
 pub mod lock;
 pub mod postgres;
@@ -383,16 +384,23 @@ where
 /// pays, small enough that a batch's text is a few megabytes.
 const DECODE_BATCH: usize = 8192;
 
+/// Rows a last batch has fewer of to be decoded on the loading thread, not on the pool.
+const DECODE_HERE_BELOW: usize = 1024;
+
 /// A batch of stored rows, owned: their text in one buffer, and where each row's kind,
-/// id and body lie in it.
+/// id and body lie in it (and the workspace of each, for a load of several).
 #[derive(Default)]
 struct RowBatch {
     text: String,
     rows: Vec<[std::ops::Range<usize>; 3]>,
+    workspaces: Vec<Uuid>,
 }
 
+/// A decoded row: its workspace (nil for a load of one) and its record.
+type Decoded = (Uuid, Result<Record, StoreError>);
+
 impl RowBatch {
-    fn push(&mut self, kind: &str, id: &str, body: &str) {
+    fn push(&mut self, workspace: Uuid, kind: &str, id: &str, body: &str) {
         let mut field = |s: &str| {
             let start = self.text.len();
             self.text.push_str(s);
@@ -400,20 +408,27 @@ impl RowBatch {
         };
         let row = [field(kind), field(id), field(body)];
         self.rows.push(row);
+        self.workspaces.push(workspace);
+    }
+
+    fn decode_one(&self, i: usize) -> Decoded {
+        let [k, id, b] = &self.rows[i];
+        (
+            self.workspaces[i],
+            decode_record(
+                &self.text[k.clone()],
+                &self.text[id.clone()],
+                &self.text[b.clone()],
+            ),
+        )
     }
 
     /// Every row decoded, on every core, in the batch's order.
-    fn decode(&self) -> Vec<Result<Record, StoreError>> {
+    fn decode(&self) -> Vec<Decoded> {
         use rayon::prelude::*;
-        self.rows
-            .par_iter()
-            .map(|[k, i, b]| {
-                decode_record(
-                    &self.text[k.clone()],
-                    &self.text[i.clone()],
-                    &self.text[b.clone()],
-                )
-            })
+        (0..self.rows.len())
+            .into_par_iter()
+            .map(|i| self.decode_one(i))
             .collect()
     }
 }
@@ -423,7 +438,7 @@ impl RowBatch {
 /// batch goes to `sink` on this thread (no whole-workspace buffer). Records reach `sink`
 /// in the order the rows came.
 pub(crate) async fn load_rows<R, S>(
-    mut rows: S,
+    rows: S,
     sink: actors::store::RecordSink<'_>,
     fail: impl Fn(sqlx::Error) -> StoreError,
 ) -> Result<(), StoreError>
@@ -433,8 +448,33 @@ where
     usize: sqlx::ColumnIndex<R>,
     for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
+    load_rows_with(rows, false, &mut |_, r| sink(r), fail).await
+}
+
+/// As [`load_rows`]; with `with_workspace`, for rows of `(workspace_id, kind, id,
+/// body)` of several workspaces, `sink` being told each record's workspace (nil
+/// without).
+pub(crate) async fn load_rows_with<R, S>(
+    mut rows: S,
+    with_workspace: bool,
+    sink: &mut (dyn FnMut(Uuid, Record) + Send),
+    fail: impl Fn(sqlx::Error) -> StoreError,
+) -> Result<(), StoreError>
+where
+    S: futures_util::Stream<Item = Result<R, sqlx::Error>> + Unpin,
+    R: sqlx::Row,
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     use futures_util::TryStreamExt;
-    let mut decoded: Vec<Result<Record, StoreError>> = Vec::new();
+    let first = usize::from(with_workspace);
+    let mut decoded: Vec<Decoded> = Vec::new();
+    let mut put = |decoded: Vec<Decoded>| -> Result<(), StoreError> {
+        for (w, r) in decoded {
+            sink(w, r?);
+        }
+        Ok(())
+    };
     loop {
         let mut batch = RowBatch::default();
         while batch.rows.len() < DECODE_BATCH {
@@ -442,32 +482,36 @@ where
                 break;
             };
             let get = |e: sqlx::Error| StoreError::Corrupt(format!("records row: {e}"));
-            let kind: &str = row.try_get(0).map_err(get)?;
-            let id: &str = row.try_get(1).map_err(get)?;
-            let body: &str = row.try_get(2).map_err(get)?;
-            batch.push(kind, id, body);
+            let workspace = if with_workspace {
+                let w: &str = row.try_get(0).map_err(get)?;
+                Uuid::parse_str(w)
+                    .map_err(|e| StoreError::Corrupt(format!("records row's workspace: {e}")))?
+            } else {
+                Uuid::nil()
+            };
+            let kind: &str = row.try_get(first).map_err(get)?;
+            let id: &str = row.try_get(first + 1).map_err(get)?;
+            let body: &str = row.try_get(first + 2).map_err(get)?;
+            batch.push(workspace, kind, id, body);
         }
         let last = batch.rows.len() < DECODE_BATCH;
+        if last && batch.rows.len() < DECODE_HERE_BELOW {
+            // A small workspace (or a small last batch): decoded here, where threads
+            // would cost more than the decoding.
+            put(std::mem::take(&mut decoded))?;
+            return put((0..batch.rows.len()).map(|i| batch.decode_one(i)).collect());
+        }
         // This batch decodes on the pool while the previous one is put in memory here.
         let previous = std::mem::take(&mut decoded);
-        let put = || -> Result<(), StoreError> {
-            for r in previous {
-                sink(r?);
-            }
-            Ok(())
-        };
         let (next, sunk) = std::thread::scope(|s| {
             let decoding = s.spawn(|| batch.decode());
-            let sunk = put();
+            let sunk = put(previous);
             (decoding.join().expect("decoding does not panic"), sunk)
         });
         sunk?;
         decoded = next;
         if last {
-            for r in std::mem::take(&mut decoded) {
-                sink(r?);
-            }
-            return Ok(());
+            return put(std::mem::take(&mut decoded));
         }
     }
 }

@@ -27,7 +27,7 @@ use super::{
     decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
     ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
-use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -101,10 +101,12 @@ const KEY_COLUMNS: &str =
 /// Counts a transaction that changes a workspace's records or description (see
 /// `Store::position`). Last in the transaction: the row lock it takes orders concurrent
 /// committers of one workspace and is held only until the commit.
-const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag) \
-     VALUES ($1, 1, $2) \
+/// The transaction's id goes with it, for the nodes that follow the workspace's commits
+/// (`super::cluster`: horizon reads).
+const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag, xid) \
+     VALUES ($1, 1, $2, pg_current_xact_id()::text::bigint) \
      ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
-     tag = EXCLUDED.tag";
+     tag = EXCLUDED.tag, xid = EXCLUDED.xid";
 
 /// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
 const INSERT_LOG_PARTS: &str =
@@ -158,16 +160,27 @@ enum InFlight {
     },
 }
 
-/// A fenced commit's first statement (see [`super::fence`]): checks this server's lease
-/// on the workspace and locks it until the transaction ends, or takes the lease at epoch
-/// 1 when the workspace has none yet (`Some(1)`: hold it once the commit is done).
-/// Refused, with nothing written, when another server writes the workspace.
+/// A `commit_positions` row's position and tag.
+fn commit_position(seq: i64, tag: &str) -> Result<CommitPosition, StoreError> {
+    Ok(CommitPosition {
+        seq: seq as u64,
+        tag: Uuid::parse_str(tag)
+            .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
+    })
+}
+
+/// A fenced commit's first statement (see [`super::fence`]): checks that this server
+/// holds the workspace's lease, at the epoch it took, and that its node's row is alive
+/// under the incarnation the lease names; and keeps the lease row share-locked until the
+/// transaction ends, so that a take or a release waits for the commit. Refused, with
+/// nothing written, when this server does not hold it (another writes the workspace,
+/// or none does yet).
 async fn check_lease(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     ws: &str,
     workspace: Uuid,
     fences: &Fences,
-) -> Result<Option<u64>, StoreError> {
+) -> Result<(), StoreError> {
     let fail = err("checking the writer lease");
     let refused = || {
         StoreError::Fenced(format!(
@@ -175,40 +188,44 @@ async fn check_lease(
             fences.node
         ))
     };
-    match fences.epoch(workspace) {
-        Some(epoch) => {
-            let held: Option<i64> = sqlx::query_scalar(
-                "SELECT epoch FROM workspace_leases WHERE workspace_id = $1 AND holder = $2 \
-                 AND incarnation = $3 AND epoch = $4 AND lease_until > clock_timestamp() \
-                 FOR KEY SHARE",
-            )
-            .bind(ws)
-            .bind(&fences.node)
-            .bind(&fences.incarnation)
-            .bind(epoch as i64)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(&fail)?;
-            held.map(|_| None).ok_or_else(refused)
-        }
-        None => {
-            // A concurrent first commit elsewhere makes this one wait for it, then
-            // insert nothing.
-            let taken: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO workspace_leases (workspace_id, holder, incarnation, epoch, lease_until) \
-                 VALUES ($1, $2, $3, 1, now() + $4 * interval '1 millisecond') \
-                 ON CONFLICT (workspace_id) DO NOTHING RETURNING epoch",
-            )
-            .bind(ws)
-            .bind(&fences.node)
-            .bind(&fences.incarnation)
-            .bind(fences.lease.as_millis() as i64)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(&fail)?;
-            taken.map(|e| Some(e as u64)).ok_or_else(refused)
-        }
+    let epoch = fences.epoch(workspace).ok_or_else(refused)?;
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT l.epoch FROM workspace_leases l JOIN cluster_nodes n \
+           ON n.name = l.holder AND n.incarnation = l.incarnation \
+         WHERE l.workspace_id = $1 AND l.holder = $2 AND l.incarnation = $3 AND l.epoch = $4 \
+           AND n.lease_until > clock_timestamp() \
+         FOR SHARE OF l",
+    )
+    .bind(ws)
+    .bind(&fences.node)
+    .bind(&fences.incarnation)
+    .bind(epoch as i64)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(&fail)?;
+    held.map(drop).ok_or_else(refused)
+}
+
+/// Begins a transaction that writes `workspace`'s rows outside a commit (attachment
+/// bytes, retention's deletes): on a fenced store it first checks, as a commit does,
+/// that this server holds the workspace's lease, and keeps it share-locked, so that a
+/// server that lost the workspace removes and writes nothing of it.
+async fn fenced_tx<'a>(
+    pool: &'a PgPool,
+    fences: Option<&Fences>,
+    workspace: Uuid,
+    fail: &impl Fn(sqlx::Error) -> StoreError,
+) -> Result<sqlx::Transaction<'a, sqlx::Postgres>, StoreError> {
+    let mut tx = pool.begin().await.map_err(fail)?;
+    if let Some(fences) = fences {
+        check_lease(&mut tx, &workspace.to_string(), workspace, fences).await?;
     }
+    Ok(tx)
+}
+
+/// A workspace id as the store keeps it, read back.
+fn workspace_id(ws: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(ws).map_err(|_| StoreError::Corrupt(format!("workspace id {ws:?}")))
 }
 
 /// One workspace's row (`ws` as stored), through `db` (the pool, or a transaction).
@@ -383,8 +400,6 @@ impl PostgresStore {
     /// transaction's name) first, then the workspace, records and keys.
     async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
         let fail = err("commit");
-        // A lease this commit takes (epoch 1) runs from before its `now()`.
-        let began = std::time::Instant::now();
         let mut tx = self.pool.begin().await.map_err(&fail)?;
         let ws = workspace.to_string();
 
@@ -425,10 +440,9 @@ impl PostgresStore {
             || !part.deletes.is_empty()
             || !part.derived.is_empty()
             || !part.tombstones.is_empty();
-        let takes_lease = match &self.fences {
-            Some(fences) if moves => check_lease(&mut tx, &ws, workspace, fences).await?,
-            _ => None,
-        };
+        if let (Some(fences), true) = (&self.fences, moves) {
+            check_lease(&mut tx, &ws, workspace, fences).await?;
+        }
         if part.bulk {
             sqlx::query("SET LOCAL backend_flush_after = '256kB'")
                 .execute(&mut *tx)
@@ -598,9 +612,6 @@ impl PostgresStore {
             }
         }
         tx.commit().await.map_err(&fail)?;
-        if let (Some(fences), Some(epoch)) = (&self.fences, takes_lease) {
-            fences.hold(workspace, epoch, began);
-        }
         Ok(())
     }
 
@@ -750,15 +761,19 @@ fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
 #[async_trait]
 impl super::LogPruning for PostgresStore {
     async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
-        Ok(
+        let fail = err("pruning tombstones");
+        let mut tx =
+            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
+        let deleted =
             sqlx::query("DELETE FROM tombstones WHERE workspace_id = $1 AND deleted_at < $2")
                 .bind(ws)
                 .bind(before_ms)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
-                .map_err(err("pruning tombstones"))?
-                .rows_affected(),
-        )
+                .map_err(&fail)?
+                .rows_affected();
+        tx.commit().await.map_err(&fail)?;
+        Ok(deleted)
     }
 
     async fn newest_position_before(
@@ -784,16 +799,19 @@ impl super::LogPruning for PostgresStore {
     }
 
     async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
+        let fail = err("pruning the change log");
+        let mut tx =
+            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
         sqlx::query(
             "UPDATE commit_positions SET pruned_through = GREATEST(pruned_through, $2) \
              WHERE workspace_id = $1",
         )
         .bind(ws)
         .bind(through as i64)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
-        .map_err(err("pruning the change log"))?;
-        Ok(())
+        .map_err(&fail)?;
+        tx.commit().await.map_err(&fail)
     }
 
     async fn delete_parts_through(
@@ -802,17 +820,22 @@ impl super::LogPruning for PostgresStore {
         through: u64,
         limit: usize,
     ) -> Result<u64, StoreError> {
-        Ok(sqlx::query(
+        let fail = err("pruning the change log");
+        let mut tx =
+            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
+        let deleted = sqlx::query(
             "DELETE FROM change_log WHERE ctid IN (SELECT ctid FROM change_log \
              WHERE workspace_id = $1 AND position <= $2 LIMIT $3)",
         )
         .bind(ws)
         .bind(through as i64)
         .bind(limit as i64)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
-        .map_err(err("pruning the change log"))?
-        .rows_affected())
+        .map_err(&fail)?
+        .rows_affected();
+        tx.commit().await.map_err(&fail)?;
+        Ok(deleted)
     }
 
     async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
@@ -854,6 +877,7 @@ impl Store for PostgresStore {
         for chunk in super::blob_transactions(items) {
             let names: Vec<&str> = chunk.iter().map(|(n, _)| n.as_str()).collect();
             let bytes: Vec<&[u8]> = chunk.iter().map(|(_, b)| *b).collect();
+            let mut tx = fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await?;
             sqlx::query(
                 "INSERT INTO blobs (workspace_id, name, bytes) \
                  SELECT $1, n, b FROM UNNEST($2::text[], $3::bytea[]) AS t(n, b) \
@@ -862,9 +886,10 @@ impl Store for PostgresStore {
             .bind(&ws)
             .bind(&names)
             .bind(&bytes)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(&fail)?;
+            tx.commit().await.map_err(&fail)?;
         }
         Ok(())
     }
@@ -899,15 +924,17 @@ impl Store for PostgresStore {
         let ws = workspace.to_string();
         let mut done = Reclaimed::default();
         for chunk in names.chunks(DELETE_CHUNK) {
+            let mut tx = fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await?;
             let lens: Vec<i32> = sqlx::query_scalar(
                 "DELETE FROM blobs WHERE workspace_id = $1 AND name = ANY($2::text[]) \
                  RETURNING octet_length(bytes)",
             )
             .bind(&ws)
             .bind(chunk)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await
             .map_err(&fail)?;
+            tx.commit().await.map_err(&fail)?;
             done += Reclaimed::of_lengths(lens.into_iter().map(|l| l as u64));
         }
         Ok(done)
@@ -956,6 +983,68 @@ impl Store for PostgresStore {
         load_rows(rows, sink, err("loading records")).await
     }
 
+    async fn load_records_of(
+        &self,
+        workspaces: &[Uuid],
+        sink: &mut (dyn FnMut(Uuid, Record) + Send),
+    ) -> Result<(), StoreError> {
+        if let [w] = workspaces {
+            // A workspace alone (a large one, or a reload): its own read, with no
+            // workspace column to carry and parse for each of its rows.
+            return self.load_records(*w, &mut |r| sink(*w, r)).await;
+        }
+        let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
+        let rows = sqlx::query(
+            "SELECT workspace_id, kind, id, body FROM records WHERE workspace_id = ANY($1)",
+        )
+        .bind(&ids)
+        .fetch(&self.pool);
+        super::load_rows_with(rows, true, sink, err("loading records")).await
+    }
+
+    async fn positions(&self, workspaces: &[Uuid]) -> Result<Vec<CommitPosition>, StoreError> {
+        let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
+            "SELECT workspace_id, position, tag FROM commit_positions WHERE workspace_id = ANY($1)",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err("reading commit positions"))?;
+        let mut found: std::collections::HashMap<String, CommitPosition> =
+            std::collections::HashMap::with_capacity(rows.len());
+        for (w, seq, tag) in rows {
+            found.insert(w, commit_position(seq, &tag)?);
+        }
+        Ok(ids
+            .iter()
+            .map(|w| found.remove(w).unwrap_or_default())
+            .collect())
+    }
+
+    async fn tombstones_of(
+        &self,
+        workspaces: &[Uuid],
+    ) -> Result<Vec<Vec<(actors::changes::Change, actors::time::Stamp)>>, StoreError> {
+        let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
+        let rows: Vec<(String, i16, String, i64)> = sqlx::query_as(
+            "SELECT workspace_id, entity, id, deleted_at FROM tombstones \
+             WHERE workspace_id = ANY($1)",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err("reading the tombstones"))?;
+        let mut by: std::collections::HashMap<String, Vec<(i64, String, i64)>> =
+            std::collections::HashMap::new();
+        for (w, e, i, a) in rows {
+            by.entry(w).or_default().push((e.into(), i, a));
+        }
+        ids.iter()
+            .map(|w| super::tombstone_rows(by.remove(w).unwrap_or_default()))
+            .collect()
+    }
+
     async fn load_kind(
         &self,
         workspace: Uuid,
@@ -993,9 +1082,11 @@ impl Store for PostgresStore {
     /// for its transactions only. While no other commit has run for a second, the
     /// import's transactions are larger (`QUIET_IMPORT_TX_RECORDS`): there is no commit
     /// to flush their WAL, and the next one to come waits for at most one of them
-    /// before the import's transactions are small again. The workspace row goes first (a workspace whose first import failed
-    /// part way is still found and loaded), the mark and keys last. Every transaction is
-    /// tracked under the batch, so `committed` settles whichever is in doubt.
+    /// before the import's transactions are small again. The workspace row goes first (a
+    /// later import that failed part way leaves a workspace still found and loaded), or
+    /// last in a first import (`ChangeSet::unlogged`: no server finds the workspace
+    /// before all of it is in); the mark and keys last. Every transaction is tracked
+    /// under the batch, so `committed` settles whichever is in doubt.
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.write_changes(workspace, changes).await;
@@ -1016,7 +1107,14 @@ impl Store for PostgresStore {
             self.write_tracked(
                 workspace,
                 Part {
-                    workspace: changes.workspace.as_ref().filter(|_| tx.first),
+                    // A first import's row goes last (see `ChangeSet::unlogged`).
+                    workspace: changes.workspace.as_ref().filter(|_| {
+                        if changes.unlogged {
+                            tx.last
+                        } else {
+                            tx.first
+                        }
+                    }),
                     upserts: &upserts[tx.upserts],
                     deletes: &deletes[tx.deletes],
                     keys: if tx.last { &changes.keys } else { &[] },
@@ -1206,14 +1304,10 @@ impl Store for PostgresStore {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(err("reading the commit position"))?;
-        let Some((seq, tag)) = row else {
-            return Ok(CommitPosition::default());
-        };
-        Ok(CommitPosition {
-            seq: seq as u64,
-            tag: Uuid::parse_str(&tag)
-                .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
-        })
+        match row {
+            Some((seq, tag)) => commit_position(seq, &tag),
+            None => Ok(CommitPosition::default()),
+        }
     }
 
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {

@@ -819,8 +819,9 @@ impl Store for SqliteStore {
     /// In transactions of at most `IMPORT_TX_RECORDS` records each, so that the one
     /// writer connection is free between them and other workspaces' commits, queued in
     /// the writer pool, go in between: a large import never holds them for more than one
-    /// such transaction. The workspace row goes first (a workspace whose first import
-    /// failed part way is still found and loaded), the mark and keys last.
+    /// such transaction. The workspace row goes first (a later import that failed part
+    /// way leaves a workspace still found and loaded), or last in a first import
+    /// (`ChangeSet::unlogged`), the mark and keys last.
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
         if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.commit(workspace, changes).await;
@@ -846,7 +847,14 @@ impl Store for SqliteStore {
             self.write_part(
                 workspace,
                 Part {
-                    workspace: changes.workspace.as_ref().filter(|_| tx.first),
+                    // A first import's row goes last (see `ChangeSet::unlogged`).
+                    workspace: changes.workspace.as_ref().filter(|_| {
+                        if changes.unlogged {
+                            tx.last
+                        } else {
+                            tx.first
+                        }
+                    }),
                     upserts: &upserts[tx.upserts],
                     deletes: &deletes[tx.deletes],
                     keys: if tx.last { &changes.keys } else { &[] },

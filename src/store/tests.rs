@@ -642,6 +642,100 @@ async fn postgres_the_change_log_follows_the_commits() {
     }
 }
 
+/// What a load of many workspaces reads together (records, positions, tombstones) is
+/// what it would read of each alone, in the order asked, a workspace unknown to the
+/// store included.
+async fn reads_of_many_workspaces_are_those_of_each(b: &Backend) {
+    let store = b.open().await;
+    let (one, two, unknown) = (ws(WS), Uuid::new_v4(), Uuid::new_v4());
+    let (a, c) = (Uuid::new_v4(), Uuid::new_v4());
+    for (w, people) in [(one, vec![a]), (two, vec![c, Uuid::new_v4()])] {
+        let upserts = people.iter().map(|p| candidate(*p, "P")).collect();
+        store
+            .commit(
+                w,
+                &ChangeSet {
+                    upserts,
+                    ..ChangeSet::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .commit(
+            one,
+            &ChangeSet {
+                deletes: vec![(RecordKind::Candidate, a.to_string())],
+                tombstones: vec![(
+                    actors::changes::Change {
+                        entity: actors::model::Entity::Candidates,
+                        id: actors::changes::LoggedId::Uuid(a),
+                    },
+                    Some(actors::time::Stamp::from_millis(1_800_000_000_000)),
+                )],
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let asked = [two, unknown, one];
+    let mut together: std::collections::HashMap<Uuid, Vec<Record>> = Default::default();
+    store
+        .load_records_of(&asked, &mut |w, r| together.entry(w).or_default().push(r))
+        .await
+        .unwrap();
+    let positions = store.positions(&asked).await.unwrap();
+    let tombstones = store.tombstones_of(&asked).await.unwrap();
+    assert_eq!(positions.len(), 3);
+    assert_eq!(tombstones.len(), 3);
+    for (i, w) in asked.iter().enumerate() {
+        let mut alone = Vec::new();
+        store
+            .load_records(*w, &mut |r| alone.push(r))
+            .await
+            .unwrap();
+        assert_eq!(
+            sorted(together.remove(w).unwrap_or_default()),
+            sorted(alone),
+            "{}: {w}",
+            b.name
+        );
+        assert_eq!(
+            positions[i],
+            store.position(*w).await.unwrap(),
+            "{}",
+            b.name
+        );
+        assert_eq!(
+            tombstones[i],
+            store.tombstones(*w).await.unwrap(),
+            "{}",
+            b.name
+        );
+    }
+    assert_eq!(tombstones[2].len(), 1, "{}: the deleted candidate", b.name);
+    assert_eq!(
+        positions[1].seq, 0,
+        "{}: no commit of an unknown workspace",
+        b.name
+    );
+    assert!(together.is_empty(), "{}: only the workspaces asked", b.name);
+}
+
+#[tokio::test]
+async fn sqlite_reads_of_many_workspaces_are_those_of_each() {
+    reads_of_many_workspaces_are_those_of_each(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_reads_of_many_workspaces_are_those_of_each() {
+    if let Some(b) = Backend::postgres().await {
+        reads_of_many_workspaces_are_those_of_each(&b).await;
+        b.cleanup().await;
+    }
+}
+
 /// A workspace's first import is inserted rather than upserted where the store can
 /// (PostgreSQL copies it in, several transactions of it): what loads back is what the
 /// upsert would have written, the last version of a key given twice included.
@@ -1637,16 +1731,27 @@ async fn the_data_dir_and_its_files_are_private() {
 }
 
 /// With several servers on one PostgreSQL store, only the holder of a workspace's
-/// writer lease commits it, at the epoch it holds, while the lease has not passed; a
-/// refused commit writes nothing (see `fence`).
+/// writer lease commits it, at the epoch it holds, while its node's row is alive; a
+/// refused commit writes nothing (see `fence`). Leases are taken through the cluster's
+/// port (`cluster`): a lease held by a live node is not free, one of a node whose row
+/// passed or whose session ended is, and a take skips a lease a commit still holds.
 #[tokio::test]
 async fn postgres_commits_need_the_writer_lease() {
+    use crate::cluster::port::{ClusterStore, Me};
     use sqlx::Connection;
     let Some(b) = Backend::postgres().await else {
         return;
     };
     let url = b.url.clone().unwrap();
     let lease = Duration::from_secs(5);
+    let me = |name: &str| Me {
+        name: name.into(),
+        advertise_url: format!("https://{name}.internal:8443"),
+        incarnation: format!("{name}-1"),
+        cert_sha256: String::new(),
+        secret_sha256: String::new(),
+    };
+    let (me_a, me_b) = (me("a"), me("b"));
     let fences_a = fence::Fences::new("a".into(), "a-1".into(), lease);
     let fences_b = fence::Fences::new("b".into(), "b-1".into(), lease);
     let a = postgres::PostgresStore::open(&url)
@@ -1657,6 +1762,24 @@ async fn postgres_commits_need_the_writer_lease() {
         .await
         .unwrap()
         .fenced(fences_b.clone());
+    let cluster_a = cluster::PgCluster::connect(&url).await.unwrap();
+    let cluster_b = cluster::PgCluster::connect(&url).await.unwrap();
+    for (c, m, f) in [
+        (&cluster_a, &me_a, &fences_a),
+        (&cluster_b, &me_b, &fences_b),
+    ] {
+        let began = std::time::Instant::now();
+        assert!(c.take_name(m, 5000).await.unwrap());
+        f.renewed(began);
+    }
+    let live: Vec<String> = cluster_a
+        .live_nodes()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(live, ["a", "b"]);
     let w = ws(WS);
     let named = |name: &str| ChangeSet {
         workspace: Some(workspace(WS, name)),
@@ -1669,39 +1792,90 @@ async fn postgres_commits_need_the_writer_lease() {
         other => panic!("{what}: expected a refusal, got {other:?}"),
     };
     let mut sql = sqlx::PgConnection::connect(&url).await.unwrap();
-    let lease_row = |sql: &'static str| sqlx::query(sql).bind(WS);
 
-    // The first commit of a workspace takes its lease, at epoch 1.
+    // No lease taken: nobody commits the workspace.
+    refused(a.commit(w, &named("untaken")).await, "no lease yet");
+    let (since, horizon) = {
+        let s = cluster_b.leases_since(0).await.unwrap();
+        (s.rows.len(), s.next)
+    };
+    assert_eq!(since, 0);
+
+    // a takes it at epoch 1 and commits; b finds it held.
+    let (taken, _) = cluster_a.take(&me_a, &[w]).await.unwrap();
+    assert_eq!(taken, vec![(w, 1)]);
+    fences_a.hold(w, 1);
     a.commit(w, &named("first")).await.unwrap();
-    assert_eq!(fences_a.epoch(w), Some(1));
     let at = a.position(w).await.unwrap();
+    assert_eq!(cluster_b.take(&me_b, &[w]).await.unwrap().0, vec![]);
+    // b reads the change once, then nothing more while nothing changes.
+    let changed = cluster_b.leases_since(horizon).await.unwrap();
+    assert_eq!(changed.rows.len(), 1, "{:?}", changed.rows);
+    assert_eq!(
+        (changed.rows[0].holder.as_str(), changed.rows[0].epoch),
+        ("a", 1)
+    );
+    assert!(cluster_b
+        .leases_since(changed.next)
+        .await
+        .unwrap()
+        .rows
+        .is_empty());
+    let positions = cluster_b.positions_since(0).await.unwrap();
+    assert_eq!(positions.rows, vec![(w, at.seq)]);
+    assert!(cluster_b
+        .positions_since(positions.next)
+        .await
+        .unwrap()
+        .rows
+        .is_empty());
 
     // Another server's commits are refused, with nothing written.
     refused(other.commit(w, &named("second")).await, "no lease");
     assert_eq!(other.position(w).await.unwrap(), at);
     assert_eq!(loaded(&a, WS).await.len(), 1);
 
-    // A lease that has passed refuses its own holder too.
-    lease_row(
-        "UPDATE workspace_leases SET lease_until = now() - interval '1 ms' WHERE workspace_id = $1",
-    )
-    .execute(&mut sql)
-    .await
-    .unwrap();
+    // a's row passes: its own commits are refused, and b takes the lease at epoch 2.
+    sqlx::query("UPDATE cluster_nodes SET lease_until = now() - interval '1 ms' WHERE name = 'a'")
+        .execute(&mut sql)
+        .await
+        .unwrap();
     refused(a.commit(w, &named("late")).await, "passed lease");
-
-    // A new writer at the next epoch commits; the old epoch stays refused even once
-    // its row holds again.
-    lease_row(
-        "UPDATE workspace_leases SET holder = 'b', incarnation = 'b-1', epoch = 2, \
-         lease_until = now() + interval '5 s' WHERE workspace_id = $1",
-    )
-    .execute(&mut sql)
-    .await
-    .unwrap();
-    fences_b.hold(w, 2, std::time::Instant::now());
+    assert_eq!(cluster_b.take(&me_b, &[w]).await.unwrap().0, vec![(w, 2)]);
+    fences_b.hold(w, 2);
     other.commit(w, &named("second")).await.unwrap();
+    // Renewed again, a's old epoch stays refused.
+    assert!(cluster_a.renew(&me_a, 5000).await.unwrap());
     refused(a.commit(w, &named("stale")).await, "old epoch");
+    // Nor does it write or remove attachment bytes, or prune the log: only the writer.
+    let bytes: &[u8] = b"cv";
+    refused(
+        a.put_blobs(w, &[("o1".into(), bytes)]).await,
+        "bytes written",
+    );
+    other.put_blobs(w, &[("o1".into(), bytes)]).await.unwrap();
+    refused(
+        a.delete_blobs(w, &["o1".into()]).await.map(drop),
+        "bytes removed",
+    );
+    assert_eq!(a.blob(w, "o1").await.unwrap().as_deref(), Some(bytes));
+    match a.prune_changes(w, actors::store::now_ms() + 1).await {
+        Err(StoreError::Fenced(_)) => {}
+        other => panic!("a prune by a server without the lease: {other:?}"),
+    }
+    assert_eq!(
+        other
+            .read_changes(w, (0, 0), u64::MAX, 10)
+            .await
+            .unwrap()
+            .pruned_through,
+        0,
+        "nothing pruned"
+    );
+    other
+        .prune_changes(w, actors::store::now_ms() + 1)
+        .await
+        .unwrap();
     // Keys are no workspace's records: any server commits them.
     a.commit(
         w,
@@ -1712,10 +1886,6 @@ async fn postgres_commits_need_the_writer_lease() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        a.position(w).await.unwrap(),
-        other.position(w).await.unwrap()
-    );
     let names: Vec<String> = loaded(&a, WS)
         .await
         .iter()
@@ -1726,30 +1896,59 @@ async fn postgres_commits_need_the_writer_lease() {
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(
-        !names.iter().any(|n| n == "late" || n == "stale"),
+        !names
+            .iter()
+            .any(|n| n == "late" || n == "stale" || n == "untaken"),
         "{names:?}"
     );
 
-    // A commit that has checked its lease holds it until it ends: taking the lease
-    // (deleting its row) waits for it.
+    // A commit that has checked its lease holds it until it ends: a take skips it.
     let mut committing = sqlx::PgConnection::connect(&url).await.unwrap();
     let mut tx = committing.begin().await.unwrap();
-    let checked: Option<i64> = sqlx::query_scalar(
-        "SELECT epoch FROM workspace_leases WHERE workspace_id = $1 FOR KEY SHARE",
-    )
-    .bind(WS)
-    .fetch_optional(&mut *tx)
-    .await
-    .unwrap();
+    let checked: Option<i64> =
+        sqlx::query_scalar("SELECT epoch FROM workspace_leases WHERE workspace_id = $1 FOR SHARE")
+            .bind(WS)
+            .fetch_optional(&mut *tx)
+            .await
+            .unwrap();
     assert_eq!(checked, Some(2));
-    sqlx::query("SET lock_timeout = '200ms'")
+    // b's node dies: its session ends with it.
+    let pid: i32 = sqlx::query_scalar("SELECT session_pid FROM cluster_nodes WHERE name = 'b'")
+        .fetch_one(&mut sql)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1)")
+        .bind(pid)
         .execute(&mut sql)
         .await
         .unwrap();
-    let taking = lease_row("DELETE FROM workspace_leases WHERE workspace_id = $1")
-        .execute(&mut sql)
-        .await;
-    assert!(taking.is_err(), "the take did not wait for the commit");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cluster_a
+        .live_nodes()
+        .await
+        .unwrap()
+        .iter()
+        .any(|n| n.name == "b")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b's death is known at once"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        cluster_a.take(&me_a, &[w]).await.unwrap().0,
+        vec![],
+        "skipped while the commit holds it"
+    );
     tx.rollback().await.unwrap();
+    assert_eq!(cluster_a.take(&me_a, &[w]).await.unwrap().0, vec![(w, 3)]);
+    // Given up, the lease is free at once.
+    assert_eq!(cluster_a.release(&me_a, &[w]).await.unwrap(), vec![w]);
+    assert!(
+        cluster_b.renew(&me_b, 5000).await.unwrap(),
+        "b's renewal names a new session"
+    );
+    assert_eq!(cluster_b.take(&me_b, &[w]).await.unwrap().0, vec![(w, 4)]);
     b.cleanup().await;
 }

@@ -85,6 +85,35 @@ async fn keys_stop_when_their_creator_loses_access(b: Backend) {
     assert_eq!(app.get("/v1/counts", READ_KEY).await.0, 200);
 }
 
+/// A snapshot's key whose creator is a recruiter now (an administrator demoted since
+/// the key was made in the product) is imported and works: its creator has not lost
+/// access. It stops, like any key, when they do. Keys made through recruitd keep the
+/// owner-or-administrator rule (below).
+async fn an_imported_key_works_whatever_its_creators_role_now(b: Backend) {
+    let app = app(b).await;
+    let snap = example();
+    let recruiter = snap["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["role"] == "recruiter" && u["status"] == "active")
+        .expect("the example has an active recruiter")
+        .clone();
+    let secret = "rk_made_by_a_former_admin_0123456789";
+    let keys = json!({"format": "recruit-snapshot/1", "workspace": snap["workspace"].clone(),
+        "api_keys": [{"id": "key_former_admin", "secret": secret, "scopes": ["read"],
+                      "created_by": recruiter["id"].clone()}]});
+    app.import_ok(&keys).await;
+    assert_eq!(app.get("/v1/counts", secret).await.0, 200);
+    let mut removed = recruiter.clone();
+    removed["status"] = json!("removed");
+    let delta = json!({"format": "recruit-snapshot/1", "workspace": snap["workspace"].clone(),
+        "users": [removed]});
+    app.import_ok(&delta).await;
+    let (s, body) = app.get("/v1/counts", secret).await;
+    assert_error(s, &body, 401, "UNAUTHORIZED");
+}
+
 async fn created_keys_work_and_secrets_are_not_stored(b: Backend) {
     let app = app(b).await;
     let (s, body) = app
@@ -181,6 +210,7 @@ store_test!(
     only_the_bearer_header_is_accepted,
     revocation_takes_effect_on_the_next_request,
     keys_stop_when_their_creator_loses_access,
+    an_imported_key_works_whatever_its_creators_role_now,
     created_keys_work_and_secrets_are_not_stored,
     one_key_reaches_one_workspace,
 );

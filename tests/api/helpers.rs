@@ -92,7 +92,7 @@ pub struct TestApp {
     /// The server's certificate (PEM), for clients of its own.
     pub tls_cert_pem: Vec<u8>,
     handles: (actix_web::dev::ServerHandle, actix_web::dev::ServerHandle),
-    membership: std::sync::Arc<recruitd::cluster::Membership>,
+    pub membership: std::sync::Arc<recruitd::cluster::Membership>,
 }
 
 pub const READ_KEY: &str = "rk_example_read_0123456789abcdef";
@@ -196,7 +196,8 @@ async fn start_app(
 impl TestApp {
     pub async fn wait_ready(&self) {
         for _ in 0..500 {
-            if self.registry.is_ready() {
+            // Loaded, and (on PostgreSQL) the writer of what it loaded.
+            if self.registry.is_ready() && self.membership.is_settled() {
                 return;
             }
             actix_web::rt::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -492,7 +493,9 @@ pub async fn memory_app_state(
                 "127.0.0.1:8443".parse().unwrap(),
             )
             .unwrap(),
-        ),
+            std::sync::Arc::new(actors::signing::Signer::alone(&[2; 32])),
+        )
+        .await,
     });
     (state, registry)
 }

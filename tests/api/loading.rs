@@ -73,7 +73,7 @@ async fn a_failed_load_is_retried_and_reported(b: Backend) {
     );
     store_sql(&b, &dir, &restore).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !app.registry.is_ready() {
+    while !(app.registry.is_ready() && app.membership.is_settled()) {
         assert!(Instant::now() < deadline, "never loaded after the repair");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -47,6 +47,7 @@ mod doubt;
 mod downloads;
 mod early_refusals;
 mod errors;
+mod fleet;
 mod isolation;
 mod lists;
 mod loading;

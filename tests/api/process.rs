@@ -42,6 +42,9 @@ pub(crate) fn command(data_dir: &Path, backend: &Backend) -> tokio::process::Com
     cmd
 }
 
+/// How long a started server is given to be ready.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
 impl Server {
     pub(crate) async fn start(data_dir: &Path, backend: &Backend) -> Server {
         Self::start_logging(data_dir, backend, None).await
@@ -65,6 +68,19 @@ impl Server {
         backend: &Backend,
         log: Option<&Path>,
         extra: &[&str],
+    ) -> Server {
+        Self::start_ready_within(data_dir, backend, log, extra, READY_WITHIN).await
+    }
+
+    /// As [`Server::start_with`], waiting up to `ready_within` for it to be ready (a
+    /// node that loads a large workspace before it is, in a debug build on a busy
+    /// machine).
+    pub(crate) async fn start_ready_within(
+        data_dir: &Path,
+        backend: &Backend,
+        log: Option<&Path>,
+        extra: &[&str],
+        ready_within: Duration,
     ) -> Server {
         let own_log = tempfile::NamedTempFile::new().unwrap();
         let log_path = log.unwrap_or(own_log.path()).to_path_buf();
@@ -90,7 +106,7 @@ impl Server {
                 admin: format!("http://127.0.0.1:{admin}"),
                 data_dir: data_dir.to_path_buf(),
             };
-            match s.wait_ready().await {
+            match s.wait_ready(ready_within).await {
                 Ok(()) => return s,
                 Err(()) => {
                     let text = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -104,10 +120,10 @@ impl Server {
     }
 
     /// Waits until the admin interface says ready; `Err` if the process ended first, or
-    /// after 30 s.
-    async fn wait_ready(&mut self) -> Result<(), ()> {
+    /// after `within`.
+    async fn wait_ready(&mut self, within: Duration) -> Result<(), ()> {
         let token_file = self.data_dir.join("admin-token");
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + within;
         let http = Client::builder()
             .timeout(Duration::from_secs(5))
             .build()

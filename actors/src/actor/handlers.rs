@@ -2,8 +2,8 @@
 
 use super::InDoubt;
 use super::{
-    Follow, Followed, ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt, Job,
-    Positioned, ReadPosition, WorkspaceActor, Write, WriteDone,
+    Drain, Follow, Followed, ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt,
+    Job, Positioned, ReadPosition, WorkspaceActor, Write, WriteDone,
 };
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
@@ -68,6 +68,19 @@ impl Handler<Follow> for WorkspaceActor {
     }
 }
 
+impl Handler<Drain> for WorkspaceActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Drain, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.queue.push_back(Job::Drain(tx));
+        self.pump(ctx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
 impl Handler<IndexRebuilt> for WorkspaceActor {
     type Result = ();
 
@@ -82,7 +95,7 @@ impl Handler<IndexRebuilt> for WorkspaceActor {
         }
         let mut next = (*self.view.load_full()).clone();
         if next.search.install(msg.0) {
-            self.view.store(std::sync::Arc::new(next));
+            self.install_view(std::sync::Arc::new(next));
         }
         self.maybe_rebuild(ctx);
     }
@@ -105,7 +118,7 @@ impl Handler<ForgetTombstones> for WorkspaceActor {
         if forgotten > 0 {
             let mut next = (*current).clone();
             next.tombstones = tombstones;
-            self.view.store(std::sync::Arc::new(next));
+            self.install_view(std::sync::Arc::new(next));
         }
         forgotten
     }
@@ -164,6 +177,9 @@ impl WorkspaceActor {
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
                 Some(Job::Position(reply)) => self.read_position(reply, ctx),
                 Some(Job::Follow(reply)) => self.follow(reply, ctx),
+                Some(Job::Drain(reply)) => {
+                    let _ = reply.send(());
+                }
                 Some(Job::Write(op, reply, _)) => {
                     let max = self.env.write_batch_max();
                     let mut batch = vec![(op, reply)];
@@ -347,6 +363,9 @@ impl WorkspaceActor {
                             Job::Follow(reply) => {
                                 let _ = reply.send(Err(e.clone()));
                             }
+                            Job::Drain(reply) => {
+                                let _ = reply.send(());
+                            }
                         }
                     }
                 }
@@ -391,7 +410,11 @@ impl WorkspaceActor {
 
     /// Catches up with the commits another server made since the published state's
     /// position (`crate::follow`), between two batches of this actor's own: the queue
-    /// waits meanwhile (a few store round trips).
+    /// waits meanwhile (a few store round trips). When the log cannot bridge the gap (a
+    /// copy at position 0, or one behind a pruned log), the actor loads the workspace
+    /// afresh itself, still with the queue waiting: so a reload never races a commit of
+    /// this actor's own (an import still committing would otherwise be overwritten by a
+    /// copy read half-way through it).
     fn follow(
         &mut self,
         reply: oneshot::Sender<Result<Followed, StoreError>>,
@@ -406,24 +429,47 @@ impl WorkspaceActor {
             async move { crate::follow::read(&*store, id, after).await },
         );
         ctx.spawn(read.into_actor(self).map(move |res, act, ctx| {
-            act.committing = false;
-            let followed = res.map(|read| match read {
-                crate::follow::Read::Current(position) => Followed::At {
+            let followed = match res {
+                Ok(crate::follow::Read::Reload) => return act.reload(reply, ctx),
+                Ok(crate::follow::Read::Current(position)) => Ok(Followed::At {
                     position,
                     committed_at_ms: Vec::new(),
-                },
-                crate::follow::Read::Reload => Followed::Reload,
-                crate::follow::Read::Changes(stretch) => {
+                }),
+                Ok(crate::follow::Read::Changes(stretch)) => {
                     let mut next = (*act.view.load_full()).clone();
                     let (position, committed_at_ms) =
                         (stretch.position, stretch.committed_at_ms.clone());
                     crate::follow::apply(&mut next, stretch);
                     act.publish(next, ctx);
-                    Followed::At {
+                    Ok(Followed::At {
                         position,
                         committed_at_ms,
-                    }
+                    })
                 }
+                Err(e) => Err(e),
+            };
+            act.committing = false;
+            let _ = reply.send(followed);
+            act.pump(ctx);
+        }));
+    }
+
+    /// Loads the workspace afresh from the store and publishes it, the queue waiting
+    /// meanwhile (see [`WorkspaceActor::follow`]).
+    fn reload(
+        &mut self,
+        reply: oneshot::Sender<Result<Followed, StoreError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.committing = true;
+        let load = load_afresh(self.env.clone(), (*self.view.load().workspace).clone());
+        ctx.spawn(load.into_actor(self).map(move |res, act, ctx| {
+            act.committing = false;
+            let followed = res.map(|state| {
+                let position = state.position;
+                tracing::info!(workspace = %act.id, position, records = state.stored_records(), "the change log could not bring the copy up to date: reloaded it");
+                act.publish(state, ctx);
+                Followed::Reloaded { position }
             });
             let _ = reply.send(followed);
             act.pump(ctx);
@@ -447,7 +493,7 @@ impl WorkspaceActor {
         }
         let oldest = self.queue.iter().find_map(|job| match job {
             Job::Write(_, _, queued) => Some(*queued),
-            Job::Import(..) | Job::Position(..) | Job::Follow(..) => None,
+            Job::Import(..) | Job::Position(..) | Job::Follow(..) | Job::Drain(..) => None,
         });
         let Some(oldest) = oldest else {
             return;
@@ -502,13 +548,7 @@ impl WorkspaceActor {
         let reload = async move {
             env.store.committed(id, batch).await?;
             env.keys.load(&*env.store).await?;
-            let runtime = tokio::runtime::Handle::current();
-            let store = env.store.clone();
-            tokio::task::spawn_blocking(move || {
-                runtime.block_on(WorkspaceState::load(&*store, workspace))
-            })
-            .await
-            .unwrap_or_else(|e| Err(StoreError::Other(format!("reloading failed: {e}"))))
+            load_afresh(env, workspace).await
         };
         ctx.spawn(reload.into_actor(self).map(move |res, act, ctx| match res {
             Ok(state) => {
@@ -624,6 +664,30 @@ impl WorkspaceActor {
             act.pump(ctx);
         }));
     }
+}
+
+/// The workspace as the store holds it now, its row included when the store has one
+/// (`workspace` otherwise: the row of a workspace whose first import never finished is
+/// not written yet). Building a state is CPU work: it runs on a blocking thread.
+async fn load_afresh(
+    env: std::sync::Arc<crate::env::ActorEnv>,
+    workspace: crate::model::Workspace,
+) -> Result<WorkspaceState, StoreError> {
+    let workspace = env
+        .store
+        .workspace(workspace.id)
+        .await?
+        .unwrap_or(workspace);
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        runtime.block_on(WorkspaceState::load(&*env.store, workspace))
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(StoreError::Other(format!(
+            "loading the workspace failed: {e}"
+        )))
+    })
 }
 
 /// How an import failed: whether any of it may be in the store.

@@ -75,8 +75,10 @@ pub struct Positioned {
 }
 
 /// Catch up with the commits another server made (several servers on one store, see
-/// [`crate::follow`]). Queued like a write, so it never runs beside a commit of this
-/// actor's own.
+/// [`crate::follow`]): from the change log, or by loading the workspace afresh when the
+/// log cannot bridge the gap. Queued like a write, so it never runs beside a commit of
+/// this actor's own; once answered `Ok`, the published state holds every commit up to
+/// the position it names.
 #[derive(Message)]
 #[rtype(result = "Result<Followed, StoreError>")]
 pub struct Follow;
@@ -90,6 +92,14 @@ pub enum Followed {
         position: u64,
         committed_at_ms: Vec<i64>,
     },
-    /// The log cannot bring the copy up to date: load the workspace afresh.
-    Reload,
+    /// The log could not bring the copy up to date: it was loaded afresh, at this
+    /// position.
+    Reloaded { position: u64 },
 }
+
+/// Answered once every job queued before it (writes, imports, catch-ups) is done: a
+/// server that stopped passing writes to this actor (it gives the workspace's writer
+/// lease up) waits for the ones it already passed to commit.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain;

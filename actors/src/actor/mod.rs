@@ -45,6 +45,8 @@ enum Job {
     Position(oneshot::Sender<Result<Positioned, crate::store::StoreError>>),
     /// Catching up with another server's commits (`crate::follow`).
     Follow(oneshot::Sender<Result<Followed, crate::store::StoreError>>),
+    /// Answered once every job queued before it is done (`Drain`).
+    Drain(oneshot::Sender<()>),
 }
 
 /// A running workspace: the actor that writes it and the state it last published.
@@ -178,10 +180,18 @@ impl WorkspaceActor {
             next.tombstones.forget_before(cutoff);
         }
         let next = Arc::new(next);
-        self.view.store(next.clone());
+        self.install_view(next.clone());
         self.published.notify_waiters();
         self.maybe_rebuild(ctx);
         next
+    }
+
+    /// Makes `next` the state readers see, and counts it (`ActorEnv::publications`).
+    fn install_view(&self, next: Arc<WorkspaceState>) {
+        self.view.store(next);
+        self.env
+            .publications
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
     /// Merges the search deltas into new bases on a thread of its own, so neither this

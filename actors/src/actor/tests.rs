@@ -692,9 +692,67 @@ async fn a_follower_applies_the_writers_commits_as_a_load_would() {
             committed_at_ms: vec![]
         }
     );
+    // A copy at position 0 cannot follow the log: it is loaded afresh, by its actor.
     let fresh = start(&w, &env);
     assert_eq!(
         fresh.addr.send(Follow).await.unwrap().unwrap(),
-        Followed::Reload
+        Followed::Reloaded { position }
     );
+    assert_eq!(fresh.state().position, position);
+    assert_eq!(fresh.state().describe(), loaded.describe());
+}
+
+/// A workspace's first import, its commits stalled: no other reader finds the workspace
+/// before its last commit (its row goes last), and a catch-up asked of the actor
+/// meanwhile waits for the import and leaves its state whole, never a copy read half-way
+/// through it.
+#[actix::test]
+async fn a_first_import_is_found_whole_or_not_at_all() {
+    use super::{Follow, Followed};
+    let store = Arc::new(SlowStore {
+        inner: MemoryStore::new(),
+        commits: AtomicUsize::new(0),
+        delay: Duration::ZERO,
+        mode: std::sync::atomic::AtomicU8::new(0),
+        stall_ms: std::sync::atomic::AtomicU64::new(150),
+        import_busy_ms: std::sync::atomic::AtomicU64::new(0),
+        import_nice: std::sync::atomic::AtomicI32::new(0),
+    });
+    let env = Arc::new(ActorEnv::new(
+        store.clone(),
+        Arc::new(MemoryBlobs::default()),
+        Arc::new(KeyRing::default()),
+    ));
+    let snap = parse_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let w = snap.workspace.clone().unwrap();
+    let h = start(&w, &env);
+    let import = actix::spawn(h.addr.send(Import(snap)));
+    // Its first parts are in the store, its last is not.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while store.inner.position(w.id).await.unwrap().seq == 0 {
+        assert!(std::time::Instant::now() < deadline, "the import commits");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        store.workspaces().await.unwrap().is_empty(),
+        "a first import half-way is no workspace of the store"
+    );
+    let followed = h.addr.send(Follow).await.unwrap().unwrap();
+    let report = import.await.unwrap().unwrap().unwrap();
+    let position = store.position(w.id).await.unwrap().seq;
+    assert_eq!(
+        followed,
+        Followed::At {
+            position,
+            committed_at_ms: vec![]
+        },
+        "caught up after the import, with nothing left to read"
+    );
+    assert_eq!(store.workspaces().await.unwrap().len(), 1);
+    let loaded = WorkspaceState::load(&*store, w.clone()).await.unwrap();
+    assert_eq!(h.state().stored_records(), report.records);
+    assert_eq!(h.state().describe(), loaded.describe());
 }

@@ -500,9 +500,6 @@ pub fn restore(
         // Notes and tasks touch nothing of the state but their own tables and maps (see
         // `WorkspaceState::absorb_notes_and_tasks`): they are put into a state of their
         // own on another thread while this one puts the rest.
-        let (side, main): (Vec<_>, Vec<_>) = sections
-            .into_iter()
-            .partition(|(kind, _)| matches!(kind, RecordKind::Note | RecordKind::Task));
         let fresh = |sections: &[(RecordKind, Vec<&[u8]>)]| {
             let mut state = WorkspaceState::new(workspace.clone());
             state.position = position.seq;
@@ -512,6 +509,24 @@ pub fn restore(
             }
             state
         };
+        let records: usize = sections.iter().map(|(_, r)| r.len()).sum();
+        if records < RESTORE_ON_THREADS_FROM {
+            // A small workspace: threads would cost more than they save (a fleet of
+            // small workspaces restores thousands of them).
+            let mut state = fresh(&sections);
+            for (kind, records) in &sections {
+                for b in records {
+                    let r = restore_record(*kind, b)
+                        .ok_or_else(|| Refused::Damaged(format!("a {} record", kind.as_str())))?;
+                    put_restored(&mut state, r);
+                }
+            }
+            state.end_bulk();
+            return Ok(state);
+        }
+        let (side, main): (Vec<_>, Vec<_>) = sections
+            .into_iter()
+            .partition(|(kind, _)| matches!(kind, RecordKind::Note | RecordKind::Task));
         let (mut state, mut others) = (fresh(&main), fresh(&side));
         let (done, side_done) = std::thread::scope(|s| {
             let side_done = s.spawn(|| put_sections(&mut others, &side));
@@ -534,6 +549,20 @@ pub fn restore(
     built.unwrap_or_else(|_| Err(Refused::Damaged("a malformed record".into())))
 }
 
+/// Records from which a restore unpacks and puts them on several threads.
+const RESTORE_ON_THREADS_FROM: usize = 20_000;
+
+/// Puts one restored record into `state`.
+fn put_restored(state: &mut WorkspaceState, r: Restored) {
+    match r {
+        Restored::Record(r) => state.put(*r),
+        Restored::Contact(c) => state.put_contact_rec(*c),
+        Restored::Candidate(c) => state.put_candidate_rec(c),
+        Restored::Note(n) => state.put_note(n),
+        Restored::Attachment(a) => state.put_attachment_rec(a),
+    }
+}
+
 /// Puts every record of `sections` into `state`, chunk by chunk: the next chunk is
 /// unpacked on the pool while this thread puts the last one, and what is unpacked ahead
 /// stays small.
@@ -552,13 +581,7 @@ fn put_sections(
     };
     let put = |state: &mut WorkspaceState, restored: Vec<Restored>| {
         for r in restored {
-            match r {
-                Restored::Record(r) => state.put(*r),
-                Restored::Contact(c) => state.put_contact_rec(*c),
-                Restored::Candidate(c) => state.put_candidate_rec(c),
-                Restored::Note(n) => state.put_note(n),
-                Restored::Attachment(a) => state.put_attachment_rec(a),
-            }
+            put_restored(state, r);
         }
     };
     let mut chunks = sections

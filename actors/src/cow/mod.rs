@@ -12,6 +12,11 @@
 //! - [`OrderIndex`]: a sorted vector plus small persistent deltas (the sync order);
 //! - [`SortedSet`]: the same shape for a set of tuples, whose prefixes are the state's
 //!   one-to-many indexes (a person's rows, a parent's notes and attachments).
+//!
+//! The deltas start as [`shared_empty`] maps: an `imbl` map allocates a whole node (a
+//! few kilobytes) when made, and a workspace has a few dozen of them, nearly always
+//! empty. A fleet of thousands of small workspaces would hold that much per workspace
+//! for nothing; a clone of one empty map per type holds none.
 
 mod map;
 mod order;
@@ -22,6 +27,27 @@ pub use order::OrderIndex;
 pub use sorted::SortedSet;
 
 use std::sync::Arc;
+
+/// An empty value of `T`, shared: one made per type (and thread), and cloned (for a
+/// persistent map, a reference count). A persistent map cloned from it copies its node
+/// on its first write, as any shared map does.
+pub fn shared_empty<T: Default + Clone + 'static>() -> T {
+    use std::any::{Any, TypeId};
+    use std::collections::HashMap;
+    thread_local! {
+        static EMPTIES: std::cell::RefCell<HashMap<TypeId, Box<dyn Any>>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    EMPTIES.with(|empties| {
+        empties
+            .borrow_mut()
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()))
+            .downcast_ref::<T>()
+            .expect("stored under its type")
+            .clone()
+    })
+}
 
 /// Entries per chunk: a write copies one chunk of this many entries.
 const CHUNK_BITS: u32 = 9;
@@ -35,13 +61,18 @@ fn unique<T: Clone>(a: &mut Arc<[T]>) -> &mut [T] {
     Arc::get_mut(a).expect("just made unique")
 }
 
-/// A growable vector stored as shared chunks of [`CHUNK`] entries.
+/// A growable vector stored as shared chunks of [`CHUNK`] entries. The last chunk may
+/// be shorter: a power of two from [`FIRST_CHUNK`] up, doubled as it fills, so that a
+/// small vector (a table of a few rows, in a workspace of a few dozen records) holds a
+/// few entries rather than a whole chunk.
 pub struct CowVec<T> {
     chunks: Arc<[Arc<[T]>]>,
-    /// Entries of the last chunk beyond `len` hold `T::default()`, so every chunk is a
-    /// full slice.
+    /// Entries of the last chunk beyond `len` hold `T::default()`.
     len: usize,
 }
+
+/// Entries of a vector's first chunk when it starts empty.
+const FIRST_CHUNK: usize = 4;
 
 impl<T> Clone for CowVec<T> {
     fn clone(&self) -> Self {
@@ -92,10 +123,21 @@ impl<T: Clone + Default> CowVec<T> {
         let (c, i) = (at >> CHUNK_BITS, at & (CHUNK - 1));
         if i == 0 {
             let mut chunks: Vec<Arc<[T]>> = self.chunks.iter().cloned().collect();
-            let mut chunk = vec![T::default(); CHUNK];
+            // A second chunk onwards is whole at once: the vector is large already.
+            let size = if c == 0 { FIRST_CHUNK } else { CHUNK };
+            let mut chunk = vec![T::default(); size];
             chunk[0] = value;
             chunks.push(Arc::from(chunk));
             self.chunks = Arc::from(chunks);
+        } else if i >= self.chunks[c].len() {
+            // The last chunk is full: twice its size (a copy, as a write to a shared
+            // chunk makes anyway).
+            let old = &self.chunks[c];
+            let mut chunk = Vec::with_capacity((old.len() * 2).min(CHUNK));
+            chunk.extend(old.iter().cloned());
+            chunk.resize((old.len() * 2).min(CHUNK), T::default());
+            chunk[i] = value;
+            unique(&mut self.chunks)[c] = Arc::from(chunk);
         } else {
             unique(&mut unique(&mut self.chunks)[c])[i] = value;
         }
@@ -112,9 +154,9 @@ impl<T: Clone + Default> CowVec<T> {
     }
 }
 
-/// A last chunk filled up to [`CHUNK`] entries.
+/// A chunk filled up to a power of two of entries (a whole one's [`CHUNK`]).
 fn pad<T: Clone + Default>(mut chunk: Vec<T>) -> Arc<[T]> {
-    chunk.resize(CHUNK, T::default());
+    chunk.resize(chunk.len().next_power_of_two().min(CHUNK), T::default());
     Arc::from(chunk)
 }
 

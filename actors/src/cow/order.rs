@@ -35,17 +35,17 @@ impl<K> Clone for OrderIndex<K> {
     }
 }
 
-impl<K: Ord + Clone> Default for OrderIndex<K> {
+impl<K: Ord + Clone + 'static> Default for OrderIndex<K> {
     fn default() -> Self {
         OrderIndex {
             base: Arc::from(Vec::new()),
-            removed: OrdSet::new(),
-            added: OrdMap::new(),
+            removed: crate::cow::shared_empty(),
+            added: crate::cow::shared_empty(),
         }
     }
 }
 
-impl<K: std::fmt::Debug + Ord + Clone> std::fmt::Debug for OrderIndex<K> {
+impl<K: std::fmt::Debug + Ord + Clone + 'static> std::fmt::Debug for OrderIndex<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.range(Bound::Unbounded))
@@ -53,14 +53,14 @@ impl<K: std::fmt::Debug + Ord + Clone> std::fmt::Debug for OrderIndex<K> {
     }
 }
 
-impl<K: Ord + Clone> OrderIndex<K> {
+impl<K: Ord + Clone + 'static> OrderIndex<K> {
     /// An index of the given entries, in any order, built at once.
     pub fn build(mut entries: Vec<(Stamp, K, u32)>) -> Self {
         entries.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         OrderIndex {
             base: Arc::from(entries),
-            removed: OrdSet::new(),
-            added: OrdMap::new(),
+            removed: crate::cow::shared_empty(),
+            added: crate::cow::shared_empty(),
         }
     }
 
@@ -113,8 +113,8 @@ impl<K: Ord + Clone> OrderIndex<K> {
                 .collect();
             *self = OrderIndex {
                 base: Arc::from(entries),
-                removed: OrdSet::new(),
-                added: OrdMap::new(),
+                removed: crate::cow::shared_empty(),
+                added: crate::cow::shared_empty(),
             };
         }
     }

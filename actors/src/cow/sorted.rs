@@ -36,31 +36,31 @@ impl<E> Clone for SortedSet<E> {
     }
 }
 
-impl<E: Ord + Clone> Default for SortedSet<E> {
+impl<E: Ord + Clone + 'static> Default for SortedSet<E> {
     fn default() -> Self {
         SortedSet {
             base: Arc::from(Vec::new()),
-            removed: OrdSet::new(),
-            added: OrdSet::new(),
+            removed: crate::cow::shared_empty(),
+            added: crate::cow::shared_empty(),
         }
     }
 }
 
-impl<E: std::fmt::Debug + Ord + Clone> std::fmt::Debug for SortedSet<E> {
+impl<E: std::fmt::Debug + Ord + Clone + 'static> std::fmt::Debug for SortedSet<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set().entries(self.iter()).finish()
     }
 }
 
-impl<E: Ord + Clone> SortedSet<E> {
+impl<E: Ord + Clone + 'static> SortedSet<E> {
     /// A set of the given entries, in any order and possibly repeated, built at once.
     pub fn build(mut entries: Vec<E>) -> Self {
         entries.sort_unstable();
         entries.dedup();
         SortedSet {
             base: Arc::from(entries),
-            removed: OrdSet::new(),
-            added: OrdSet::new(),
+            removed: crate::cow::shared_empty(),
+            added: crate::cow::shared_empty(),
         }
     }
 
@@ -105,8 +105,8 @@ impl<E: Ord + Clone> SortedSet<E> {
             let entries: Vec<E> = self.iter().cloned().collect();
             *self = SortedSet {
                 base: Arc::from(entries),
-                removed: OrdSet::new(),
-                added: OrdSet::new(),
+                removed: crate::cow::shared_empty(),
+                added: crate::cow::shared_empty(),
             };
         }
     }

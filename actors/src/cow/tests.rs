@@ -80,7 +80,13 @@ proptest! {
         for (v, model) in &snapshots {
             prop_assert_eq!(&v.iter().copied().collect::<Vec<_>>(), model);
         }
-        let built = CowVec::from_vec(model.clone());
+        let mut built = CowVec::from_vec(model.clone());
+        prop_assert_eq!(built.iter().copied().collect::<Vec<_>>(), model.clone());
+        // Built, then grown past its last chunk (which holds only what it needs).
+        for x in 0..700u32 {
+            prop_assert_eq!(built.push(x), model.len());
+            model.push(x);
+        }
         prop_assert_eq!(built.iter().copied().collect::<Vec<_>>(), model);
     }
 

@@ -41,7 +41,7 @@ fn table<'s, K, V: ?Sized, T>(
     t: crate::table::TableRef<'s, K, V>,
     view: impl Fn(&'s V) -> T,
 ) where
-    K: std::hash::Hash + Eq + Ord + Clone + crate::state::MinKey + ToString,
+    K: std::hash::Hash + Eq + Ord + Clone + crate::state::MinKey + ToString + 'static,
     T: Rendered,
 {
     for (_, k, row) in t.rows_from(None, None) {

@@ -3,7 +3,12 @@
 //!
 //! - **Base**: an `fst::Map` whose value for a key is the key's ordinal; `offsets[i] ..
 //!   offsets[i + 1]` is that key's slice of one flat `owners` arena. A flat arena costs 17
-//!   bytes per posting and 4 per key, where a `SmallVec` per key would cost 32.
+//!   bytes per posting and 4 per key, where a `SmallVec` per key would cost 32. A base of
+//!   fewer than [`FST_FROM`] keys keeps them sorted in one buffer instead, searched by
+//!   bisection: building an fst sets up a registry of about a megabyte whatever the
+//!   number of keys, which for a small workspace costs more than everything else its
+//!   load does (a fleet of thousands loads thousands of them). The empty base is one,
+//!   shared.
 //! - **Delta**: `imbl::OrdMap` key → the key's *whole* current posting list (an empty list
 //!   is a tombstone). A delta entry overrides the base entry of the same key, so a lookup
 //!   is "delta if present, else base" and needs no merging of partial lists.
@@ -49,51 +54,194 @@ const MIN_REBUILD_DELTA: usize = 4096;
 /// (1/64), so the rebuild work per write stays constant as the workspace grows.
 const REBUILD_DELTA_SHIFT: u32 = 6;
 
+/// Keys from which a base is an fst (below, a sorted buffer: see the module's docs).
+const FST_FROM: usize = 512;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests build every base as an fst when set, to check both kinds alike.
+    static ALWAYS_FST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a base of `keys` keys is an fst.
+fn as_fst(keys: usize) -> bool {
+    #[cfg(test)]
+    if ALWAYS_FST.with(|a| a.get()) {
+        return true;
+    }
+    keys >= FST_FROM
+}
+
 /// The immutable part of an index.
 pub struct Base {
-    map: Map<Vec<u8>>,
+    keys: Keys,
     offsets: Vec<u32>,
     owners: Vec<Owner>,
+}
+
+/// A base's keys, each with its ordinal (its rank).
+enum Keys {
+    Fst(Map<Vec<u8>>),
+    /// Keys in increasing order, one after another in `bytes`; key `i` ends at
+    /// `ends[i]`.
+    Sorted {
+        bytes: Vec<u8>,
+        ends: Vec<u32>,
+    },
+}
+
+impl Keys {
+    fn len(&self) -> usize {
+        match self {
+            Keys::Fst(map) => map.len(),
+            Keys::Sorted { ends, .. } => ends.len(),
+        }
+    }
+
+    /// Key `i` of a sorted buffer.
+    fn sorted_key<'a>(bytes: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
+        let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+        &bytes[start..ends[i] as usize]
+    }
+
+    /// The first key of a sorted buffer not below `key`.
+    fn lower_bound(bytes: &[u8], ends: &[u32], key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if Self::sorted_key(bytes, ends, mid) < key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        match self {
+            Keys::Fst(map) => map.get(key),
+            Keys::Sorted { bytes, ends } => {
+                let i = Self::lower_bound(bytes, ends, key);
+                (i < ends.len() && Self::sorted_key(bytes, ends, i) == key).then_some(i as u64)
+            }
+        }
+    }
+}
+
+/// A base's keys in order, with their ordinals.
+enum KeyStream<'a> {
+    Fst(fst::map::Stream<'a>),
+    Sorted {
+        bytes: &'a [u8],
+        ends: &'a [u32],
+        next: usize,
+    },
+}
+
+impl KeyStream<'_> {
+    fn next_owned(&mut self) -> Option<(SmallVec<[u8; 32]>, u64)> {
+        match self {
+            KeyStream::Fst(stream) => stream.next().map(|(k, v)| (SmallVec::from_slice(k), v)),
+            KeyStream::Sorted { bytes, ends, next } => {
+                let i = *next;
+                (i < ends.len()).then(|| {
+                    *next += 1;
+                    (
+                        SmallVec::from_slice(Keys::sorted_key(bytes, ends, i)),
+                        i as u64,
+                    )
+                })
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Base {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Base")
-            .field("keys", &self.map.len())
+            .field("keys", &self.keys.len())
             .field("owners", &self.owners.len())
             .finish()
     }
 }
 
 impl Base {
-    fn empty() -> Base {
-        Base::from_sorted(std::iter::empty::<(&[u8], &[Owner])>(), 0)
+    /// The empty base, one for every index that has none of its own.
+    fn empty() -> Arc<Base> {
+        static EMPTY: std::sync::LazyLock<Arc<Base>> = std::sync::LazyLock::new(|| {
+            Arc::new(Base {
+                keys: Keys::Sorted {
+                    bytes: Vec::new(),
+                    ends: Vec::new(),
+                },
+                offsets: vec![0],
+                owners: Vec::new(),
+            })
+        });
+        EMPTY.clone()
     }
 
     /// Builds a base from keys in strictly increasing order with their non-empty lists
-    /// (`postings`: how many owners they hold in all, or about, to size the arena).
+    /// (`keys`: how many there are, `postings`: how many owners they hold in all, or
+    /// about, to size the arena).
     fn from_sorted<K: AsRef<[u8]>, L: IntoIterator<Item = O>, O: std::borrow::Borrow<Owner>>(
         entries: impl Iterator<Item = (K, L)>,
+        keys: usize,
         postings: usize,
     ) -> Base {
-        let mut builder = MapBuilder::memory();
-        let mut offsets = vec![0u32];
+        let mut offsets = Vec::with_capacity(keys + 1);
+        offsets.push(0u32);
         let mut owners = Vec::with_capacity(postings);
-        for (i, (key, list)) in entries.enumerate() {
-            builder
-                .insert(key.as_ref(), i as u64)
-                .expect("keys are given in strictly increasing order");
+        let mut add = |list: L| {
             owners.extend(list.into_iter().map(|o| *o.borrow()));
             offsets.push(u32::try_from(owners.len()).expect("fewer than 2^32 postings"));
-        }
-        let mut bytes = builder.into_inner().expect("writing to memory cannot fail");
-        bytes.shrink_to_fit();
+        };
+        let keys = if !as_fst(keys) {
+            let mut bytes = Vec::new();
+            let mut ends = Vec::with_capacity(keys);
+            for (key, list) in entries {
+                let key = key.as_ref();
+                debug_assert!(
+                    ends.is_empty() || Keys::sorted_key(&bytes, &ends, ends.len() - 1) < key,
+                    "keys are given in strictly increasing order"
+                );
+                bytes.extend_from_slice(key);
+                ends.push(u32::try_from(bytes.len()).expect("a small base's keys fit"));
+                add(list);
+            }
+            bytes.shrink_to_fit();
+            ends.shrink_to_fit();
+            Keys::Sorted { bytes, ends }
+        } else {
+            let mut builder = MapBuilder::memory();
+            for (i, (key, list)) in entries.enumerate() {
+                builder
+                    .insert(key.as_ref(), i as u64)
+                    .expect("keys are given in strictly increasing order");
+                add(list);
+            }
+            let mut bytes = builder.into_inner().expect("writing to memory cannot fail");
+            bytes.shrink_to_fit();
+            Keys::Fst(Map::new(bytes).expect("the builder wrote a valid fst"))
+        };
         offsets.shrink_to_fit();
         owners.shrink_to_fit();
         Base {
-            map: Map::new(bytes).expect("the builder wrote a valid fst"),
+            keys,
             offsets,
             owners,
+        }
+    }
+
+    fn stream(&self) -> KeyStream<'_> {
+        match &self.keys {
+            Keys::Fst(map) => KeyStream::Fst(map.stream()),
+            Keys::Sorted { bytes, ends } => KeyStream::Sorted {
+                bytes,
+                ends,
+                next: 0,
+            },
         }
     }
 
@@ -103,24 +251,23 @@ impl Base {
     }
 
     fn get(&self, key: &[u8]) -> Option<&[Owner]> {
-        self.map.get(key).map(|i| self.postings(i))
-    }
-
-    fn fst(&self) -> &Fst<Vec<u8>> {
-        self.map.as_fst()
+        self.keys.get(key).map(|i| self.postings(i))
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.keys.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
-    /// Bytes of the fst itself.
+    /// Bytes of the keys: the fst itself, or the sorted buffer and its ends.
     pub fn fst_bytes(&self) -> usize {
-        self.fst().as_bytes().len()
+        match &self.keys {
+            Keys::Fst(map) => map.as_fst().as_bytes().len(),
+            Keys::Sorted { bytes, ends } => bytes.capacity() + ends.capacity() * 4,
+        }
     }
 
     pub fn offsets_bytes(&self) -> usize {
@@ -158,7 +305,7 @@ pub struct KeyIndex<K: Clone + Ord + Borrow<[u8]>> {
     seq: u64,
 }
 
-impl<K: Clone + Ord + Borrow<[u8]>> fmt::Debug for KeyIndex<K> {
+impl<K: Clone + Ord + Borrow<[u8]> + 'static> fmt::Debug for KeyIndex<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyIndex")
             .field("base", &self.base)
@@ -167,22 +314,23 @@ impl<K: Clone + Ord + Borrow<[u8]>> fmt::Debug for KeyIndex<K> {
     }
 }
 
-impl<K: Clone + Ord + Borrow<[u8]>> Default for KeyIndex<K> {
+impl<K: Clone + Ord + Borrow<[u8]> + 'static> Default for KeyIndex<K> {
     fn default() -> Self {
         KeyIndex {
-            base: Arc::new(Base::empty()),
-            delta: OrdMap::new(),
+            base: Base::empty(),
+            delta: crate::cow::shared_empty(),
             seq: 0,
         }
     }
 }
 
-impl<K: Clone + Ord + Borrow<[u8]>> KeyIndex<K> {
+impl<K: Clone + Ord + Borrow<[u8]> + 'static> KeyIndex<K> {
     /// Builds an index with everything in the base, from (key, owner) pairs in any order
     /// (duplicates are collapsed).
     pub fn build(mut pairs: Vec<(K, Owner)>) -> Self {
         pairs.sort_unstable();
         pairs.dedup();
+        let keys = pairs.chunk_by(|a, b| a.0 == b.0).count();
         // Read in groups of one key straight from the sorted pairs: for a large
         // workspace these are millions, and a copy of them would add to the peak of a
         // load or an import.
@@ -190,8 +338,8 @@ impl<K: Clone + Ord + Borrow<[u8]>> KeyIndex<K> {
             .chunk_by(|a, b| a.0 == b.0)
             .map(|group| (group[0].0.borrow(), group.iter().map(|(_, owner)| owner)));
         KeyIndex {
-            base: Arc::new(Base::from_sorted(entries, pairs.len())),
-            delta: OrdMap::new(),
+            base: Arc::new(Base::from_sorted(entries, keys, pairs.len())),
+            delta: crate::cow::shared_empty(),
             seq: 0,
         }
     }
@@ -224,9 +372,21 @@ impl<K: Clone + Ord + Borrow<[u8]>> KeyIndex<K> {
         }
     }
 
-    /// Walks the base fst below `prefix` depth-first.
+    /// Walks the base below `prefix` in key order (an fst depth-first).
     fn base_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[u8], &[Owner])) {
-        let fst = self.base.fst();
+        let fst = match &self.base.keys {
+            Keys::Fst(map) => map.as_fst(),
+            Keys::Sorted { bytes, ends } => {
+                for i in Keys::lower_bound(bytes, ends, prefix)..ends.len() {
+                    let key = Keys::sorted_key(bytes, ends, i);
+                    if !key.starts_with(prefix) {
+                        break;
+                    }
+                    f(key, self.base.postings(i as u64));
+                }
+                return;
+            }
+        };
         let mut node = fst.root();
         let mut out = Output::zero();
         for &b in prefix {
@@ -386,16 +546,16 @@ pub struct Rebuilt {
     upto: u64,
 }
 
-impl<K: Clone + Ord + Borrow<[u8]>> RebuildJob<K> {
+impl<K: Clone + Ord + Borrow<[u8]> + 'static> RebuildJob<K> {
     /// Merges base and delta (both in key order) into a new base. CPU work: run it off
     /// the actor's thread for big indexes.
     pub fn run(self) -> Rebuilt {
         let base = &*self.base;
-        let mut stream = base.map.stream();
+        let mut stream = base.stream();
         let mut delta = self.delta.iter().peekable();
         let mut merged: Vec<(SmallVec<[u8; 32]>, Owners)> =
             Vec::with_capacity(base.len() + self.delta.len());
-        let mut next_base = stream.next().map(|(k, v)| (SmallVec::from_slice(k), v));
+        let mut next_base = stream.next_owned();
         loop {
             let take_delta = match (&next_base, delta.peek()) {
                 (None, None) => break,
@@ -411,7 +571,7 @@ impl<K: Clone + Ord + Borrow<[u8]>> RebuildJob<K> {
                 let dk: &[u8] = dk.borrow();
                 if let Some((bk, _)) = &next_base {
                     if &bk[..] == dk {
-                        next_base = stream.next().map(|(k, v)| (SmallVec::from_slice(k), v));
+                        next_base = stream.next_owned();
                     }
                 }
                 if !e.owners.is_empty() {
@@ -420,11 +580,15 @@ impl<K: Clone + Ord + Borrow<[u8]>> RebuildJob<K> {
             } else {
                 let (bk, v) = next_base.take().expect("checked");
                 merged.push((bk, base.postings(v).iter().copied().collect()));
-                next_base = stream.next().map(|(k, v)| (SmallVec::from_slice(k), v));
+                next_base = stream.next_owned();
             }
         }
         let postings = merged.iter().map(|(_, o)| o.len()).sum();
-        let new = Base::from_sorted(merged.iter().map(|(k, o)| (&k[..], &o[..])), postings);
+        let new = Base::from_sorted(
+            merged.iter().map(|(k, o)| (&k[..], &o[..])),
+            merged.len(),
+            postings,
+        );
         Rebuilt {
             from: self.base,
             base: Arc::new(new),
@@ -506,7 +670,10 @@ mod tests {
         fn base_plus_delta_equals_a_plain_map(
             initial in proptest::collection::vec((key(), 0u8..6), 0..30),
             ops in proptest::collection::vec(op(), 0..60),
+            fst in any::<bool>(),
         ) {
+            // Both kinds of base: an fst, and the sorted buffer of a small one.
+            ALWAYS_FST.with(|a| a.set(fst));
             let mut model: BTreeMap<Vec<u8>, Vec<Owner>> = BTreeMap::new();
             for (k, o) in &initial {
                 let l = model.entry(k.clone()).or_default();

@@ -266,8 +266,17 @@ impl ImportPlan {
                 .map_err(ApplyError::Unsure)?;
             Ok(changes)
         };
+        // A workspace's first import writes its row last: until then no other server
+        // finds the workspace (`Store::workspaces`), so none loads a copy of it half
+        // imported, which a log it does not write could never complete. A later import
+        // writes it first: one that fails part way leaves it findable, and followers
+        // complete their copies from its log.
+        let (row_first, row_last) = match unlogged {
+            true => (None, self.changes.workspace.clone()),
+            false => (self.changes.workspace.clone(), None),
+        };
         let first = ChangeSet {
-            workspace: self.changes.workspace.clone(),
+            workspace: row_first,
             upserts: std::mem::take(&mut self.changes.upserts),
             ..ChangeSet::default()
         };
@@ -305,6 +314,7 @@ impl ImportPlan {
         }
         blobs_written(blobs, committed_any).await?;
         part(ChangeSet {
+            workspace: row_last,
             // Kept in the plan: the objects they release are named after the commit.
             deletes: self.changes.deletes.clone(),
             keys: self.changes.keys.clone(),

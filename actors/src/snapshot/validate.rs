@@ -202,7 +202,7 @@ impl<'a> Checker<'a> {
     /// the service (see [`Completed`]).
     pub(super) fn check(&self, snap: &Snapshot) -> Result<Completed, SnapshotError> {
         self.users(&snap.users)?;
-        let keys = self.api_keys(&snap.api_keys, &snap.users)?;
+        let keys = self.api_keys(&snap.api_keys)?;
         self.companies(&snap.companies)?;
         self.contacts(&snap.contacts)?;
         self.jobs(&snap.jobs)?;
@@ -245,16 +245,12 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    /// API keys: a strong secret (`keys::weak_secret`), known scopes, a creator who is an
-    /// owner or administrator of the workspace (as the file or else the workspace has
-    /// them), an id and a secret no other key (of any workspace) holds, a budget of at
-    /// least 1. A key "deleted" by a snapshot is revoked: its row stays, so that the id
+    /// API keys: a strong secret (`keys::weak_secret`), known scopes, a creator who is a
+    /// user of the workspace (as the file or else the workspace has them; whatever their
+    /// role now), an id and a secret no other key (of any workspace) holds, a budget of
+    /// at least 1. A key "deleted" by a snapshot is revoked: its row stays, so that the id
     /// stays taken and the revocation is on record. The keys as they will be stored.
-    fn api_keys(
-        &self,
-        keys: &[Entry<super::ApiKeyIn>],
-        users: &[Entry<User>],
-    ) -> Result<Vec<ApiKey>, SnapshotError> {
+    fn api_keys(&self, keys: &[Entry<super::ApiKeyIn>]) -> Result<Vec<ApiKey>, SnapshotError> {
         let taken =
             |i| SnapshotError::at("api_keys", i, "id", "key id is taken by another workspace");
         let mut out = Vec::new();
@@ -275,30 +271,12 @@ impl<'a> Checker<'a> {
                             )
                         })?);
                     }
+                    // Any user of the workspace: the product's rule (keys are created
+                    // by an owner or administrator) held when the key was made, and a
+                    // creator demoted since has not lost access, so the key still works
+                    // (the spec's rule 5). Keys made through recruitd keep the rule
+                    // (`keys::may_create_keys`).
                     self.user_ref("api_keys", i, "created_by", Some(k.created_by))?;
-                    // The file's version of the user, else the workspace's (`user_ref`
-                    // has made sure there is one).
-                    let role = users
-                        .iter()
-                        .find_map(|u| match u {
-                            Entry::Upsert(u) if u.id == k.created_by => Some(u.role.clone()),
-                            _ => None,
-                        })
-                        .or_else(|| self.state.users.get(&k.created_by).map(|u| u.role.clone()))
-                        .flatten();
-                    if !crate::keys::role_creates_keys(role.as_deref()) {
-                        return Err(SnapshotError::at(
-                            "api_keys",
-                            i,
-                            "created_by",
-                            format!(
-                                "user {} is a {}; keys are created by a workspace owner or \
-                                 administrator",
-                                k.created_by,
-                                role.as_deref().unwrap_or("member without a role")
-                            ),
-                        ));
-                    }
                     let existing = self.keys.key(&k.id);
                     if existing
                         .as_ref()

@@ -36,6 +36,79 @@ pub fn install_crypto_provider() {
     let _ = ring::default_provider().install_default();
 }
 
+/// The client side of the API's TLS: a client may present a certificate, and need not.
+/// Any certificate is taken as far as TLS goes (the handshake proves its key): it grants
+/// nothing by itself. The listener then compares it with the certificates the cluster's
+/// nodes published (`HttpsOptions::node_certificates`), and only a node's connection
+/// is counted apart; a request is still authenticated by its API key, or by the node's
+/// secret between nodes.
+#[derive(Debug)]
+struct AnyClientCertificate {
+    schemes: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.schemes)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.schemes)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.schemes.supported_schemes()
+    }
+}
+
+/// The certificate and key the node presents to the other nodes as a TLS client (its
+/// API's own pair).
+pub fn node_identity(
+    data_dir: &Path,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> anyhow::Result<crate::cluster::forward::ClientIdentity> {
+    let (cert, key) = match (cert, key) {
+        (Some(cert), Some(key)) => (cert.to_path_buf(), key.to_path_buf()),
+        _ => self_signed_paths(data_dir),
+    };
+    Ok(crate::cluster::forward::ClientIdentity {
+        chain: load_cert_chain(&cert)?,
+        key: load_private_key(&key)?,
+    })
+}
+
 /// Where the self-signed pair lives: `(<data-dir>/tls/cert.pem, <data-dir>/tls/key.pem)`.
 pub fn self_signed_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
     let dir = data_dir.join("tls");
@@ -77,10 +150,14 @@ pub fn server_config(
 
     // The provider is named rather than taken from the process default so that the result
     // does not depend on whether (or by whom) a default was installed first.
-    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let provider = Arc::new(ring::default_provider());
+    let client_certificates = Arc::new(AnyClientCertificate {
+        schemes: provider.signature_verification_algorithms,
+    });
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .context("rustls's ring provider does not support TLS 1.2 and 1.3")?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_certificates)
         .with_single_cert(chain, private_key)
         .with_context(|| {
             format!(

@@ -133,6 +133,9 @@ impl ConnectionCaps {
 #[derive(Default)]
 struct PeerHold {
     connections: usize,
+    /// Connections past the share, admitted for their handshake to show they are
+    /// another node's (see [`Connections::admit`]).
+    on_probation: usize,
     /// The peer's handshake places, made at its first handshake.
     handshakes: Option<Arc<Semaphore>>,
 }
@@ -185,16 +188,30 @@ impl Connections {
     }
 
     /// Counts a new connection from `addr`, or says which cap refuses it.
-    pub fn admit(self: &Arc<Self>, addr: IpAddr) -> Result<ConnectionPermit, ConnectionRefusal> {
+    ///
+    /// With `nodes_may_connect` (a cluster's node, whose peers present their
+    /// certificates), a connection past its address's share is not refused at once: it
+    /// may be another node's, sharing an address with clients. It is admitted
+    /// *on probation*, counted against the total alone, for its handshake to show whose
+    /// it is ([`ConnectionPermit::on_probation`]); at most as many at once per address as
+    /// that address has handshake places, so a flood past its share costs no more
+    /// handshakes than its share does.
+    pub fn admit(
+        self: &Arc<Self>,
+        addr: IpAddr,
+        nodes_may_connect: bool,
+    ) -> Result<ConnectionPermit, ConnectionRefusal> {
         let peer = peer_of(addr);
         let mut state = self.state.lock();
+        let (over_share, probation_full) = state.peers.get(&peer).map_or((false, false), |h| {
+            (
+                h.connections >= self.caps.per_peer,
+                h.on_probation >= self.caps.handshakes_per_peer,
+            )
+        });
         let refusal = if state.open >= self.caps.total {
             Some(ConnectionRefusal::Total)
-        } else if state
-            .peers
-            .get(&peer)
-            .is_some_and(|hold| hold.connections >= self.caps.per_peer)
-        {
+        } else if over_share && (!nodes_may_connect || probation_full) {
             Some(ConnectionRefusal::Peer)
         } else {
             None
@@ -205,12 +222,20 @@ impl Connections {
             return Err(refusal);
         }
         state.open += 1;
-        state.peers.entry(peer).or_default().connections += 1;
+        let hold = state.peers.entry(peer).or_default();
+        let count = if over_share {
+            hold.on_probation += 1;
+            Counted::OnProbation
+        } else {
+            hold.connections += 1;
+            Counted::Peer
+        };
         drop(state);
         self.metrics.open.inc();
         Ok(ConnectionPermit {
             connections: self.clone(),
             peer,
+            count,
         })
     }
 
@@ -239,18 +264,48 @@ impl Connections {
         }
     }
 
-    fn release(&self, peer: IpAddr) {
+    fn release(&self, peer: IpAddr, count: Counted) {
         let mut state = self.state.lock();
         state.open -= 1;
-        if let Some(hold) = state.peers.get_mut(&peer) {
-            hold.connections -= 1;
-            // Every handshake belongs to an open connection: none is in progress now.
-            if hold.connections == 0 {
-                state.peers.remove(&peer);
-            }
-        }
+        leave_peer(&mut state, peer, count);
         drop(state);
         self.metrics.open.dec();
+    }
+
+    /// Connections of `addr`'s peer on probation now.
+    #[cfg(test)]
+    fn on_probation(&self, addr: IpAddr) -> usize {
+        self.state
+            .lock()
+            .peers
+            .get(&peer_of(addr))
+            .map_or(0, |h| h.on_probation)
+    }
+}
+
+/// What a connection is counted against besides the total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counted {
+    /// Its address's share.
+    Peer,
+    /// Its address's probation places (see [`Connections::admit`]).
+    OnProbation,
+    /// Nothing more: another node's.
+    Node,
+}
+
+/// Takes a connection off its peer's counts.
+fn leave_peer(state: &mut Counts, peer: IpAddr, count: Counted) {
+    if let Some(hold) = state.peers.get_mut(&peer) {
+        match count {
+            Counted::Peer => hold.connections -= 1,
+            Counted::OnProbation => hold.on_probation -= 1,
+            Counted::Node => return,
+        }
+        // Every handshake belongs to an open connection: none is in progress now.
+        if hold.connections == 0 && hold.on_probation == 0 {
+            state.peers.remove(&peer);
+        }
     }
 }
 
@@ -258,11 +313,39 @@ impl Connections {
 pub struct ConnectionPermit {
     connections: Arc<Connections>,
     peer: IpAddr,
+    count: Counted,
+}
+
+impl ConnectionPermit {
+    /// The connection turned out to be another node's of the cluster (its TLS client
+    /// certificate is one the cluster's directory pins): it counts against the total
+    /// alone from now on, not against its address's share, which is its clients'. So
+    /// node-to-node traffic, however busy, neither fills nor is refused by the per-peer
+    /// cap of the address it comes from.
+    pub fn count_as_node(&mut self) {
+        if self.count != Counted::Node {
+            leave_peer(&mut self.connections.state.lock(), self.peer, self.count);
+            self.count = Counted::Node;
+        }
+    }
+
+    /// Whether the connection came past its address's share, admitted only for its
+    /// handshake to show it is another node's: one that does not is closed then, and
+    /// counted as refused by the per-peer cap.
+    pub fn on_probation(&self) -> bool {
+        self.count == Counted::OnProbation
+    }
+
+    /// Closes a connection on probation that turned out to be no node's.
+    pub fn refuse(self) -> ConnectionRefusal {
+        self.connections.metrics.refused(ConnectionRefusal::Peer);
+        ConnectionRefusal::Peer
+    }
 }
 
 impl Drop for ConnectionPermit {
     fn drop(&mut self) {
-        self.connections.release(self.peer);
+        self.connections.release(self.peer, self.count);
     }
 }
 
@@ -429,16 +512,51 @@ mod tests {
         );
     }
 
+    /// On a cluster's node, a connection past its address's share may be another
+    /// node's: admitted on probation (no more at once than the address's handshake
+    /// places), kept when its handshake shows a node's certificate, closed otherwise.
+    #[test]
+    fn past_its_share_a_node_is_admitted_and_a_client_is_not() {
+        let conns = connections(10, 2, 2);
+        let _share: Vec<_> = (0..2).map(|_| conns.admit(ip(1), true).unwrap()).collect();
+        assert_eq!(
+            conns.admit(ip(1), false).err(),
+            Some(ConnectionRefusal::Peer)
+        );
+        let mut node = conns.admit(ip(1), true).unwrap();
+        let client = conns.admit(ip(1), true).unwrap();
+        assert!(node.on_probation() && client.on_probation());
+        // Probation places are the address's handshake places: full now.
+        assert_eq!(
+            conns.admit(ip(1), true).err(),
+            Some(ConnectionRefusal::Peer)
+        );
+        node.count_as_node();
+        assert!(!node.on_probation());
+        assert_eq!(conns.on_probation(ip(1)), 1);
+        assert_eq!(client.refuse(), ConnectionRefusal::Peer);
+        assert_eq!(conns.on_probation(ip(1)), 0);
+        assert_eq!(conns.open(), 3, "the share and the node");
+        // The node's connection counts against the total alone.
+        let another_node = conns.admit(ip(1), true).unwrap();
+        assert!(another_node.on_probation());
+        drop((node, another_node));
+        assert_eq!(conns.open(), 2);
+    }
+
     #[test]
     fn a_peer_at_its_cap_is_refused_and_others_are_not() {
         let conns = connections(10, 3, 2);
-        let held: Vec<_> = (0..3).map(|_| conns.admit(ip(1)).unwrap()).collect();
-        assert_eq!(conns.admit(ip(1)).err(), Some(ConnectionRefusal::Peer));
-        let other = conns.admit(ip(2)).unwrap();
+        let held: Vec<_> = (0..3).map(|_| conns.admit(ip(1), false).unwrap()).collect();
+        assert_eq!(
+            conns.admit(ip(1), false).err(),
+            Some(ConnectionRefusal::Peer)
+        );
+        let other = conns.admit(ip(2), false).unwrap();
         assert_eq!(conns.open(), 4);
         drop(held);
         assert_eq!(conns.open(), 1);
-        let again = conns.admit(ip(1)).unwrap();
+        let again = conns.admit(ip(1), false).unwrap();
         drop((other, again));
         assert_eq!(conns.open(), 0);
         assert!(
@@ -450,21 +568,26 @@ mod tests {
     #[test]
     fn the_total_cap_refuses_every_peer() {
         let conns = connections(4, 2, 2);
-        let _held: Vec<_> = [1, 1, 2, 2].map(|p| conns.admit(ip(p)).unwrap()).into();
-        assert_eq!(conns.admit(ip(3)).err(), Some(ConnectionRefusal::Total));
+        let _held: Vec<_> = [1, 1, 2, 2]
+            .map(|p| conns.admit(ip(p), false).unwrap())
+            .into();
+        assert_eq!(
+            conns.admit(ip(3), false).err(),
+            Some(ConnectionRefusal::Total)
+        );
     }
 
     #[tokio::test]
     async fn handshakes_wait_for_their_peers_places() {
         let conns = connections(10, 5, 2);
         let wait = Duration::from_millis(100);
-        let permits: Vec<_> = (0..3).map(|_| conns.admit(ip(1)).unwrap()).collect();
+        let permits: Vec<_> = (0..3).map(|_| conns.admit(ip(1), false).unwrap()).collect();
         let first = conns.begin_handshake(&permits[0], wait).await.unwrap();
         let _second = conns.begin_handshake(&permits[1], wait).await.unwrap();
         // The third waits for a place, and is refused when none comes in time.
         assert!(conns.begin_handshake(&permits[2], wait).await.is_err());
         // Another peer's places are its own.
-        let other = conns.admit(ip(2)).unwrap();
+        let other = conns.admit(ip(2), false).unwrap();
         assert!(conns.begin_handshake(&other, wait).await.is_ok());
         // A place given back while waiting is taken.
         let waiting = conns.begin_handshake(&permits[2], Duration::from_secs(10));
@@ -505,7 +628,7 @@ mod tests {
     async fn a_write_that_stalls_past_the_limit_fails() {
         use tokio::io::AsyncWriteExt as _;
         let conns = connections(10, 5, 2);
-        let permit = conns.admit(ip(1)).unwrap();
+        let permit = conns.admit(ip(1), false).unwrap();
         let limit = Duration::from_millis(200);
         let mut io = GuardedIo::new(Clogged { room: 10 }, permit, limit);
         let started = tokio::time::Instant::now();
@@ -545,7 +668,7 @@ mod tests {
     async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
         use tokio::io::AsyncWriteExt as _;
         let conns = connections(10, 5, 2);
-        let permit = conns.admit(ip(1)).unwrap();
+        let permit = conns.admit(ip(1), false).unwrap();
         let every = Duration::from_millis(100);
         let trickle = Trickle {
             pace: Box::pin(tokio::time::sleep(every)),

@@ -9,7 +9,9 @@
 //!    silence, is dropped;
 //! 3. the TLS handshake, bounded in time and, per peer, in number (a peer's further
 //!    handshakes wait for one of its places, so its stalled handshakes never delay
-//!    another peer's);
+//!    another peer's); a client may present a certificate (the cluster's nodes present
+//!    their own), and a connection whose certificate is a live node's counts from then
+//!    on against the total cap alone, not its address's share;
 //! 4. the HTTP/1.1 layer and the actix-web application, over a stream that fails writes
 //!    stalled by a client that does not read ([`GuardedIo`]).
 //!
@@ -101,7 +103,14 @@ pub struct HttpsOptions {
     /// up to whole seconds. Default 25 s: shorter than the 30 s that common supervisors
     /// (Kubernetes, Docker) wait before SIGKILL, so shutdown stays graceful under them.
     pub shutdown_timeout: Duration,
+    /// Whether a TLS client certificate (DER) is a live node's of the cluster: such a
+    /// connection counts against the total cap only, not its address's share
+    /// (`ConnectionPermit::count_as_node`). `None`: no connection is a node's.
+    pub node_certificates: Option<NodeCertificates>,
 }
+
+/// See [`HttpsOptions::node_certificates`].
+pub type NodeCertificates = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 impl Default for HttpsOptions {
     fn default() -> Self {
@@ -117,6 +126,7 @@ impl Default for HttpsOptions {
             write_stall_timeout: Duration::from_secs(10),
             metrics: ConnectionMetrics::default(),
             shutdown_timeout: Duration::from_secs(25),
+            node_certificates: None,
         }
     }
 }
@@ -288,10 +298,13 @@ async fn admit(
     opts: &HttpsOptions,
 ) -> io::Result<(GuardedIo<TlsStream<TcpStream>>, Option<SocketAddr>)> {
     let peer = stream.peer_addr()?;
-    let permit = connections.admit(peer.ip()).map_err(|cap| {
-        tracing::debug!(%peer, cap = cap.as_str(), "connection over a cap; closed");
-        io::Error::other(format!("connection over the {} cap", cap.as_str()))
-    })?;
+    let nodes_may_connect = opts.node_certificates.is_some();
+    let mut permit = connections
+        .admit(peer.ip(), nodes_may_connect)
+        .map_err(|cap| {
+            tracing::debug!(%peer, cap = cap.as_str(), "connection over a cap; closed");
+            io::Error::other(format!("connection over the {} cap", cap.as_str()))
+        })?;
     let stream = admit_tls_only(stream, opts.tls_handshake_timeout).await?;
     let tls = {
         let _handshake = connections
@@ -305,6 +318,17 @@ async fn admit(
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??
     };
+    let certificate = tls.get_ref().1.peer_certificates().and_then(|c| c.first());
+    if let (Some(is_node), Some(certificate)) = (&opts.node_certificates, certificate) {
+        if is_node(certificate.as_ref()) {
+            permit.count_as_node();
+        }
+    }
+    if permit.on_probation() {
+        let cap = permit.refuse();
+        tracing::debug!(%peer, cap = cap.as_str(), "connection over a cap, not a node's; closed");
+        return Err(io::Error::other("connection over the per-peer cap"));
+    }
     Ok((
         GuardedIo::new(tls, permit, opts.write_stall_timeout),
         Some(peer),
