@@ -75,7 +75,7 @@ fn loaded(people: usize) -> (WorkspaceState, usize) {
         .build()
         .unwrap();
     let state = rt
-        .block_on(WorkspaceState::load(&*store, workspace))
+        .block_on(actors::loader::read::read_state(&*store, workspace))
         .unwrap();
     let records = state.stored_records();
     (state, records)

@@ -5,8 +5,8 @@
 use actors::model::{ApiKey, Scopes};
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use recruitd::clock::Clock;
 use recruitd::http::ratelimit::RateLimiter;
-use recruitd::server::clock::Clock;
 
 /// The search handler's own work: the server's code, as it answers.
 fn search(ws: &actors::state::WorkspaceState, query: &str) -> usize {

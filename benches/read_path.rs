@@ -71,7 +71,11 @@ fn page_render(c: &mut Criterion) {
 }
 
 fn feed_answer(c: &mut Criterion) {
-    use actors::changes::{feed_page, Change, FeedPoint, LoggedId, PartCache};
+    use actors::changes::{
+        feed::{feed_page, PartCache},
+        tokens::FeedPoint,
+    };
+    use actors::entries::{Change, LoggedId};
     use actors::model::Entity;
     use actors::store::{ChangeSet, MemoryStore, Store};
     let mut ws = state(10_000);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces every figure of README.md's "Benchmarking" section from scratch: builds
+# Reproduces the figures of docs/benchmarks.md from scratch: builds
 # release binaries, starts recruitd on a fresh SQLite data dir, generates and imports
 # 100,000 people, then runs each scenario (and the PostgreSQL baseline) and leaves the
 # JSON reports, SVG charts, server log and a summary in one directory.

@@ -4,7 +4,9 @@
 //! request meets them:
 //!
 //! - [`server`]: start-up (`Application::build`: listeners, store, secrets, the actors'
-//!   environment, loading), TLS and the HTTPS-only listener, logs, metrics, secrets.
+//!   environment, loading), TLS and the HTTPS-only listener, secrets.
+//! - [`telemetry`]: what the server tells its operator: the metrics (`/metrics`) and
+//!   the logs.
 //! - [`http`]: the public API: routes, extractors, auth and scopes, the rate limiter,
 //!   signed download URLs, the error envelope.
 //! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics) and the
@@ -16,11 +18,14 @@
 //! - [`store`]: the sqlx adapters of the Store port (SQLite, PostgreSQL), the store lock,
 //!   and the blob store on disk.
 //! - [`generate`]: the synthetic-data generator behind `recruitd generate` and the demo.
+//! - [`clock`]: the wall clock, or a manual one in tests (signed URLs' expiry).
 
 pub mod admin;
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 pub mod generate;
 pub mod http;
 pub mod server;
 pub mod store;
+pub mod telemetry;

@@ -8,17 +8,17 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::umask(0o077);
     }
-    recruitd::server::logging::init();
+    recruitd::telemetry::logging::init();
     let code = match recruitd::cli::run(recruitd::cli::Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            recruitd::server::logging::tell(
-                recruitd::server::logging::Severity::Error,
+            recruitd::telemetry::logging::tell(
+                recruitd::telemetry::logging::Severity::Error,
                 format_args!("{e:#}"),
             );
             std::process::ExitCode::FAILURE
         }
     };
-    recruitd::server::logging::flush();
+    recruitd::telemetry::logging::flush();
     code
 }

@@ -3,7 +3,7 @@
 //! answers of writes all go through [`visit`]: a new entity, or a changed view, is one
 //! line here.
 
-use crate::model::{Entity, RecordKind};
+use crate::model::Entity;
 use crate::rendered::Rendered;
 use crate::state::WorkspaceState;
 use crate::table::{TableKey, TableRef};
@@ -43,22 +43,6 @@ pub fn visit<'s, Vis: EntityVisitor<'s>>(
     }
 }
 
-/// The entity whose records are a kind's raw records as the API lists them; `None` for
-/// pipeline stages, which the API shows only inside other records.
-pub fn entity_of(kind: RecordKind) -> Option<Entity> {
-    Some(match kind {
-        RecordKind::User => Entity::Users,
-        RecordKind::Company => Entity::Companies,
-        RecordKind::Contact => Entity::Contacts,
-        RecordKind::Job => Entity::Jobs,
-        RecordKind::Candidate => Entity::Candidates,
-        RecordKind::Note => Entity::Notes,
-        RecordKind::Task => Entity::Tasks,
-        RecordKind::Attachment => Entity::Attachments,
-        RecordKind::Stage => return None,
-    })
-}
-
 /// Number of visible records of an entity: the unfiltered `total_count` of its list.
 pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
     struct Count;
@@ -81,10 +65,10 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
 pub fn write_visible_logged(
     ws: &WorkspaceState,
     entity: Entity,
-    id: &crate::changes::LoggedId,
+    id: &crate::entries::LoggedId,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
-    use crate::changes::LoggedId;
+    use crate::entries::LoggedId;
     let id = match id {
         LoggedId::Text(raw) => Named::Raw(raw),
         LoggedId::Uuid(uuid) => Named::Uuid(*uuid),

@@ -20,7 +20,7 @@
 //! which writes no log) or whose log has been pruned past its position cannot bridge
 //! the gap from the log: it loads the workspace afresh ([`Read::Reload`]).
 
-use crate::changes::Change;
+use crate::entries::Change;
 use crate::model::{Record, RecordKind};
 use crate::state::WorkspaceState;
 use crate::store::{Current, Store, StoreError};
@@ -115,7 +115,7 @@ pub async fn read(store: &dyn Store, workspace: Uuid, after: u64) -> Result<Read
             if part.part == 0 {
                 committed_at_ms.push(part.committed_at_ms);
             }
-            let decoded = crate::changes::decode(&part.entries).map_err(|e| {
+            let decoded = crate::entries::decode(&part.entries).map_err(|e| {
                 StoreError::Corrupt(format!(
                     "change log part {}.{} of workspace {workspace}: {e}",
                     part.position, part.part

@@ -10,12 +10,19 @@
 //! key and only then puts it in the ring, so the ring never holds a key the store lacks.
 
 use crate::model::{hash_secret, ApiKey, Record, RecordKind, Scope, Scopes, User};
-use crate::snapshot::KeyDirectory;
 use crate::store::{ChangeSet, Store, StoreError};
 use dashmap::DashMap;
 use rand::RngCore;
 use std::sync::Arc;
 use uuid::Uuid;
+
+/// What an import's planner (`crate::snapshot`) needs to know about the keys that already exist (of any workspace).
+pub trait KeyDirectory {
+    /// The key with this id, if the id is taken.
+    fn key(&self, key_id: &str) -> Option<ApiKey>;
+    /// The id of the key holding a secret hash, if any.
+    fn key_by_hash(&self, hash: &[u8; 32]) -> Option<String>;
+}
 
 /// All API keys, by secret hash (the authentication path) and by id (admin paths).
 #[derive(Default)]

@@ -16,7 +16,8 @@
 //! - [`table`]: a table of records of one kind: rows by number, an index by id, and the
 //!   visible ones ordered by (`updated_at`, id) for keyset pagination.
 //! - [`state`]: a workspace's in-memory state — a table per kind, secondary indexes.
-//! - [`parents`]: the notes and attachments of each parent record (indexes of the state).
+//! - [`parents`]: the one-to-many indexes of the state: each parent record's notes and
+//!   attachments, a person's rows, and the links derived changes follow.
 //! - [`subresources`]: a record's (or a person's) newest children, for the sub-resource
 //!   endpoints.
 //! - [`entities`]: the one dispatch from an entity to its table and view.
@@ -28,15 +29,19 @@
 //!   of changes an import makes, and applying it (blobs, store, key ring).
 //! - [`store`]: the Store trait, change sets, an in-memory store for tests; the BlobStore
 //!   trait and object naming.
-//! - [`changes`]: the change log every commit writes beside its records (which records
-//!   of which entities changed, derived changes included), behind `GET /v1/changes`.
+//! - [`entries`]: the change log's entries (a record of an entity that changed) and the
+//!   bytes a log part stores them as; the store writes and reads them.
+//! - [`changes`]: the change log every commit writes beside its records: the changes a
+//!   commit derives from the states before and after it, feed tokens, and reading the
+//!   log into answers of `GET /v1/changes`.
 //! - [`tombstones`]: records that left what the API shows, for `include_deleted` lists.
 //! - [`reclaim`]: the sweep at load that collects the blobs a crash left behind.
 //! - [`env`](mod@env): what an actor works with (store, blobs, key ring, settings, the observer of
 //!   commits), built once at start-up.
 //! - [`actor`]: the workspace actor, the only writer of a workspace's state.
 //! - [`registry`]: the directory of workspaces: id → actor and published read view.
-//! - [`loader`]: loading the workspaces at start, with retries and their failures.
+//! - [`loader`]: loading the workspaces at start, with retries and their failures; how
+//!   a batch of states is read from the store.
 //! - [`memory`]: handing memory freed by a load back to the system.
 //! - [`checkpoint`]: a workspace's state in a local file, labelled with the store's
 //!   commit position, so that a restart reads one file rather than every record; and the
@@ -62,6 +67,7 @@ pub mod changes;
 pub mod checkpoint;
 pub mod cow;
 pub mod entities;
+pub mod entries;
 pub mod env;
 pub mod follow;
 pub mod keys;

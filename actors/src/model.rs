@@ -111,6 +111,22 @@ impl RecordKind {
         }
     }
 
+    /// The entity whose records are this kind's raw records as the API lists them;
+    /// `None` for pipeline stages, which the API shows only inside other records.
+    pub fn entity(self) -> Option<Entity> {
+        Some(match self {
+            RecordKind::User => Entity::Users,
+            RecordKind::Company => Entity::Companies,
+            RecordKind::Contact => Entity::Contacts,
+            RecordKind::Job => Entity::Jobs,
+            RecordKind::Candidate => Entity::Candidates,
+            RecordKind::Note => Entity::Notes,
+            RecordKind::Task => Entity::Tasks,
+            RecordKind::Attachment => Entity::Attachments,
+            RecordKind::Stage => return None,
+        })
+    }
+
     pub fn parse(s: &str) -> Option<RecordKind> {
         RecordKind::ALL.into_iter().find(|k| k.as_str() == s)
     }

@@ -1,6 +1,7 @@
 //! The one-to-many indexes of the state: a parent record (its kind and id) → its visible
 //! notes, sorted, or its attachments; a person → the person's candidate rows; a candidate
-//! row → its `cv` attachments. Kept by `WorkspaceState::put` and `delete` as part of the
+//! row → its `cv` attachments; and the links derived changes follow ([`Dependents`]).
+//! Kept by `WorkspaceState::put` and `delete` as part of the
 //! persistent state (see [`crate::subresources`], which answers the sub-resources), and
 //! built whole from the tables at the end of a bulk fill.
 //!
@@ -11,8 +12,9 @@
 //! by id without reading them.
 
 use crate::cow::SortedSet;
-use crate::model::ParentType;
-use crate::state::{AttachmentRec, NoteRec};
+use crate::model::{Job, ParentType};
+use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
+use crate::table::Table;
 use crate::time::Stamp;
 use std::ops::Bound;
 use uuid::Uuid;
@@ -143,5 +145,148 @@ impl RowsById {
     #[cfg(test)]
     pub(crate) fn entries(&self) -> impl Iterator<Item = &(Uuid, u32)> {
         self.0.iter()
+    }
+}
+
+/// The links a derived change follows (see `crate::changes::derive`), from a record to
+/// the records that show something of it: candidate rows by job, by owner and by stage;
+/// jobs by company and by assigned recruiter; contacts by company. A commit that writes
+/// a job, a user, a stage or a company finds the records it may have changed through
+/// them, in time proportional to those records, never by scanning a table.
+#[derive(Clone, Debug, Default)]
+pub struct Dependents {
+    pub rows_by_job: RowsById,
+    pub rows_by_owner: RowsById,
+    pub rows_by_stage: RowsById,
+    pub jobs_by_company: RowsById,
+    pub jobs_by_recruiter: RowsById,
+    pub contacts_by_company: RowsById,
+}
+
+/// A candidate row's links: its job, owner and stage.
+fn row_links(r: &CandidateRec) -> [Option<Uuid>; 3] {
+    [r.job_id(), r.owner_id(), r.stage_id()]
+}
+
+/// A job's links: its company and assigned recruiter.
+fn job_links(j: &Job) -> [Option<Uuid>; 2] {
+    [j.company_id, j.assigned_recruiter_id]
+}
+
+/// Moves `row` in each index from the old record's link to the new one's.
+fn relink<const N: usize>(
+    indexes: [&mut RowsById; N],
+    row: u32,
+    old: Option<[Option<Uuid>; N]>,
+    new: Option<[Option<Uuid>; N]>,
+) {
+    let old = old.unwrap_or([None; N]);
+    let new = new.unwrap_or([None; N]);
+    for ((index, old), new) in indexes.into_iter().zip(old).zip(new) {
+        if old == new {
+            continue;
+        }
+        if let Some(o) = old {
+            index.remove(o, row);
+        }
+        if let Some(n) = new {
+            index.insert(n, row);
+        }
+    }
+}
+
+impl Dependents {
+    /// The links of these tables' records, built at once (the end of a bulk fill).
+    pub(crate) fn build(
+        candidates: &Table<Uuid, CandidateRec>,
+        jobs: &Table<Uuid, Job>,
+        contacts: &Table<Uuid, ContactRec>,
+    ) -> Self {
+        fn index<const N: usize>(links: &[(u32, [Option<Uuid>; N])], which: usize) -> RowsById {
+            RowsById::build(
+                links
+                    .iter()
+                    .filter_map(|(at, l)| Some((l[which]?, *at)))
+                    .collect(),
+            )
+        }
+        let rows: Vec<_> = candidates
+            .rows()
+            .map(|(at, _, r)| (at, row_links(&r.rec)))
+            .collect();
+        let job_rows: Vec<_> = jobs
+            .rows()
+            .map(|(at, _, r)| (at, job_links(&r.rec)))
+            .collect();
+        Dependents {
+            rows_by_job: index(&rows, 0),
+            rows_by_owner: index(&rows, 1),
+            rows_by_stage: index(&rows, 2),
+            jobs_by_company: index(&job_rows, 0),
+            jobs_by_recruiter: index(&job_rows, 1),
+            contacts_by_company: RowsById::build(
+                contacts
+                    .rows()
+                    .map(|(at, _, r)| (r.rec.raw.company_id, at))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Candidate row `row` went from `old` to `new` (either absent: put or removed).
+    pub(crate) fn relink_row(
+        &mut self,
+        row: u32,
+        old: Option<&CandidateRec>,
+        new: Option<&CandidateRec>,
+    ) {
+        relink(
+            [
+                &mut self.rows_by_job,
+                &mut self.rows_by_owner,
+                &mut self.rows_by_stage,
+            ],
+            row,
+            old.map(row_links),
+            new.map(row_links),
+        );
+    }
+
+    /// Job row `row` went from `old` to `new`.
+    pub(crate) fn relink_job(&mut self, row: u32, old: Option<&Job>, new: Option<&Job>) {
+        relink(
+            [&mut self.jobs_by_company, &mut self.jobs_by_recruiter],
+            row,
+            old.map(job_links),
+            new.map(job_links),
+        );
+    }
+
+    /// Contact row `row` went from `old` to `new`.
+    pub(crate) fn relink_contact(
+        &mut self,
+        row: u32,
+        old: Option<&ContactRec>,
+        new: Option<&ContactRec>,
+    ) {
+        relink(
+            [&mut self.contacts_by_company],
+            row,
+            old.map(|c| [Some(c.raw.company_id)]),
+            new.map(|c| [Some(c.raw.company_id)]),
+        );
+    }
+
+    /// Every entry, by index name (for tests that compare states).
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> [(&'static str, &RowsById); 6] {
+        [
+            ("rows_by_job", &self.rows_by_job),
+            ("rows_by_owner", &self.rows_by_owner),
+            ("rows_by_stage", &self.rows_by_stage),
+            ("jobs_by_company", &self.jobs_by_company),
+            ("jobs_by_recruiter", &self.jobs_by_recruiter),
+            ("contacts_by_company", &self.contacts_by_company),
+        ]
     }
 }

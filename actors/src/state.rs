@@ -7,8 +7,8 @@
 //! state for as long as they need it and never take a lock.
 
 use crate::model::*;
-use crate::packed::kinds::Rec;
-use crate::parents::{AttachmentsByParent, NotesByParent, RowsById};
+use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
+use crate::parents::{AttachmentsByParent, Dependents, NotesByParent, RowsById};
 use crate::phone::normalise_phone;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
@@ -17,24 +17,6 @@ use crate::time::{Stamp, CHANGE_TRACKING_START};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use uuid::Uuid;
-
-/// A candidate row, packed, with its numbers normalised once, when it entered memory
-/// (`phone`, `mobile`; the numbers as entered are `phone_as_entered`, `mobile_as_entered`).
-pub type CandidateRec = Rec<Candidate>;
-
-/// A note, packed.
-pub type NoteRec = Rec<Note>;
-
-/// An attachment's record, packed.
-pub type AttachmentRec = Rec<Attachment>;
-
-/// A contact with its numbers normalised once.
-#[derive(Clone, Debug)]
-pub struct ContactRec {
-    pub raw: Contact,
-    pub phone: Option<Box<str>>,
-    pub mobile: Option<Box<str>>,
-}
 
 /// Moves record `id` from its old idempotency key to its new one.
 fn relink_reference(
@@ -107,7 +89,9 @@ fn build_children(
     candidates: &Table<Uuid, CandidateRec>,
     notes: &Table<Uuid, NoteRec>,
     attachments: &Table<Arc<str>, AttachmentRec>,
-) -> (RowsById, RowsById, NotesByParent, AttachmentsByParent) {
+    jobs: &Table<Uuid, Job>,
+    contacts: &Table<Uuid, ContactRec>,
+) -> Children {
     let persons = RowsById::build(
         candidates
             .rows()
@@ -124,7 +108,22 @@ fn build_children(
     let notes_by_parent = NotesByParent::build(notes.iter().map(|(_, n)| &**n));
     let attachments_by_parent =
         AttachmentsByParent::build(attachments.rows().map(|(at, _, r)| (at, &*r.rec)));
-    (persons, cv_by_row, notes_by_parent, attachments_by_parent)
+    Children {
+        dependents: Dependents::build(candidates, jobs, contacts),
+        persons,
+        cv_by_row,
+        notes_by_parent,
+        attachments_by_parent,
+    }
+}
+
+/// The one-to-many indexes [`build_children`] builds.
+struct Children {
+    persons: RowsById,
+    cv_by_row: RowsById,
+    notes_by_parent: NotesByParent,
+    attachments_by_parent: AttachmentsByParent,
+    dependents: Dependents,
 }
 
 /// Everything one workspace holds in memory.
@@ -153,6 +152,9 @@ pub struct WorkspaceState {
     pub notes_by_parent: NotesByParent,
     /// Attachments by parent record, for the attachments sub-resource (`subresources`).
     pub attachments_by_parent: AttachmentsByParent,
+    /// The links derived changes follow (candidate rows by job, owner and stage; jobs by
+    /// company and recruiter; contacts by company).
+    pub dependents: Dependents,
     /// The newest stamp of any record: the workspace clock never issues one behind it.
     pub last_stamp: Stamp,
     /// The store's commit position this state reflects (`CommitPosition::seq`): the
@@ -217,6 +219,7 @@ impl WorkspaceState {
             cv_by_row: RowsById::default(),
             notes_by_parent: NotesByParent::default(),
             attachments_by_parent: AttachmentsByParent::default(),
+            dependents: Dependents::default(),
             last_stamp: Stamp::MIN,
             position: 0,
             tombstones: Default::default(),
@@ -225,27 +228,6 @@ impl WorkspaceState {
             bulk: None,
             task_refs: HashMap::default(),
         }
-    }
-
-    /// Reads one workspace's records from the store into a fresh state, building the
-    /// search indexes once at the end (a base from every record, no delta).
-    pub async fn load(
-        store: &dyn crate::store::Store,
-        w: Workspace,
-    ) -> Result<WorkspaceState, crate::store::StoreError> {
-        let mut state = WorkspaceState::new(w);
-        let id = state.id();
-        // Before the records: a commit between the two reads would then only make the
-        // state newer than its position says, never older (the feed stays exact).
-        state.position = store.position(id).await?.seq;
-        let started = std::time::Instant::now();
-        state.begin_bulk();
-        store.load_records(id, &mut |r| state.put(r)).await?;
-        state.tombstones = crate::tombstones::Tombstones::build(store.tombstones(id).await?);
-        let read = started.elapsed();
-        state.end_bulk();
-        tracing::debug!(workspace = %id, read_ms = read.as_millis() as u64, index_ms = (started.elapsed() - read).as_millis() as u64, "workspace read and indexed");
-        Ok(state)
     }
 
     pub fn id(&self) -> Uuid {
@@ -350,14 +332,16 @@ impl WorkspaceState {
             self.candidates.clone(),
             self.notes.clone(),
             self.attachments.clone(),
+            self.jobs.clone(),
+            self.contacts.clone(),
         );
         let small = self.stored_records() < ON_THREADS_FROM;
-        let (persons, cv_by_row, notes_by_parent, attachments_by_parent) = if small {
+        let children = if small {
             // A small workspace's orders take microseconds: threads would cost more
             // than they save, and what they allocate would sit in their allocator
             // arenas (a fleet of small workspaces loads thousands of them).
             self.for_each_table(|t| t.build_order());
-            build_children(&tables.0, &tables.1, &tables.2)
+            build_children(&tables.0, &tables.1, &tables.2, &tables.3, &tables.4)
         } else {
             std::thread::scope(|s| {
                 // The two large tables' orders on a thread of their own each; the
@@ -366,7 +350,9 @@ impl WorkspaceState {
                 let notes = &mut self.notes;
                 s.spawn(move || candidates.build_order());
                 s.spawn(move || notes.build_order());
-                let children = s.spawn(move || build_children(&tables.0, &tables.1, &tables.2));
+                let children = s.spawn(move || {
+                    build_children(&tables.0, &tables.1, &tables.2, &tables.3, &tables.4)
+                });
                 self.users.build_order();
                 self.companies.build_order();
                 self.contacts.build_order();
@@ -376,10 +362,11 @@ impl WorkspaceState {
                 children.join().expect("index builds do not panic")
             })
         };
-        self.persons = persons;
-        self.cv_by_row = cv_by_row;
-        self.notes_by_parent = notes_by_parent;
-        self.attachments_by_parent = attachments_by_parent;
+        self.persons = children.persons;
+        self.cv_by_row = children.cv_by_row;
+        self.notes_by_parent = children.notes_by_parent;
+        self.attachments_by_parent = children.attachments_by_parent;
+        self.dependents = children.dependents;
         let ordered = std::time::Instant::now();
         self.build_search(if small {
             SearchBuild::OneAfterTheOther
@@ -626,7 +613,14 @@ impl WorkspaceState {
             Record::Job(j) => {
                 self.bump_clock(j.updated_at);
                 let order = Some(reported_updated_at(j.created_at, j.updated_at));
-                self.jobs.put(j.id, Arc::new(j), order);
+                let id = j.id;
+                let old = self.jobs.get(&id).cloned();
+                let new = Arc::new(j);
+                self.jobs.put(id, new.clone(), order);
+                if !self.bulk_fill() {
+                    let row = self.jobs.row_number(&id).expect("just put");
+                    self.dependents.relink_job(row, old.as_deref(), Some(&new));
+                }
             }
             Record::Candidate(c) => self.put_candidate(*c),
             Record::Note(n) => self.put_note(NoteRec::pack(&n)),
@@ -658,7 +652,15 @@ impl WorkspaceState {
                 &after,
             );
         }
-        self.contacts.put(rec.raw.id, Arc::new(rec), order);
+        let id = rec.raw.id;
+        let old = self.contacts.get(&id).cloned();
+        let new = Arc::new(rec);
+        self.contacts.put(id, new.clone(), order);
+        if !self.bulk_fill() {
+            let row = self.contacts.row_number(&id).expect("just put");
+            self.dependents
+                .relink_contact(row, old.as_deref(), Some(&new));
+        }
     }
 
     /// Puts a note already packed.
@@ -698,9 +700,11 @@ impl WorkspaceState {
         affected.extend(moved_from);
         let before = self.persons_keys(&affected);
         let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
-        self.candidates.put(id, rec, order);
+        let old = self.candidates.get(&id).cloned();
+        self.candidates.put(id, rec.clone(), order);
         if !self.bulk_fill() {
             let row = self.candidates.row_number(&id).expect("just put");
+            self.dependents.relink_row(row, old.as_deref(), Some(&rec));
             if let Some(old) = moved_from {
                 self.persons.remove(old, row);
             }
@@ -843,8 +847,15 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Contact => match self.contacts.remove(&uuid) {
-                Some(old) => {
+            RecordKind::Contact => match self
+                .contacts
+                .row_number(&uuid)
+                .zip(self.contacts.remove(&uuid))
+            {
+                Some((row, old)) => {
+                    if !self.bulk_fill() {
+                        self.dependents.relink_contact(row, Some(&old), None);
+                    }
                     self.search.update(
                         Owner::Contact(uuid),
                         &contact_keys(&old),
@@ -854,15 +865,24 @@ impl WorkspaceState {
                 }
                 None => false,
             },
-            RecordKind::Job => self.jobs.remove(&uuid).is_some(),
+            RecordKind::Job => match self.jobs.row_number(&uuid).zip(self.jobs.remove(&uuid)) {
+                Some((row, old)) => {
+                    if !self.bulk_fill() {
+                        self.dependents.relink_job(row, Some(&old), None);
+                    }
+                    true
+                }
+                None => false,
+            },
             RecordKind::Candidate => {
                 let Some(person) = self.candidates.get(&uuid).map(|c| c.person_id()) else {
                     return false;
                 };
                 let row = self.candidates.row_number(&uuid).expect("present");
                 let before = self.persons_keys(&[person]);
-                self.candidates.remove(&uuid);
+                let old = self.candidates.remove(&uuid).expect("present");
                 if !self.bulk_fill() {
+                    self.dependents.relink_row(row, Some(&old), None);
                     self.persons.remove(person, row);
                     self.reorder_cvs(uuid);
                 }
@@ -1005,6 +1025,20 @@ impl WorkspaceState {
                 .entries()
                 .map(|(kind, parent, at)| (kind, parent, attachment(*at))),
         );
+        let job = |row: u32| self.jobs.at_row(row).map(|(id, _)| *id);
+        let contact = |row: u32| self.contacts.at_row(row).map(|(id, _)| *id);
+        for (name, index) in self.dependents.entries() {
+            let of: &dyn Fn(u32) -> Option<Uuid> = match name {
+                "jobs_by_company" | "jobs_by_recruiter" => &job,
+                "contacts_by_company" => &contact,
+                _ => &candidate,
+            };
+            sorted(
+                &mut out,
+                name,
+                index.entries().map(|(p, row)| (p, of(*row))),
+            );
+        }
         sorted(&mut out, "note_ref", self.note_refs.iter());
         sorted(&mut out, "task_ref", self.task_refs.iter());
         sorted(&mut out, "phone_key", self.phone_pairs().iter());

@@ -5,7 +5,7 @@
 //! PostgreSQL to it, and `MemoryStore` serves tests of the domain without a database.
 //! Likewise `src/store/blobs.rs` keeps blobs in files, and `MemoryBlobs` in memory.
 
-use crate::changes::Change;
+use crate::entries::Change;
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
 use crate::time::Stamp;
 use async_trait::async_trait;
@@ -89,11 +89,11 @@ impl ChangeSet {
     }
 
     /// The change log's parts of this change set (see [`crate::changes`]).
-    pub fn log_parts(&self) -> Vec<crate::changes::EncodedEntries> {
+    pub fn log_parts(&self) -> Vec<crate::entries::EncodedEntries> {
         if self.unlogged {
             return Vec::new();
         }
-        crate::changes::encode_parts(
+        crate::entries::encode_parts(
             &self.upserts,
             self.deletes.iter().map(|(k, id)| (*k, id.as_str())),
             &self.derived,

@@ -17,8 +17,9 @@
 //! - private notes are never indexed, so they are neither counted nor returned.
 
 use crate::model::{Entity, ParentType};
+use crate::packed::kinds::{AttachmentRec, NoteRec};
 pub use crate::parents::ParentKey;
-use crate::state::{AttachmentRec, NoteRec, WorkspaceState};
+use crate::state::WorkspaceState;
 use crate::time::Stamp;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -84,7 +85,7 @@ impl WorkspaceState {
         kind: ParentType,
         id: Uuid,
     ) -> SmallVec<[ParentKey; 4]> {
-        let person = |row: Option<&Arc<crate::state::CandidateRec>>| {
+        let person = |row: Option<&Arc<crate::packed::kinds::CandidateRec>>| {
             row.map(|r| {
                 self.person_rows_all(r.person_id())
                     .map(|(id, _)| (ParentType::Candidate, *id))

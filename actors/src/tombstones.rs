@@ -9,13 +9,9 @@
 //! transaction (`ChangeSet::tombstones`) and retention prunes them with the change log,
 //! in the store and then here ([`Tombstones::forget_before`]).
 
-use crate::changes::{Change, LoggedId};
 use crate::cow::{CowMap, SortedSet};
-use crate::entities::{self, EntityVisitor};
+use crate::entries::{Change, LoggedId};
 use crate::model::Entity;
-use crate::rendered::Rendered;
-use crate::state::WorkspaceState;
-use crate::table::{TableKey, TableRef};
 use crate::time::Stamp;
 use std::ops::Bound;
 
@@ -135,48 +131,6 @@ impl Tombstones {
     pub fn iter(&self) -> impl Iterator<Item = (&Change, &Stamp)> + '_ {
         self.at.iter()
     }
-}
-
-/// Whether the API shows the record `id` of `entity` in `ws`.
-pub fn shown(ws: &WorkspaceState, entity: Entity, id: &LoggedId) -> bool {
-    struct Shown<'a>(&'a LoggedId);
-    impl<'s> EntityVisitor<'s> for Shown<'_> {
-        type Out = bool;
-        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, _: F) -> bool
-        where
-            K: TableKey,
-            V: ?Sized,
-            T: Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
-            K::from_cursor_id(self.0.into()).is_some_and(|k| table.visible_row(&k).is_some())
-        }
-    }
-    entities::visit(ws, entity, Shown(id))
-}
-
-/// The tombstones a commit sets and clears: of `changed` (every record it changed,
-/// directly or not; repeats are harmless), those shown in `before` and not in `after`
-/// left at `now`; those tombstoned in `before` and shown in `after` are back.
-pub fn changes_of(
-    before: &WorkspaceState,
-    after: &WorkspaceState,
-    changed: impl IntoIterator<Item = Change>,
-    now: Stamp,
-) -> Vec<TombstoneChange> {
-    let mut out = Vec::new();
-    for change in changed {
-        // One lookup for most: a record not shown before and not tombstoned (every
-        // record of a first import) can neither leave nor come back.
-        if shown(before, change.entity, &change.id) {
-            if !shown(after, change.entity, &change.id) {
-                out.push((change, Some(now)));
-            }
-        } else if before.tombstones.contains(&change) && shown(after, change.entity, &change.id) {
-            out.push((change, None));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

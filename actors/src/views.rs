@@ -5,10 +5,9 @@
 //! API reference and `docs/snapshot-format.md` ("What the API shows besides them").
 
 use crate::model::*;
+use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::rendered::{prefetch, Obj, Rendered};
-use crate::state::{
-    reported_updated_at, AttachmentRec, CandidateRec, ContactRec, NoteRec, WorkspaceState,
-};
+use crate::state::{reported_updated_at, WorkspaceState};
 use crate::time::{Date, Stamp};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;

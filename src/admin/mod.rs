@@ -6,11 +6,12 @@
 pub mod client;
 
 use crate::cluster::relay::{PASSED_IMPORT, PASSED_KEYS};
-use crate::http::context::{request_context, RequestId};
+use crate::http::context::request_context;
 use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::forwarding::respond;
 use crate::http::node;
+use crate::http::request::RequestId;
 use crate::http::{no_such_path, refuse_methods_but};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::keys::{parse_key_request, KeyService};
@@ -29,7 +30,7 @@ pub struct AdminState {
     pub token: String,
     /// Set once the API listener is accepting.
     pub api_accepting: Arc<AtomicBool>,
-    pub metrics: Arc<crate::server::metrics::Metrics>,
+    pub metrics: Arc<crate::telemetry::metrics::Metrics>,
     /// This node in the cluster (`GET /admin/v1/cluster`).
     pub membership: Arc<crate::cluster::Membership>,
 }

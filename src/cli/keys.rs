@@ -6,8 +6,8 @@
 
 use super::{say, AdminArgs, StoreArgs};
 use crate::admin::client::AdminReply;
-use crate::server::logging::{tell, Severity};
 use crate::store::lock::{Holder, StoreLock};
+use crate::telemetry::logging::{tell, Severity};
 use actors::keys::NewKey;
 use anyhow::Context;
 use std::net::SocketAddr;

@@ -53,7 +53,7 @@ pub async fn load_workspace(
             tracing::info!(workspace = %id, %why, "checkpoint not used; loading from the store")
         }
     }
-    Ok(Some(WorkspaceState::load(store, w).await?))
+    Ok(Some(actors::loader::read::read_state(store, w).await?))
 }
 
 /// Applies one parsed snapshot to the store, then writes the workspace's checkpoint as

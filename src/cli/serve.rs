@@ -3,9 +3,9 @@
 
 use super::demo::{load_demo, Demo};
 use super::{say, ServeArgs, StoreArgs};
-use crate::server::logging::{tell, Severity};
 use crate::server::{Application, Settings};
 use crate::store::lock::StoreLock;
+use crate::telemetry::logging::{tell, Severity};
 use anyhow::Context;
 
 pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Result<()> {
@@ -35,7 +35,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
             u64::from(args.changes_retention_days) * 86_400,
         ),
         changes_prune_every: actors::changes::PRUNE_EVERY,
-        clock: crate::http::signed_urls::Clock::System,
+        clock: crate::clock::Clock::System,
         node_name: args.node_name,
         advertise_url: args.advertise_url,
         replicas: args.replicas as usize,
@@ -69,7 +69,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
     let base = format!("https://{}", app.api_addr());
     tracing::info!(api = %base, admin = %format!("http://{}", app.admin_addr()), "recruitd listening");
     // With JSON logs, the event above says it already.
-    let plain_stderr = !crate::server::logging::json_logs();
+    let plain_stderr = !crate::telemetry::logging::json_logs();
     if plain_stderr {
         tell(
             Severity::Info,
@@ -121,7 +121,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
     // down the in-memory workspaces piece by piece, which for millions of records takes
     // longer than everything else in a shutdown.
     tracing::info!("recruitd stopped");
-    crate::server::logging::flush();
+    crate::telemetry::logging::flush();
     if plain_stderr {
         eprintln!("recruitd: stopped");
     }

@@ -231,8 +231,8 @@ pub fn run_cli(opts: &GenerateOptions, out: Option<&std::path::Path>) -> anyhow:
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    crate::server::logging::tell(
-        crate::server::logging::Severity::Info,
+    crate::telemetry::logging::tell(
+        crate::telemetry::logging::Severity::Info,
         format_args!(
         "generated {} people (seed {}): {} candidate rows, {} companies, {} contacts, {} jobs, \
          {} notes, {} tasks, {} attachments, {} users in {:.1}s{}",
@@ -251,8 +251,8 @@ pub fn run_cli(opts: &GenerateOptions, out: Option<&std::path::Path>) -> anyhow:
             .unwrap_or_default(),
         ),
     );
-    crate::server::logging::tell(
-        crate::server::logging::Severity::Info,
+    crate::telemetry::logging::tell(
+        crate::telemetry::logging::Severity::Info,
         format_args!(
             "workspace {}, owner {} (who creates keys: recruitd key create --workspace {} --created-by {})",
             stats.workspace_id, stats.owner_email, stats.workspace_id, stats.owner_email

@@ -6,7 +6,7 @@
 //! so revocation and loss of access take effect on the next request.
 
 use super::errors::{ApiError, ErrorKind};
-use super::AppState;
+use super::state::AppState;
 use actix_web::dev::Payload;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use actors::actor::WorkspaceHandle;

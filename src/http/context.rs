@@ -3,11 +3,11 @@
 //! The middleware gives each request its id before any handler runs, puts it on every
 //! response (`X-Request-Id`), and turns every error response — ours, the framework's, an
 //! unknown path — into the spec's `{error:{code,message}, request_id}` body. The one
-//! exception is a response marked [`OwnBody`]: the answers of the signed file route,
+//! exception is a response marked [`OwnBody`](super::request::OwnBody): the answers of the signed file route,
 //! which mimic an object store, keep their own bodies.
 
 use super::errors::{ApiError, ErrorKind};
-pub use super::request::{CallerKey, OwnBody, RequestId};
+use super::request::{CallerKey, OwnBody, RequestId};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
@@ -205,12 +205,12 @@ fn record(res: &ServiceResponse<BoxBody>, rid: &RequestId, elapsed: std::time::D
              a minute; the rest are counted in the metrics but not logged until it has room"
         );
     }
-    if let Some(app) = req.app_data::<actix_web::web::Data<super::AppState>>() {
+    if let Some(app) = req.app_data::<actix_web::web::Data<super::state::AppState>>() {
         if status == 429 {
             app.metrics.rate_limited(key.unwrap_or("-"));
         }
         app.metrics.request(
-            crate::server::metrics::RequestLabels {
+            crate::telemetry::metrics::RequestLabels {
                 route,
                 entity,
                 method,

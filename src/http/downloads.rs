@@ -11,12 +11,12 @@
 //! later are the file route's `NoSuchKey` (`http::files`).
 
 use super::auth::{Authed, Read};
-use super::context::RequestId;
 use super::envelope::Envelope;
 use super::errors::ApiError;
 use super::files::{served_content_type, served_filename};
 use super::query::{percent_decode_strict, QueryParams};
-use super::AppState;
+use super::request::RequestId;
+use super::state::AppState;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::model::split_attachment_id;

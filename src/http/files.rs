@@ -15,10 +15,10 @@
 //! Failures of the service itself (a loading workspace, an unreadable blob store) keep
 //! the service's envelope.
 
-use super::context::OwnBody;
 use super::errors::ApiError;
 use super::query::Query;
-use super::AppState;
+use super::request::OwnBody;
+use super::state::AppState;
 use crate::http::signed_urls::{parse_files_path, Refusal};
 use actix_web::body::SizedStream;
 use actix_web::http::header::{self, HeaderValue};
@@ -26,8 +26,8 @@ use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use actors::model::split_attachment_id;
+use actors::packed::kinds::AttachmentRec;
 use actors::registry::Slot;
-use actors::state::AttachmentRec;
 use futures_util::Stream;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::io::Read;

@@ -22,7 +22,7 @@
 use super::errors::{ApiError, ErrorKind};
 use super::node::{read_body_within, FromNode};
 use super::request::{bearer, OwnBody, RequestId};
-use super::AppState;
+use super::state::AppState;
 use crate::cluster::forward::{self, Outgoing, REQUEST_ID};
 use crate::cluster::relay::{Refusal, Relay, Relayed, ANSWER_WITHIN};
 use actix_web::body::{BoxBody, MessageBody};

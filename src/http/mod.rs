@@ -23,6 +23,7 @@
 //!   `docs/openapi.json`, which the API tests' builder checks against the routes).
 //! - [`ratelimit`]: per-key budgets and the `RateLimit` headers.
 //! - [`signed_urls`]: signing and checking download URLs.
+//! - [`state`]: [`AppState`](state::AppState), what every handler shares.
 //!
 //! [`API_RESOURCES`] lists every resource of the API and [`allowed_methods`] the methods
 //! each serves per entity: [`configure`] registers exactly those resources, 405 answers
@@ -49,79 +50,15 @@ pub mod records;
 pub mod request;
 pub mod search;
 pub mod signed_urls;
+pub mod state;
 pub mod subresources;
 pub mod writes;
 
 use actix_web::{middleware, web, HttpRequest};
 use actors::model::Entity;
-use actors::query::CursorKey;
-use actors::registry::Registry;
 use errors::ApiError;
-use std::sync::Arc;
 
-use crate::http::signed_urls::{Clock, UrlSigner, FILES_PATH};
-
-/// Shared by every API handler.
-pub struct AppState {
-    pub registry: Arc<Registry>,
-    /// Every API key, by secret hash: read on every request.
-    pub keys: Arc<actors::keys::KeyRing>,
-    /// Attachment bytes (downloads and the signed file route).
-    pub blobs: Arc<dyn actors::store::BlobStore>,
-    /// The store, read directly only for the change log (`changes`).
-    pub store: Arc<dyn actors::store::Store>,
-    /// The change log parts the feed read last (`actors::changes::PartCache`).
-    pub log_parts: actors::changes::PartCache,
-    /// Feed pages made before they were asked for (`changes::PagesAhead`).
-    pub pages_ahead: crate::http::changes::PagesAhead,
-    /// The latest first-page feed token of each workspace (`changes::changes_since`).
-    pub since_tokens: crate::http::changes::SinceTokens,
-    /// Seals list cursors and change feed tokens (the node's signer, which the
-    /// download URLs share).
-    pub cursor_key: CursorKey,
-    pub downloads: Downloads,
-    /// Per-key request budgets.
-    pub limiter: Arc<crate::http::ratelimit::RateLimiter>,
-    /// Requests without a valid key, per peer address.
-    pub peer_failures: crate::http::ratelimit::PeerFailures,
-    pub metrics: Arc<crate::server::metrics::Metrics>,
-    /// This node in the cluster: where each workspace's requests are answered.
-    pub cluster: Arc<crate::cluster::Membership>,
-}
-
-impl AppState {
-    /// Checks a presented token (cursor, feed token, download signature) with `check`.
-    /// Only when that fails, and the token's seal names a key this node has not learned
-    /// yet (a node that joined since the last read of the published keys), are the
-    /// keys read and the token checked once more: a token that passes costs nothing
-    /// more than its check.
-    pub async fn check_token<T, E>(
-        &self,
-        token: &str,
-        check: impl Fn() -> Result<T, E>,
-    ) -> Result<T, E> {
-        let first = check();
-        if first.is_ok() {
-            return first;
-        }
-        match actors::signing::token_key_id(token) {
-            Some(id) if !self.cursor_key.signer().knows(&id) => {
-                self.cluster.learn_signer(&id).await;
-                check()
-            }
-            _ => first,
-        }
-    }
-}
-
-/// What signing download URLs and serving them takes.
-#[derive(Debug)]
-pub struct Downloads {
-    /// Holds the node's signer and the public URL.
-    pub signer: UrlSigner,
-    /// "Now" for both signing and checking, so tests can step across an expiry.
-    pub clock: Clock,
-}
+use crate::http::signed_urls::FILES_PATH;
 
 /// `GET /v1/openapi.json`.
 pub const OPENAPI: &str = "/v1/openapi.json";
@@ -329,7 +266,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// The whole API application, as each HTTPS worker builds it.
 pub fn app(
-    state: web::Data<AppState>,
+    state: web::Data<state::AppState>,
 ) -> actix_web::App<
     impl actix_web::dev::ServiceFactory<
         actix_web::dev::ServiceRequest,

@@ -14,7 +14,7 @@
 
 use super::errors::{ApiError, ErrorKind};
 use super::request::RequestId;
-use super::AppState;
+use super::state::AppState;
 use crate::cluster::forward::{NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
 use crate::cluster::relay::{KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS, TAKE_NOW};
 use actix_web::dev::{Payload, ServiceRequest};

@@ -35,8 +35,8 @@
 //! the first refusals of each peer's window are written to the access log, with a note
 //! when the rest are left out; the metrics count every one.
 
+use crate::clock::Clock;
 use crate::cluster::budgets::KeyWindow;
-use crate::server::clock::Clock;
 use actors::model::ApiKey;
 use dashmap::DashMap;
 use parking_lot::Mutex;

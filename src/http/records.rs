@@ -2,14 +2,14 @@
 //! all nine entities: each entity's table and view come from `actors::entities::visit`.
 
 use super::auth::{Authed, Read};
-use super::context::RequestId;
 use super::envelope::Envelope;
 use super::errors::ApiError;
 use super::query::{LimitParam, QueryParams};
-use super::AppState;
+use super::request::RequestId;
+use super::state::AppState;
 use actix_web::{web, HttpResponse};
-use actors::changes::LoggedId;
 use actors::entities::{self, EntityVisitor};
+use actors::entries::LoggedId;
 use actors::model::Entity;
 use actors::query::{parse_updated_since, Cursor, CursorId, CursorKey};
 use actors::rendered::Rendered;
@@ -193,7 +193,7 @@ where
 {
     let mut rows = rows.peekable();
     let mut tombstones = tombstones
-        .filter(|(_, id)| !actors::tombstones::shown(ws, entity, id))
+        .filter(|(_, id)| !actors::changes::derive::shown(ws, entity, id))
         .peekable();
     let (mut n, mut last) = (0, None);
     while n < limit {

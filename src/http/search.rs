@@ -7,10 +7,10 @@
 //! while the store is unreachable.
 
 use super::auth::{Authed, Read};
-use super::context::RequestId;
 use super::envelope::{json_ok, Envelope};
 use super::errors::ApiError;
 use super::query::{LimitParam, Query};
+use super::request::RequestId;
 use actix_web::{HttpRequest, HttpResponse};
 use actors::search::results::{search_email, search_phone, SEARCH_MAX_LIMIT};
 use actors::state::WorkspaceState;

@@ -42,8 +42,6 @@ const PATH_KEEP: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b':');
 
-pub use crate::server::clock::Clock;
-
 /// A URL as handed to a client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignedUrl {
@@ -296,14 +294,5 @@ mod tests {
         let printed = format!("{:?}", with_secret(0xAB, "https://x"));
         assert!(!printed.contains("171") && !printed.to_lowercase().contains("ab, "));
         assert!(printed.contains("https://x"));
-    }
-
-    #[test]
-    fn manual_clocks_are_shared_and_set() {
-        let c = Clock::manual(T);
-        let d = c.clone();
-        d.set(T + 5);
-        assert_eq!(c.now(), T + 5);
-        assert!(Clock::System.now() > T - 100_000_000);
     }
 }

@@ -6,11 +6,11 @@
 //! children, and the answer is 200 with empty `data` and `total_count: 0`.
 
 use super::auth::{Authed, Read};
-use super::context::RequestId;
 use super::envelope::Envelope;
 use super::errors::ApiError;
 use super::query::{LimitParam, QueryParams};
 use super::records::{entity_or_404, parse_record_id, EntityParam};
+use super::request::RequestId;
 use actix_web::{HttpRequest, HttpResponse};
 use actors::model::{Entity, ParentType};
 use actors::state::WorkspaceState;

@@ -18,10 +18,10 @@
 
 use super::auth::{Authed, NotesWrite, RecordsWrite, RequiredScope, TasksWrite};
 use super::body::{read_object, Fields};
-use super::context::RequestId;
 use super::envelope::Envelope;
 use super::errors::ApiError;
 use super::records::{parse_record_id, EntityParam};
+use super::request::RequestId;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
@@ -153,7 +153,8 @@ impl<'s> EntityVisitor<'s> for Shown<'_> {
 fn render_written(done: &WriteDone, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
     match done.written {
         Written::Created(kind, id) | Written::Updated(kind, id) => {
-            let shown = entities::entity_of(kind)
+            let shown = kind
+                .entity()
                 .and_then(|e| entities::visit(&done.state, e, Shown { id, rid }));
             shown.unwrap_or_else(|| id_only(id, rid))
         }

@@ -2,15 +2,14 @@
 //! the workspaces, binds the HTTPS API and the admin interface, and runs until stopped.
 //! Tests start the real application the same way, on port 0.
 
-pub mod clock;
-pub mod logging;
-pub mod metrics;
 pub mod secrets;
 pub mod tls;
 
 use crate::admin::{self, AdminState};
-use crate::http::signed_urls::{Clock, UrlSigner};
-use crate::http::{self, AppState, Downloads};
+use crate::clock::Clock;
+use crate::http;
+use crate::http::signed_urls::UrlSigner;
+use crate::http::state::{AppState, Downloads};
 use crate::store::blobs::StoreBlobs;
 use crate::store::lock::StoreLock;
 use actix_web::dev::{Server, ServerHandle};
@@ -257,7 +256,7 @@ impl Application {
         let admin_token = secrets::admin_token(&s.data_dir, s.admin_token.as_deref())?;
         let keys = Arc::new(KeyRing::default());
         keys.load(&*store).await.context("loading API keys")?;
-        let metrics = Arc::new(crate::server::metrics::Metrics::new());
+        let metrics = Arc::new(crate::telemetry::metrics::Metrics::new());
         // What every workspace actor works with, built once.
         let env = Arc::new(ActorEnv {
             config: ActorConfig {
@@ -363,9 +362,7 @@ impl Application {
             keys: keys.clone(),
             blobs,
             store: store.clone(),
-            log_parts: Default::default(),
-            pages_ahead: Default::default(),
-            since_tokens: Default::default(),
+            feed: Default::default(),
             cursor_key: CursorKey::from_signer(signer.clone()),
             downloads: Downloads {
                 signer: UrlSigner::new(signer, &public_url),
@@ -528,7 +525,7 @@ struct HeldWorkspaces {
     loader: Arc<Loader>,
     /// The loading thread, where a reload builds its state.
     loading: actix::ArbiterHandle,
-    metrics: Arc<crate::server::metrics::Metrics>,
+    metrics: Arc<crate::telemetry::metrics::Metrics>,
 }
 
 #[async_trait::async_trait]
@@ -634,7 +631,7 @@ async fn prune_changes_forever(
     store: Arc<dyn Store>,
     registry: Arc<actors::registry::Registry>,
     membership: Arc<crate::cluster::Membership>,
-    metrics: Arc<crate::server::metrics::Metrics>,
+    metrics: Arc<crate::telemetry::metrics::Metrics>,
     retention: std::time::Duration,
     every: std::time::Duration,
 ) {

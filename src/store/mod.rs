@@ -653,13 +653,13 @@ mod tests;
 pub(crate) fn log_parts<'a, D>(
     upserts: &'a [Upsert<'a>],
     deletes: D,
-    derived: &[actors::changes::Change],
-) -> Vec<actors::changes::EncodedEntries>
+    derived: &[actors::entries::Change],
+) -> Vec<actors::entries::EncodedEntries>
 where
     D: IntoIterator<Item = (RecordKind, &'a str)>,
     D::IntoIter: 'a,
 {
-    actors::changes::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
+    actors::entries::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
 }
 
 /// A change log row as both stores read it: position, part, committed_at, entries.
@@ -743,15 +743,15 @@ pub(crate) async fn prune_changes(
 /// Tombstone rows as both stores read them (entity index, id, deleted_at).
 pub(crate) fn tombstone_rows(
     rows: Vec<(i64, String, i64)>,
-) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
     rows.into_iter()
         .map(|(entity, id, at)| {
-            let entity = actors::changes::entity_of_index(entity)
+            let entity = actors::entries::entity_of_index(entity)
                 .ok_or_else(|| StoreError::Corrupt(format!("a tombstone names entity {entity}")))?;
             Ok((
-                actors::changes::Change {
+                actors::entries::Change {
                     entity,
-                    id: actors::changes::LoggedId::parse(&id),
+                    id: actors::entries::LoggedId::parse(&id),
                 },
                 actors::time::Stamp::from_millis(at),
             ))

@@ -76,7 +76,7 @@ struct Part<'a> {
     /// goes (see `commit_import`).
     bulk: bool,
     /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
-    derived: &'a [actors::changes::Change],
+    derived: &'a [actors::entries::Change],
     /// Tombstones set and cleared (`ChangeSet::tombstones`).
     tombstones: &'a [actors::tombstones::TombstoneChange],
     /// `ChangeSet::unlogged`: no change log parts.
@@ -1025,7 +1025,7 @@ impl Store for PostgresStore {
     async fn tombstones_of(
         &self,
         workspaces: &[Uuid],
-    ) -> Result<Vec<Vec<(actors::changes::Change, actors::time::Stamp)>>, StoreError> {
+    ) -> Result<Vec<Vec<(actors::entries::Change, actors::time::Stamp)>>, StoreError> {
         let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
         let rows: Vec<(String, i16, String, i64)> = sqlx::query_as(
             "SELECT workspace_id, entity, id, deleted_at FROM tombstones \
@@ -1169,7 +1169,7 @@ impl Store for PostgresStore {
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+    ) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
         let rows: Vec<(i16, String, i64)> =
             sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1")
                 .bind(workspace.to_string())
@@ -1185,7 +1185,7 @@ impl Store for PostgresStore {
         &self,
         workspace: Uuid,
         keys: &[(RecordKind, String)],
-        changes: &[actors::changes::Change],
+        changes: &[actors::entries::Change],
     ) -> Result<actors::store::Current, StoreError> {
         let fail = err("reading records to follow");
         let ws = workspace.to_string();

@@ -70,7 +70,7 @@ struct Part<'a> {
     keys: &'a [ApiKey],
     batch: Option<Uuid>,
     /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
-    derived: &'a [actors::changes::Change],
+    derived: &'a [actors::entries::Change],
     /// Tombstones set and cleared (`ChangeSet::tombstones`).
     tombstones: &'a [actors::tombstones::TombstoneChange],
     /// `ChangeSet::unlogged`: no change log parts.
@@ -539,13 +539,7 @@ async fn checkpoints(pool: SqlitePool) {
 fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     e.code()
         .and_then(|c| c.parse::<i64>().ok())
-        .is_none_or(|c| !judges_the_statement(c))
-}
-
-/// Whether an (extended) result code is one of those that judge the statement or its
-/// data (see `transient`).
-pub(super) fn judges_the_statement(code: i64) -> bool {
-    matches!(code & 0xff, 1 | 2 | 18 | 19 | 20 | 21 | 25)
+        .is_none_or(|c| !super::sqlite_rows::judges_the_statement(c))
 }
 
 /// Retention's steps (`super::prune_changes`): deletes on the one writer, each brief.
@@ -935,7 +929,7 @@ impl Store for SqliteStore {
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(actors::changes::Change, actors::time::Stamp)>, StoreError> {
+    ) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
         let rows: Vec<(i64, String, i64)> =
             sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = ?1")
                 .bind(workspace.to_string())

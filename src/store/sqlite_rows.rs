@@ -38,7 +38,7 @@ impl RowsError {
     /// same split as `sqlite::transient`).
     pub fn into_store_error(self, context: &str) -> StoreError {
         let message = format!("{context}: {} (code {})", self.message, self.code);
-        if super::sqlite::judges_the_statement(self.code as i64) {
+        if judges_the_statement(self.code as i64) {
             StoreError::Other(message)
         } else {
             StoreError::Unavailable(message)
@@ -193,4 +193,12 @@ pub(super) unsafe fn upsert(
         }
     }
     Ok(())
+}
+
+/// Whether an (extended) SQLite result code is one of those that judge the statement or
+/// its data, a bug here since the domain validates every input first, rather than the
+/// store's state (busy, locked, full, …: try again later). Both the sqlx path and this
+/// one classify their errors by it.
+pub(super) fn judges_the_statement(code: i64) -> bool {
+    matches!(code & 0xff, 1 | 2 | 18 | 19 | 20 | 21 | 25)
 }

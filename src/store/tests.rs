@@ -485,7 +485,7 @@ async fn postgres_store_keeps_the_contract() {
 /// import cut into several transactions logs each one's records at its own position;
 /// reads go by (position, part) up to a bound; pruning moves its mark before deleting.
 async fn the_change_log_follows_the_commits(b: &Backend) {
-    use actors::changes::{decode, Change, LoggedId};
+    use actors::entries::{decode, Change, LoggedId};
     use actors::model::Entity;
     let store = b.open().await;
     let w = ws(WS);
@@ -668,9 +668,9 @@ async fn reads_of_many_workspaces_are_those_of_each(b: &Backend) {
             &ChangeSet {
                 deletes: vec![(RecordKind::Candidate, a.to_string())],
                 tombstones: vec![(
-                    actors::changes::Change {
+                    actors::entries::Change {
                         entity: actors::model::Entity::Candidates,
-                        id: actors::changes::LoggedId::Uuid(a),
+                        id: actors::entries::LoggedId::Uuid(a),
                     },
                     Some(actors::time::Stamp::from_millis(1_800_000_000_000)),
                 )],

@@ -5,7 +5,8 @@
 use crate::helpers::*;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use recruitd::http::signed_urls::{Clock, UrlSigner};
+use recruitd::clock::Clock;
+use recruitd::http::signed_urls::UrlSigner;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 

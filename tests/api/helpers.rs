@@ -434,7 +434,7 @@ pub async fn store_sql(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<
 pub async fn memory_app_state(
     load: bool,
 ) -> (
-    actix_web::web::Data<recruitd::http::AppState>,
+    actix_web::web::Data<recruitd::http::state::AppState>,
     std::sync::Arc<actors::registry::Registry>,
 ) {
     use actors::store::{MemoryBlobs, MemoryStore, Store};
@@ -460,31 +460,29 @@ pub async fn memory_app_state(
     if load {
         loader.load_all(list).await;
     }
-    let state = actix_web::web::Data::new(recruitd::http::AppState {
+    let state = actix_web::web::Data::new(recruitd::http::state::AppState {
         registry: registry.clone(),
         keys,
         blobs,
         store,
-        log_parts: Default::default(),
-        pages_ahead: Default::default(),
-        since_tokens: Default::default(),
+        feed: Default::default(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
-        downloads: recruitd::http::Downloads {
+        downloads: recruitd::http::state::Downloads {
             signer: recruitd::http::signed_urls::UrlSigner::new(
                 std::sync::Arc::new(actors::signing::Signer::from_secret(&[2; 32])),
                 "https://localhost",
             ),
-            clock: recruitd::http::signed_urls::Clock::System,
+            clock: recruitd::clock::Clock::System,
         },
         limiter: std::sync::Arc::new(recruitd::http::ratelimit::RateLimiter::new(
             600,
-            recruitd::server::clock::Clock::System,
+            recruitd::clock::Clock::System,
         )),
         peer_failures: recruitd::http::ratelimit::PeerFailures::new(
             recruitd::http::ratelimit::DEFAULT_FAILED_AUTH_PER_MINUTE,
-            recruitd::server::clock::Clock::System,
+            recruitd::clock::Clock::System,
         ),
-        metrics: std::sync::Arc::new(recruitd::server::metrics::Metrics::new()),
+        metrics: std::sync::Arc::new(recruitd::telemetry::metrics::Metrics::new()),
         cluster: recruitd::cluster::Membership::alone(
             recruitd::cluster::Identity::new(
                 Some("test".into()),

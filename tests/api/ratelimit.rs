@@ -2,7 +2,7 @@
 //! headers, independent keys.
 
 use crate::helpers::*;
-use recruitd::server::clock::Clock;
+use recruitd::clock::Clock;
 use reqwest::Method;
 use serde_json::json;
 

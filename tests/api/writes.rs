@@ -401,7 +401,7 @@ async fn held(app: &TestApp, note: &str, task: &str) -> [(Option<Note>, Option<T
         .into_iter()
         .find(|w| w.id == ws)
         .unwrap();
-    let stored = pick(&WorkspaceState::load(store, w).await.unwrap());
+    let stored = pick(&actors::loader::read::read_state(store, w).await.unwrap());
     [memory, stored]
 }
 

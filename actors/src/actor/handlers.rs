@@ -225,23 +225,27 @@ impl WorkspaceActor {
         if accepted.is_empty() {
             return;
         }
-        changes.derived =
-            crate::changes::derived(&before, &next, crate::changes::written(&changes));
+        changes.derived = crate::changes::derive::derived(
+            &before,
+            &next,
+            crate::changes::derive::written(&changes),
+        );
         if !changes.derived.is_empty() {
             let stamp = next.next_stamp();
-            for record in crate::changes::touch(&next, &changes.derived, stamp) {
+            for record in crate::changes::derive::touch(&next, &changes.derived, stamp) {
                 next.put(record.clone());
                 changes.upserts.push(record);
             }
         }
-        let changed: Vec<crate::changes::Change> = crate::changes::direct(
+        let changed: Vec<crate::entries::Change> = crate::entries::direct(
             &changes.upserts,
             changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
         )
         .chain(changes.derived.iter().cloned())
         .collect();
         let left_at = next.stamp_after_last();
-        changes.tombstones = crate::tombstones::changes_of(&before, &next, changed, left_at);
+        changes.tombstones =
+            crate::changes::derive::tombstone_changes(&before, &next, changed, left_at);
         if !changes.tombstones.is_empty() {
             // The clock never issues a stamp at or behind a tombstone's.
             next.next_stamp();
@@ -680,7 +684,7 @@ async fn load_afresh(
         .unwrap_or(workspace);
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        runtime.block_on(WorkspaceState::load(&*env.store, workspace))
+        runtime.block_on(crate::loader::read::read_state(&*env.store, workspace))
     })
     .await
     .unwrap_or_else(|e| {

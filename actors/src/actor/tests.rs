@@ -85,7 +85,7 @@ impl Store for SlowStore {
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(crate::changes::Change, crate::time::Stamp)>, StoreError> {
+    ) -> Result<Vec<(crate::entries::Change, crate::time::Stamp)>, StoreError> {
         self.inner.tombstones(workspace).await
     }
     async fn prune_changes(
@@ -99,7 +99,7 @@ impl Store for SlowStore {
         &self,
         workspace: Uuid,
         keys: &[(crate::model::RecordKind, String)],
-        changes: &[crate::changes::Change],
+        changes: &[crate::entries::Change],
     ) -> Result<crate::store::Current, StoreError> {
         self.inner.read_current(workspace, keys, changes).await
     }
@@ -607,7 +607,9 @@ async fn a_follower_applies_the_writers_commits_as_a_load_would() {
     let (store, writer, env) = workspace(Duration::ZERO).await;
     let w = (*writer.state().workspace).clone();
     let follower = WorkspaceActor::spawn(
-        WorkspaceState::load(&*store, w.clone()).await.unwrap(),
+        crate::loader::read::read_state(&*store, w.clone())
+            .await
+            .unwrap(),
         env.clone(),
         &actix::Arbiter::current(),
     );
@@ -675,7 +677,9 @@ async fn a_follower_applies_the_writers_commits_as_a_load_would() {
     }
     let followed = follower.state();
     assert_eq!(followed.position, position);
-    let loaded = WorkspaceState::load(&*store, w.clone()).await.unwrap();
+    let loaded = crate::loader::read::read_state(&*store, w.clone())
+        .await
+        .unwrap();
     assert_eq!(followed.describe(), loaded.describe());
     assert_eq!(followed.describe(), writer.state().describe());
     assert!(followed.notes.get_visible(&notes[2]).is_none());
@@ -752,7 +756,9 @@ async fn a_first_import_is_found_whole_or_not_at_all() {
         "caught up after the import, with nothing left to read"
     );
     assert_eq!(store.workspaces().await.unwrap().len(), 1);
-    let loaded = WorkspaceState::load(&*store, w.clone()).await.unwrap();
+    let loaded = crate::loader::read::read_state(&*store, w.clone())
+        .await
+        .unwrap();
     assert_eq!(h.state().stored_records(), report.records);
     assert_eq!(h.state().describe(), loaded.describe());
 }

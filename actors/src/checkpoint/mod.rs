@@ -38,8 +38,9 @@ mod tests;
 
 use crate::model::*;
 use crate::packed::kinds::Rec;
+use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::packed::Packed;
-use crate::state::{AttachmentRec, CandidateRec, ContactRec, NoteRec, WorkspaceState};
+use crate::state::WorkspaceState;
 use crate::store::CommitPosition;
 use std::io::{self, Write};
 use std::sync::Arc;

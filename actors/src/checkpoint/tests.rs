@@ -92,7 +92,7 @@ async fn a_restored_state_is_what_a_load_from_the_store_gives() {
         .unwrap();
     let position = store.position(plan.workspace.id).await.unwrap();
     assert_eq!(position.seq, 1);
-    let loaded = WorkspaceState::load(&*store, plan.workspace.clone())
+    let loaded = crate::loader::read::read_state(&*store, plan.workspace.clone())
         .await
         .unwrap();
     let back = restored(&written(&loaded, position), &loaded, position).unwrap();

@@ -15,6 +15,24 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// A candidate row, packed, with its numbers normalised once, when it entered memory
+/// (`phone`, `mobile`; the numbers as entered are `phone_as_entered`, `mobile_as_entered`).
+pub type CandidateRec = Rec<Candidate>;
+
+/// A note, packed.
+pub type NoteRec = Rec<Note>;
+
+/// An attachment's record, packed.
+pub type AttachmentRec = Rec<Attachment>;
+
+/// A contact with its numbers normalised once.
+#[derive(Clone, Debug)]
+pub struct ContactRec {
+    pub raw: Contact,
+    pub phone: Option<Box<str>>,
+    pub mobile: Option<Box<str>>,
+}
+
 /// A record of kind `T`, packed; held as `Arc<Rec<T>>` (one allocation).
 #[repr(transparent)]
 pub struct Rec<T> {

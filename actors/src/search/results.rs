@@ -7,7 +7,8 @@
 use super::index::Owner;
 use super::keys::{forward, lower, PhoneQuery, KEY_DIGITS};
 use crate::model::Company;
-use crate::state::{CandidateRec, ContactRec, WorkspaceState};
+use crate::packed::kinds::{CandidateRec, ContactRec};
+use crate::state::WorkspaceState;
 use crate::views::{candidate_owner, stage};
 use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
 use serde::Serialize;

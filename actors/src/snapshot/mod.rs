@@ -23,7 +23,8 @@ pub use parse::{parse_reader, parse_slice};
 pub use plan::{plan_import, BuildNext};
 
 use crate::model::*;
-use crate::state::{AttachmentRec, CandidateRec, NoteRec, WorkspaceState};
+use crate::packed::kinds::{AttachmentRec, CandidateRec, NoteRec};
+use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::Stamp;
 use serde::Deserialize;
@@ -225,9 +226,9 @@ pub struct PackedUpserts {
 
 impl PackedUpserts {
     /// The changes these records make, for the change log and tombstones (see
-    /// `crate::changes::direct`, which gives those of unpacked records).
-    pub fn changes(&self) -> impl Iterator<Item = crate::changes::Change> + '_ {
-        use crate::changes::{row_changes, Change, LoggedId};
+    /// `crate::entries::direct`, which gives those of unpacked records).
+    pub fn changes(&self) -> impl Iterator<Item = crate::entries::Change> + '_ {
+        use crate::entries::{row_changes, Change, LoggedId};
         use crate::model::Entity;
         let rows = self.candidates.iter().flat_map(|c| {
             row_changes(
@@ -312,18 +313,10 @@ impl ImportPlan {
     }
 }
 
-/// What the planner needs to know about the keys that already exist (of any workspace).
-pub trait KeyDirectory {
-    /// The key with this id, if the id is taken.
-    fn key(&self, key_id: &str) -> Option<ApiKey>;
-    /// The id of the key holding a secret hash, if any.
-    fn key_by_hash(&self, hash: &[u8; 32]) -> Option<String>;
-}
-
 /// No keys anywhere (a fresh store).
 pub struct NoKeys;
 
-impl KeyDirectory for NoKeys {
+impl crate::keys::KeyDirectory for NoKeys {
     fn key(&self, _: &str) -> Option<ApiKey> {
         None
     }

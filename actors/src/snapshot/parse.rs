@@ -7,8 +7,8 @@
 use super::scan::{ScanError, Scanner};
 use super::{AttachmentDoc, AttachmentIn, Entry, Snapshot, SnapshotError, FORMAT};
 use crate::model::*;
+use crate::packed::kinds::{AttachmentRec, CandidateRec, NoteRec};
 use crate::phone::{NumberMemo, Region};
-use crate::state::{AttachmentRec, CandidateRec, NoteRec};
 use base64::Engine as _;
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;

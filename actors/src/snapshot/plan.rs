@@ -5,7 +5,8 @@
 
 use super::parse::pack_candidate;
 use super::validate::Checker;
-use super::{Counts, Entry, ImportPlan, KeyDirectory, PackedUpserts, Snapshot, SnapshotError};
+use super::{Counts, Entry, ImportPlan, PackedUpserts, Snapshot, SnapshotError};
+use crate::keys::KeyDirectory;
 use crate::model::*;
 use crate::phone::NumberMemo;
 use crate::state::{SearchBuild, WorkspaceState};
@@ -231,28 +232,28 @@ pub fn plan_import(
     // And the records it takes out of what the API shows, or brings back (tombstones).
     let mut next = next;
     if let (Some(before), Some(after)) = (current, next.as_mut()) {
-        let written = crate::changes::written(&changes).into_iter().chain(
+        let written = crate::changes::derive::written(&changes).into_iter().chain(
             packed
                 .candidates
                 .iter()
                 .map(|c| (RecordKind::Candidate, c.id())),
         );
-        changes.derived = crate::changes::derived(before, after, written);
+        changes.derived = crate::changes::derive::derived(before, after, written);
         if !changes.derived.is_empty() {
             let stamp = after.next_stamp();
-            for record in crate::changes::touch(after, &changes.derived, stamp) {
+            for record in crate::changes::derive::touch(after, &changes.derived, stamp) {
                 after.put(record.clone());
                 changes.upserts.push(record);
             }
         }
-        let changed = crate::changes::direct(
+        let changed = crate::entries::direct(
             &changes.upserts,
             changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
         )
         .chain(packed.changes())
         .chain(changes.derived.iter().cloned());
         let left_at = after.stamp_after_last();
-        let tombstones = crate::tombstones::changes_of(before, after, changed, left_at);
+        let tombstones = crate::changes::derive::tombstone_changes(before, after, changed, left_at);
         if !tombstones.is_empty() {
             // The clock never issues a stamp at or behind a tombstone's.
             after.next_stamp();

@@ -611,7 +611,7 @@ impl crate::store::Store for CheckingStore {
     async fn tombstones(
         &self,
         workspace: uuid::Uuid,
-    ) -> Result<Vec<(crate::changes::Change, crate::time::Stamp)>, StoreError> {
+    ) -> Result<Vec<(crate::entries::Change, crate::time::Stamp)>, StoreError> {
         self.inner.tombstones(workspace).await
     }
     async fn prune_changes(

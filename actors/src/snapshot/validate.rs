@@ -4,9 +4,11 @@
 //! deletes). The first error names its array, index and field; nothing is applied
 //! before every array has passed.
 
-use super::{AttachmentIn, Entry, KeyDirectory, Snapshot, SnapshotError};
+use super::{AttachmentIn, Entry, Snapshot, SnapshotError};
+use crate::keys::KeyDirectory;
 use crate::model::*;
-use crate::state::{CandidateRec, NoteRec, WorkspaceState};
+use crate::packed::kinds::{CandidateRec, NoteRec};
+use crate::state::WorkspaceState;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;

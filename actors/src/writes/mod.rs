@@ -7,7 +7,8 @@
 //! batch against one working copy, commits the batch, and only then publishes.
 
 use crate::model::*;
-use crate::state::{NoteRec, WorkspaceState};
+use crate::packed::kinds::NoteRec;
+use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::{Date, Stamp};
 use serde_json::Number;

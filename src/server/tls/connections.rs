@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 
-use crate::server::metrics::{ConnectionMetrics, ConnectionRefusal};
+use crate::telemetry::metrics::{ConnectionMetrics, ConnectionRefusal};
 
 /// Descriptors kept back from API connections when the cap is derived from the limit:
 /// the larger of this and an eighth of the limit. The rest of the process (the store's

@@ -45,7 +45,7 @@ use super::connections::{
     descriptor_budget, ConnectionCaps, Connections, GuardedIo, DEFAULT_CONNECTIONS_PER_PEER,
     DEFAULT_HANDSHAKES_PER_PEER,
 };
-use crate::server::metrics::ConnectionMetrics;
+use crate::telemetry::metrics::ConnectionMetrics;
 
 /// The message of the refusal sent to plain-HTTP clients. Operators and tests match on
 /// "HTTPS is required"; clients branch on the code `BAD_REQUEST`, never on this text.

@@ -3,6 +3,10 @@
 //! the directory, which starts its actor.
 //! A workspace whose load fails is tried again with backoff until it loads, and the
 //! loader says which ones wait and why (the admin interface's `ready`, the metrics).
+//! How a batch of states is read from the store is [`read`]'s, which an actor reloading
+//! its copy uses too.
+
+pub mod read;
 
 use crate::actor::SweepBlobs;
 use crate::checkpoint::keeper::Keeper;
@@ -120,72 +124,22 @@ impl Loader {
     }
 
     async fn read_batch(&self, batch: &[Workspace]) -> Result<Vec<WorkspaceState>, StoreError> {
-        let ids: Vec<Uuid> = batch.iter().map(|w| w.id).collect();
-        // Before the records: a commit between the reads would then only make a state
-        // newer than its position says, never older (the feed stays exact).
-        let positions = self.store.positions(&ids).await?;
-        let mut states: Vec<Option<WorkspaceState>> = Vec::with_capacity(batch.len());
-        let mut from_store: Vec<usize> = Vec::new();
-        for (i, (w, position)) in batch.iter().zip(&positions).enumerate() {
-            let restored = match &self.checkpoints {
-                Some(keeper) => match keeper.dir().load(w, *position) {
-                    Ok(Some(state)) => {
-                        keeper.on_disk(w.id, *position);
-                        tracing::info!(workspace = %w.id, %position, "restored from the checkpoint");
-                        Some(state)
-                    }
-                    Ok(None) => None,
-                    Err(why) => {
-                        tracing::info!(workspace = %w.id, %why, "checkpoint not used; loading from the store");
-                        None
-                    }
-                },
-                None => None,
-            };
-            if restored.is_none() {
-                from_store.push(i);
+        read::read_states(&*self.store, batch, |w, position| {
+            let keeper = self.checkpoints.as_ref()?;
+            match keeper.dir().load(w, position) {
+                Ok(Some(state)) => {
+                    keeper.on_disk(w.id, position);
+                    tracing::info!(workspace = %w.id, %position, "restored from the checkpoint");
+                    Some(state)
+                }
+                Ok(None) => None,
+                Err(why) => {
+                    tracing::info!(workspace = %w.id, %why, "checkpoint not used; loading from the store");
+                    None
+                }
             }
-            states.push(restored);
-        }
-        let mut reading: Vec<WorkspaceState> = from_store
-            .iter()
-            .map(|&i| {
-                let mut state = WorkspaceState::new(batch[i].clone());
-                state.position = positions[i].seq;
-                state.begin_bulk();
-                state
-            })
-            .collect();
-        if !reading.is_empty() {
-            let of: std::collections::HashMap<Uuid, usize> = reading
-                .iter()
-                .enumerate()
-                .map(|(k, s)| (s.id(), k))
-                .collect();
-            let read_ids: Vec<Uuid> = reading.iter().map(WorkspaceState::id).collect();
-            self.store
-                .load_records_of(&read_ids, &mut |w, r| {
-                    if let Some(&k) = of.get(&w) {
-                        reading[k].put(r);
-                    }
-                })
-                .await?;
-        }
-        let mut tombstones = self.store.tombstones_of(&ids).await?.into_iter();
-        for (k, state) in reading.into_iter().enumerate() {
-            states[from_store[k]] = Some(state);
-        }
-        let mut out = Vec::with_capacity(batch.len());
-        for (i, state) in states.into_iter().enumerate() {
-            let mut state = state.expect("every workspace restored or read");
-            state.tombstones =
-                crate::tombstones::Tombstones::build(tombstones.next().unwrap_or_default());
-            if from_store.binary_search(&i).is_ok() {
-                state.end_bulk();
-            }
-            out.push(state);
-        }
-        Ok(out)
+        })
+        .await
     }
 
     /// Loads a workspace of the store this server does not hold yet (it became placed

@@ -52,3 +52,19 @@ impl Clock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: i64 = 1_790_000_000;
+
+    #[test]
+    fn manual_clocks_are_shared_and_set() {
+        let c = Clock::manual(T);
+        let d = c.clone();
+        d.set(T + 5);
+        assert_eq!(c.now(), T + 5);
+        assert!(Clock::System.now() > T - 100_000_000);
+    }
+}

@@ -8,6 +8,10 @@
 use parking_lot::Mutex;
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 
+/// The background writer's guard, which flushes it when dropped. The subscriber it
+/// serves is process-wide (tracing's global default, installed once by [`init`]), so
+/// its guard is too: [`flush`] drops it before `process::exit`, which runs no
+/// destructors.
 static GUARD: Mutex<Option<WorkerGuard>> = Mutex::new(None);
 
 /// Installs the subscriber: `RECRUITD_LOG` filters (default `info`),

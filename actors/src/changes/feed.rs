@@ -1,0 +1,608 @@
+//! Reading the change log into answers of `GET /v1/changes`: each logged record as it
+//! stands at the answer's point (an upsert when the API shows it, a tombstone when it
+//! does not), parts read in ranges and the latest kept decoded in a cache.
+
+use super::tokens::{FeedPoint, WHOLE_PART};
+use crate::entities;
+use crate::entries::{decode, Change, LoggedId};
+use crate::model::Entity;
+use crate::state::WorkspaceState;
+use crate::store::{Store, StoreError};
+use crate::time::Stamp;
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// One answer of the feed: the `data` array's JSON, the point after it, and whether
+/// more is already waiting.
+#[derive(Debug)]
+pub struct FeedPage {
+    pub data: Vec<u8>,
+    pub changes: usize,
+    pub next: FeedPoint,
+    pub has_more: bool,
+}
+
+/// Why the feed cannot answer.
+#[derive(Debug)]
+pub enum FeedError {
+    /// The point is older than the kept log: the client must sync afresh.
+    Pruned,
+    /// The point lies beyond this state (a token of a store that was replaced).
+    Ahead,
+    Store(StoreError),
+}
+
+/// Most parts read per store round trip. A read asks for as many as the answer still
+/// needs at the mean size of the parts read so far, starting with two: an import's
+/// parts hold thousands of entries (one part fills a page), API write batches a few
+/// (a page spans hundreds).
+const MAX_PARTS_PER_READ: usize = 256;
+
+/// How many parts the next read asks for, to find `wanted` more entries when `parts`
+/// parts held `entries`.
+fn parts_to_read(wanted: usize, parts: usize, entries: usize) -> usize {
+    if parts == 0 || entries == 0 {
+        // The rest of the part the point is in, and the next.
+        return 2;
+    }
+    (wanted * parts / entries + 1).clamp(1, MAX_PARTS_PER_READ)
+}
+
+/// The changes after `since` as `ws` shows them, at most `limit` records, each once,
+/// in commit order (of the first of its changes in the answer): an upsert with the
+/// record as `GET /v1/{entity}/{id}` gives it when the state shows it, a tombstone
+/// otherwise. Only the log up to the state's own position is read, so the answer is
+/// exactly the state's. The answer's `data` array is appended to `out`.
+pub async fn feed_page(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    entities: &[Entity],
+    limit: usize,
+    out: Vec<u8>,
+) -> Result<FeedPage, FeedError> {
+    feed_pick(store, cache, ws, since, entities, limit)
+        .await?
+        .render(ws, out)
+}
+
+/// The changes an answer of the feed shows, chosen from the log (the store's part of
+/// [`feed_page`]), before they are rendered ([`Picked::render`], the CPU's part).
+#[derive(Debug)]
+pub struct Picked {
+    /// Each change with its part's commit time.
+    changes: Vec<(Change, i64)>,
+    next: FeedPoint,
+    has_more: bool,
+}
+
+impl Picked {
+    pub fn has_more(&self) -> bool {
+        self.has_more
+    }
+
+    pub fn next(&self) -> FeedPoint {
+        self.next
+    }
+
+    /// The answer, rendered as `ws` (the state the changes were picked from) shows each
+    /// record: the `data` array appended to `out`.
+    ///
+    /// A full page is rendered in two halves on the rayon pool: the answer is the
+    /// longest the API writes record by record, and a client catching up waits for
+    /// each one in turn.
+    pub fn render(&self, ws: &WorkspaceState, mut out: Vec<u8>) -> Result<FeedPage, FeedError> {
+        out.reserve(256 + self.changes.len() * 1024);
+        out.push(b'[');
+        let (first, second) = self
+            .changes
+            .split_at(if self.changes.len() >= RENDER_SPLIT_AT {
+                self.changes.len() / 2
+            } else {
+                self.changes.len()
+            });
+        if second.is_empty() {
+            write_changes(ws, first, &mut out)?;
+        } else {
+            let mut rest = Vec::with_capacity(second.len() * 1024);
+            let (a, b) = rayon::join(
+                || write_changes(ws, first, &mut out),
+                || write_changes(ws, second, &mut rest),
+            );
+            a.and(b)?;
+            out.push(b',');
+            out.extend_from_slice(&rest);
+        }
+        out.push(b']');
+        Ok(FeedPage {
+            data: out,
+            changes: self.changes.len(),
+            next: self.next,
+            has_more: self.has_more,
+        })
+    }
+}
+
+/// Changes from which an answer is rendered in two halves (see [`Picked::render`]).
+const RENDER_SPLIT_AT: usize = 128;
+
+/// `changes`, as the feed shows them, comma-separated.
+fn write_changes(
+    ws: &WorkspaceState,
+    changes: &[(Change, i64)],
+    out: &mut Vec<u8>,
+) -> Result<(), FeedError> {
+    for (n, (change, at)) in changes.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        write_change(ws, change, *at, out)
+            .map_err(|e| FeedError::Store(StoreError::Other(e.to_string())))?;
+    }
+    Ok(())
+}
+
+/// The store's part of [`feed_page`]: which changes after `since` the answer shows.
+pub async fn feed_pick(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    entities: &[Entity],
+    limit: usize,
+) -> Result<Picked, FeedError> {
+    if since.position > ws.position {
+        return Err(FeedError::Ahead);
+    }
+    let mut picked: Vec<(Change, i64)> = Vec::with_capacity(limit.min(1024));
+    let mut seen: HashSet<Change, foldhash::fast::RandomState> = HashSet::default();
+    let mut after = since.read_after();
+    let mut skip = (since.index != WHOLE_PART).then_some((since.position, since.part, since.index));
+    let mut next = since;
+    let (mut parts_read, mut entries_read) = (0, 0);
+    let mut pending: VecDeque<Arc<DecodedPart>> = VecDeque::new();
+    // A point inside a part starts with that part, which the answer before this one
+    // most likely read (a client catching up reads an import's part in several
+    // answers): from the cache, it costs no store read.
+    if since.index != WHOLE_PART {
+        if let Some(part) = cache.get(ws.id(), since.position, since.part) {
+            pending.push_back(part);
+        }
+    }
+    // Whether a store read has said the log holds nothing more up to the state.
+    let mut exhausted = None;
+    loop {
+        if pending.is_empty() {
+            if exhausted == Some(true) {
+                break;
+            }
+            let ask = parts_to_read(limit - picked.len(), parts_read, entries_read);
+            let read = store
+                .read_changes(ws.id(), after, ws.position, ask)
+                .await
+                .map_err(FeedError::Store)?;
+            // Parts at or below `pruned_through` are gone: a point inside that very
+            // position has lost the rest of it too.
+            if read.pruned_through > since.position
+                || (since.inside() && read.pruned_through >= since.position)
+            {
+                return Err(FeedError::Pruned);
+            }
+            exhausted = Some(read.parts.len() < ask);
+            for part in read.parts {
+                let decoded = Arc::new(DecodedPart::decode(part)?);
+                cache.put(ws.id(), decoded.clone());
+                pending.push_back(decoded);
+            }
+            if pending.is_empty() {
+                break;
+            }
+        }
+        let part = pending.pop_front().expect("a part is pending");
+        let first = match skip.take() {
+            Some((p, q, i)) if (p, q) == (part.position, part.part) => i as usize,
+            _ => 0,
+        };
+        parts_read += 1;
+        entries_read += part.entries.len();
+        for (i, change) in part.entries.iter().enumerate().skip(first) {
+            if picked.len() == limit {
+                // Full: what remains of this part, or any part after it, waits.
+                let more = i < part.entries.len()
+                    || !pending.is_empty()
+                    || exhausted == Some(false)
+                    || !store
+                        .read_changes(ws.id(), (part.position, part.part), ws.position, 1)
+                        .await
+                        .map_err(FeedError::Store)?
+                        .parts
+                        .is_empty();
+                return Ok(Picked {
+                    changes: picked,
+                    next,
+                    has_more: more,
+                });
+            }
+            next = FeedPoint {
+                position: part.position,
+                part: part.part,
+                index: if i + 1 == part.entries.len() {
+                    WHOLE_PART
+                } else {
+                    (i + 1) as u32
+                },
+            };
+            if !entities.contains(&change.entity) || !seen.insert(change.clone()) {
+                continue;
+            }
+            picked.push((change.clone(), part.committed_at_ms));
+        }
+        next = FeedPoint {
+            position: part.position,
+            part: part.part,
+            index: WHOLE_PART,
+        };
+        after = (part.position, part.part);
+    }
+    // Read to the state's position: the next answer starts after all of it.
+    Ok(Picked {
+        changes: picked,
+        next: FeedPoint::at(ws.position),
+        has_more: false,
+    })
+}
+
+/// A part of the log, decoded.
+pub struct DecodedPart {
+    position: u64,
+    part: u32,
+    committed_at_ms: i64,
+    entries: Vec<Change>,
+}
+
+impl DecodedPart {
+    fn decode(part: crate::store::LogPart) -> Result<DecodedPart, FeedError> {
+        let entries = decode(&part.entries).map_err(|e| {
+            FeedError::Store(StoreError::Corrupt(format!(
+                "change log part {}/{}: {e}",
+                part.position, part.part
+            )))
+        })?;
+        Ok(DecodedPart {
+            position: part.position,
+            part: part.part,
+            committed_at_ms: part.committed_at_ms,
+            entries,
+        })
+    }
+}
+
+/// Parts a [`PartCache`] keeps.
+const CACHED_PARTS: usize = 64;
+
+/// The log parts the feed read last, decoded, for the readers of one store (a
+/// server's). A part never changes once committed, and the feed reads only committed
+/// ones (up to a published state's position), so a cached part is always the store's.
+/// A part of an import holds 4,096 entries: a client catching up reads it in eight
+/// answers of 500, and seven of them find it here rather than read and decode it
+/// again. Holds a few megabytes at most.
+#[derive(Default)]
+pub struct PartCache {
+    inner: parking_lot::Mutex<CachedParts>,
+}
+
+type PartKey = (Uuid, u64, u32);
+
+#[derive(Default)]
+struct CachedParts {
+    parts: std::collections::HashMap<PartKey, Arc<DecodedPart>>,
+    /// Oldest first: the first to go.
+    order: VecDeque<PartKey>,
+}
+
+impl PartCache {
+    fn get(&self, workspace: Uuid, position: u64, part: u32) -> Option<Arc<DecodedPart>> {
+        self.inner
+            .lock()
+            .parts
+            .get(&(workspace, position, part))
+            .cloned()
+    }
+
+    fn put(&self, workspace: Uuid, part: Arc<DecodedPart>) {
+        let key = (workspace, part.position, part.part);
+        let mut g = self.inner.lock();
+        if g.parts.insert(key, part).is_none() {
+            g.order.push_back(key);
+            while g.order.len() > CACHED_PARTS {
+                let old = g.order.pop_front().expect("longer than the cap");
+                g.parts.remove(&old);
+            }
+        }
+    }
+}
+
+/// One change as the feed shows it (see [`feed_page`]).
+fn write_change(
+    ws: &WorkspaceState,
+    change: &Change,
+    committed_at_ms: i64,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(b"{\"entity\":\"");
+    out.extend_from_slice(change.entity.name().as_bytes());
+    out.extend_from_slice(b"\",\"id\":");
+    match &change.id {
+        // A UUID needs no escaping: written straight from its bytes.
+        LoggedId::Uuid(id) => {
+            out.push(b'"');
+            out.extend_from_slice(
+                id.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    .as_bytes(),
+            );
+            out.push(b'"');
+        }
+        LoggedId::Text(id) => serde_json::to_writer(&mut *out, &**id)?,
+    }
+    let at = out.len();
+    out.extend_from_slice(b",\"op\":\"upsert\",\"record\":");
+    if entities::write_visible_logged(ws, change.entity, &change.id, out)? {
+        out.push(b'}');
+    } else {
+        out.truncate(at);
+        out.extend_from_slice(b",\"op\":\"delete\",\"deleted_at\":\"");
+        let mut stamp = [0u8; 24];
+        Stamp::from_millis(committed_at_ms).write_iso_ascii(&mut stamp);
+        out.extend_from_slice(&stamp);
+        out.extend_from_slice(b"\"}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecordKind;
+
+    #[test]
+    fn reads_ask_for_what_the_answer_still_needs() {
+        // Nothing read yet: the point's part and the next.
+        assert_eq!(parts_to_read(500, 0, 0), 2);
+        // Import parts of 4,096 entries: one more part fills any page.
+        assert_eq!(parts_to_read(500, 1, 4096), 1);
+        // API batches of two or three entries: a page needs some two hundred parts.
+        assert_eq!(parts_to_read(500, 4, 10), 201);
+        // Never more than the cap, never none.
+        assert_eq!(parts_to_read(500, 100, 100), MAX_PARTS_PER_READ);
+        assert_eq!(parts_to_read(0, 3, 9), 1);
+    }
+
+    fn state_at(position: u64) -> WorkspaceState {
+        let mut ws = WorkspaceState::new(crate::model::Workspace {
+            id: Uuid::new_v4(),
+            name: None,
+            default_region: None,
+        });
+        ws.position = position;
+        ws
+    }
+
+    #[tokio::test]
+    async fn a_point_behind_the_pruned_log_or_ahead_of_the_state_is_refused() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let ws = state_at(0);
+        let id = ws.id();
+        for _ in 0..3 {
+            let changes = crate::store::ChangeSet {
+                deletes: vec![(RecordKind::Task, Uuid::new_v4().to_string())],
+                ..Default::default()
+            };
+            store.commit(id, &changes).await.unwrap();
+        }
+        let mut ws = ws;
+        ws.position = 3;
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            100,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        // Tasks the state does not hold: shown as tombstones, each once.
+        assert_eq!(page.changes, 3);
+        assert_eq!(page.next, FeedPoint::at(3));
+        assert!(!page.has_more);
+        let two = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            2,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(two.changes, 2);
+        assert!(two.has_more);
+        let rest = feed_page(&*store, &cache, &ws, two.next, &Entity::ALL, 2, Vec::new())
+            .await
+            .unwrap();
+        assert_eq!(rest.changes, 1);
+        assert!(!rest.has_more);
+        assert!(matches!(
+            feed_page(
+                &*store,
+                &cache,
+                &ws,
+                FeedPoint::at(4),
+                &Entity::ALL,
+                10,
+                Vec::new()
+            )
+            .await,
+            Err(FeedError::Ahead)
+        ));
+        store
+            .prune_changes(id, crate::store::now_ms() + 1)
+            .await
+            .unwrap();
+        assert!(matches!(
+            feed_page(
+                &*store,
+                &cache,
+                &ws,
+                FeedPoint::at(2),
+                &Entity::ALL,
+                10,
+                Vec::new()
+            )
+            .await,
+            Err(FeedError::Pruned)
+        ));
+        // Inside the pruned position (a token taken half-way through it), the rest of
+        // it is gone too.
+        let inside = FeedPoint {
+            position: 3,
+            part: 0,
+            index: 0,
+        };
+        assert!(matches!(
+            feed_page(&*store, &cache, &ws, inside, &Entity::ALL, 10, Vec::new()).await,
+            Err(FeedError::Pruned)
+        ));
+        // At the pruned point itself nothing is missing.
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(3),
+            &Entity::ALL,
+            10,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(page.changes, 0);
+    }
+
+    #[tokio::test]
+    async fn a_point_inside_a_part_reads_that_part_from_the_cache() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        let tasks: Vec<_> = (0..10).map(|_| Uuid::new_v4().to_string()).collect();
+        let changes = crate::store::ChangeSet {
+            deletes: tasks
+                .iter()
+                .map(|t| (RecordKind::Task, t.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        // The first commit logs nothing: a second one, of ten entries in one part.
+        store.commit(ws.id(), &Default::default()).await.unwrap();
+        store.commit(ws.id(), &changes).await.unwrap();
+        ws.position = 2;
+        let first = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            3,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((first.changes, first.has_more), (3, true));
+        // The store is down: the rest of the part comes from the cache, in order.
+        store.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        let second = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            first.next,
+            &Entity::ALL,
+            3,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((second.changes, second.has_more), (3, true));
+        let shown = String::from_utf8(second.data).unwrap();
+        for t in &tasks[3..6] {
+            assert!(shown.contains(t.as_str()), "{t} not in {shown}");
+        }
+        // Past the part's end the store is needed again.
+        assert!(feed_page(
+            &*store,
+            &cache,
+            &ws,
+            second.next,
+            &Entity::ALL,
+            10,
+            Vec::new()
+        )
+        .await
+        .is_err());
+        store.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+        let rest = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            second.next,
+            &Entity::ALL,
+            10,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((rest.changes, rest.has_more), (4, false));
+        assert_eq!(rest.next, FeedPoint::at(2));
+    }
+
+    #[tokio::test]
+    async fn a_large_answer_is_rendered_whole_and_in_commit_order() {
+        // 301 changes: rendered in two halves (`RENDER_SPLIT_AT`), joined into one array.
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        store.commit(ws.id(), &Default::default()).await.unwrap();
+        let tasks: Vec<_> = (0..301).map(|_| Uuid::new_v4().to_string()).collect();
+        for chunk in tasks.chunks(7) {
+            let changes = crate::store::ChangeSet {
+                deletes: chunk
+                    .iter()
+                    .map(|t| (RecordKind::Task, t.clone()))
+                    .collect(),
+                ..Default::default()
+            };
+            store.commit(ws.id(), &changes).await.unwrap();
+            ws.position += 1;
+        }
+        ws.position += 1;
+        let page = feed_page(
+            &*store,
+            &cache,
+            &ws,
+            FeedPoint::at(0),
+            &Entity::ALL,
+            500,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((page.changes, page.has_more), (301, false));
+        let shown: Vec<serde_json::Value> = serde_json::from_slice(&page.data).unwrap();
+        let ids: Vec<&str> = shown.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, tasks);
+    }
+}
