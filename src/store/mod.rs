@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`open`] picks the backend from the command line's `--database-url` and applies
 //!   that backend's migrations (`migrations/sqlite`, `migrations/postgres`).
+//! - `commit`: the one commit sequence both adapters run, each with its own statements.
 //! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same tables:
 //!   `workspaces`, `records` (one JSON body per raw record, keyed by workspace, kind and
 //!   id), `api_keys` (secret hashes only), `commit_marks` (the last batch committed per
@@ -24,11 +25,11 @@
 
 pub mod blobs;
 pub mod cluster;
+mod commit;
 pub mod fence;
 pub mod lock;
 pub mod postgres;
 pub mod sqlite;
-mod sqlite_rows;
 
 use actors::model::{ApiKey, Record, RecordKind, Scopes, Workspace};
 use actors::store::{Store, StoreError};

@@ -22,31 +22,27 @@
 //! A handful of pooled connections, each acquisition bounded by `ACQUIRE_TIMEOUT`, so a
 //! dead server is reported as `Unavailable` within seconds.
 
+mod prune;
+mod statements;
+
+use super::commit::{parts_of, sorted_deletes};
 use super::fence::Fences;
 use super::{
-    decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
-    ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    decode_workspace, in_key_order, key_from_row, load_rows, map_error, ImportPacing,
+    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use statements::{check_lease, InFlight, DELETE_CHUNK, SETTLE_POLL, STARTING_WAIT};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
-
-/// Rows per upsert statement: large enough that round trips do not matter, small enough
-/// that one statement's arrays (a few MB of JSON) stay modest in memory on both sides.
-/// 1,000, 5,000 and 20,000 imported 1,000,000 records equally fast (the server's insert
-/// work dominates).
-const UPSERT_CHUNK: usize = 5000;
-
-/// Ids per delete statement.
-const DELETE_CHUNK: usize = 5000;
 
 /// Most records an import writes in one transaction (see `commit_import`): a few
 /// hundred kilobytes of WAL, or a few megabytes just after a checkpoint starts (when
@@ -60,31 +56,6 @@ const IMPORT_TX_RECORDS: usize = 250;
 const QUIET_IMPORT_TX_RECORDS: usize = 5_000;
 const QUIET: Duration = Duration::from_secs(1);
 
-/// What one transaction of `write_part` writes.
-struct Part<'a> {
-    workspace: Option<&'a Workspace>,
-    /// In key order.
-    upserts: &'a [Upsert<'a>],
-    /// (kind, id), sorted.
-    deletes: &'a [(&'a str, &'a str)],
-    keys: &'a [ApiKey],
-    /// The batch the transaction belongs to: it is tracked in `in_flight` under it.
-    batch: Option<Uuid>,
-    /// Whether it writes the batch's mark (a batch's last, or only, transaction).
-    marks: bool,
-    /// Part of an import: the backend pushes the data pages it writes out to disk as it
-    /// goes (see `commit_import`).
-    bulk: bool,
-    /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
-    derived: &'a [actors::entries::Change],
-    /// Tombstones set and cleared (`ChangeSet::tombstones`).
-    tombstones: &'a [actors::tombstones::TombstoneChange],
-    /// `ChangeSet::unlogged`: no change log parts.
-    unlogged: bool,
-    /// `ChangeSet::fresh`: the upserts are inserted (`COPY`), none can conflict.
-    fresh: bool,
-}
-
 /// Pooled connections: one per concurrent workspace commit or load is plenty; the
 /// workspace actors serialise writes per workspace anyway.
 const MAX_CONNECTIONS: u32 = 8;
@@ -97,32 +68,6 @@ const IDLE_IN_TRANSACTION_LIMIT: &str = "5s";
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
      to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
-
-/// Counts a transaction that changes a workspace's records or description (see
-/// `Store::position`). Last in the transaction: the row lock it takes orders concurrent
-/// committers of one workspace and is held only until the commit.
-/// The transaction's id goes with it, for the nodes that follow the workspace's commits
-/// (`super::cluster`: horizon reads).
-const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag, xid) \
-     VALUES ($1, 1, $2, pg_current_xact_id()::text::bigint) \
-     ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
-     tag = EXCLUDED.tag, xid = EXCLUDED.xid";
-
-/// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
-const INSERT_LOG_PARTS: &str =
-    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
-     SELECT $1, c.position, p.part, $2, p.entries \
-     FROM commit_positions c, UNNEST($3::int[], $4::bytea[]) AS p(part, entries) \
-     WHERE c.workspace_id = $1";
-
-const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
-     SELECT $1, k, i, b FROM UNNEST($2::text[], $3::text[], $4::text[]) AS t(k, i, b) \
-     ON CONFLICT (workspace_id, kind, id) DO UPDATE SET body = EXCLUDED.body \
-     WHERE records.body <> EXCLUDED.body";
-
-const DELETE_RECORDS: &str = "DELETE FROM records r \
-     USING UNNEST($2::text[], $3::text[]) AS d(k, i) \
-     WHERE r.workspace_id = $1 AND r.kind = d.k AND r.id = d.i";
 
 /// PostgreSQL behind the Store port.
 pub struct PostgresStore {
@@ -143,23 +88,6 @@ pub struct PostgresStore {
     fences: Option<Arc<Fences>>,
 }
 
-/// Where a batch's commit is: enough to wait for it, end it and ask how it ended.
-#[derive(Clone, Debug)]
-enum InFlight {
-    /// Before its first statement answered (acquiring a connection, BEGIN, the mark):
-    /// no COMMIT has been sent, but the commit may still go on to send one.
-    Starting,
-    Running {
-        /// The backend serving the commit's connection.
-        pid: i32,
-        /// Its transaction id (`xid8`, as text).
-        xid: String,
-        /// Whether the transaction writes the batch's mark; if not (an import's earlier
-        /// transaction), its outcome is not the batch's, and the mark says that.
-        marks: bool,
-    },
-}
-
 /// A `commit_positions` row's position and tag.
 fn commit_position(seq: i64, tag: &str) -> Result<CommitPosition, StoreError> {
     Ok(CommitPosition {
@@ -167,43 +95,6 @@ fn commit_position(seq: i64, tag: &str) -> Result<CommitPosition, StoreError> {
         tag: Uuid::parse_str(tag)
             .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
     })
-}
-
-/// A fenced commit's first statement (see [`super::fence`]): checks that this server
-/// holds the workspace's lease, at the epoch it took, and that its node's row is alive
-/// under the incarnation the lease names; and keeps the lease row share-locked until the
-/// transaction ends, so that a take or a release waits for the commit. Refused, with
-/// nothing written, when this server does not hold it (another writes the workspace,
-/// or none does yet).
-async fn check_lease(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    ws: &str,
-    workspace: Uuid,
-    fences: &Fences,
-) -> Result<(), StoreError> {
-    let fail = err("checking the writer lease");
-    let refused = || {
-        StoreError::Fenced(format!(
-            "this server ({}) does not hold workspace {workspace}'s writer lease",
-            fences.node
-        ))
-    };
-    let epoch = fences.epoch(workspace).ok_or_else(refused)?;
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT l.epoch FROM workspace_leases l JOIN cluster_nodes n \
-           ON n.name = l.holder AND n.incarnation = l.incarnation \
-         WHERE l.workspace_id = $1 AND l.holder = $2 AND l.incarnation = $3 AND l.epoch = $4 \
-           AND n.lease_until > clock_timestamp() \
-         FOR SHARE OF l",
-    )
-    .bind(ws)
-    .bind(&fences.node)
-    .bind(&fences.incarnation)
-    .bind(epoch as i64)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(&fail)?;
-    held.map(drop).ok_or_else(refused)
 }
 
 /// Begins a transaction that writes `workspace`'s rows outside a commit (attachment
@@ -244,29 +135,6 @@ async fn workspace_row<'e>(
     row.map(|(id, name, region)| decode_workspace(&id, name, region))
         .transpose()
 }
-
-/// Clears a batch still `Starting` when its commit ends or is dropped: a commit that
-/// never got its first answer never sent COMMIT, and never will.
-struct StartGuard<'a> {
-    in_flight: &'a Mutex<HashMap<Uuid, InFlight>>,
-    batch: Uuid,
-}
-
-impl Drop for StartGuard<'_> {
-    fn drop(&mut self) {
-        let mut map = self.in_flight.lock();
-        if matches!(map.get(&self.batch), Some(InFlight::Starting)) {
-            map.remove(&self.batch);
-        }
-    }
-}
-
-/// Longest `committed` waits for a commit still `Starting` before it answers
-/// `Unavailable` (and is asked again).
-const STARTING_WAIT: Duration = Duration::from_secs(2);
-
-/// How often `committed` looks again while an ended backend finishes its transaction.
-const SETTLE_POLL: Duration = Duration::from_millis(20);
 
 impl PostgresStore {
     /// The position a workspace's change log is pruned through (0: never pruned).
@@ -351,373 +219,10 @@ impl PostgresStore {
         })
     }
 
-    /// One commit's transaction: the whole change set.
-    async fn write_changes(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
-        let upserts = in_key_order(changes);
-        let deletes = sorted_deletes(changes);
-        self.write_tracked(
-            workspace,
-            Part {
-                workspace: changes.workspace.as_ref(),
-                upserts: &upserts,
-                deletes: &deletes,
-                keys: &changes.keys,
-                batch: changes.batch,
-                marks: true,
-                bulk: false,
-                derived: &changes.derived,
-                tombstones: &changes.tombstones,
-                unlogged: changes.unlogged,
-                fresh: changes.fresh,
-            },
-        )
-        .await
-    }
-
-    /// `write_part`, with the transaction tracked in `in_flight` under its batch until
-    /// its outcome is known (see `committed`).
-    async fn write_tracked(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
-        let batch = part.batch;
-        let _guard = batch.map(|batch| {
-            self.in_flight.lock().insert(batch, InFlight::Starting);
-            StartGuard {
-                in_flight: &self.in_flight,
-                batch,
-            }
-        });
-        let res = self.write_part(workspace, part).await;
-        if let Some(batch) = batch {
-            // The outcome is known, unless the connection broke or the server stopped
-            // answering on the way: such a batch stays recorded for `committed`.
-            if !matches!(res, Err(StoreError::Unavailable(_))) {
-                self.in_flight.lock().remove(&batch);
-            }
-        }
-        res
-    }
-
-    /// One transaction: the mark (or, in an import's earlier transactions, just the
-    /// transaction's name) first, then the workspace, records and keys.
-    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
-        let fail = err("commit");
-        let mut tx = self.pool.begin().await.map_err(&fail)?;
-        let ws = workspace.to_string();
-
-        // The mark goes first: its answer names the transaction (backend pid and
-        // transaction id), recorded before anything else can stall, so that `committed`
-        // can settle this batch with a certain answer if its outcome is never reported.
-        // Its row lock also orders concurrent committers of one workspace.
-        if let Some(batch) = part.batch {
-            let (pid, xid): (i32, String) = if part.marks {
-                sqlx::query_as(
-                    "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
-                     ON CONFLICT (workspace_id) DO UPDATE SET batch_id = EXCLUDED.batch_id \
-                     RETURNING pg_backend_pid(), pg_current_xact_id()::text",
-                )
-                .bind(&ws)
-                .bind(batch.to_string())
-                .fetch_one(&mut *tx)
-                .await
-            } else {
-                sqlx::query_as("SELECT pg_backend_pid(), pg_current_xact_id()::text")
-                    .fetch_one(&mut *tx)
-                    .await
-            }
-            .map_err(&fail)?;
-            self.in_flight.lock().insert(
-                batch,
-                InFlight::Running {
-                    pid,
-                    xid,
-                    marks: part.marks,
-                },
-            );
-        }
-        // Only what moves the workspace's position is its writer's to commit: keys live
-        // beside the workspace (every node holds them all, and reads them afresh).
-        let moves = part.workspace.is_some()
-            || !part.upserts.is_empty()
-            || !part.deletes.is_empty()
-            || !part.derived.is_empty()
-            || !part.tombstones.is_empty();
-        if let (Some(fences), true) = (&self.fences, moves) {
-            check_lease(&mut tx, &ws, workspace, fences).await?;
-        }
-        if part.bulk {
-            sqlx::query("SET LOCAL backend_flush_after = '256kB'")
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-        }
-        if part.bulk && !part.marks {
-            // An import's transactions but its last commit without waiting for their WAL
-            // flush: the last one's flush covers them (the WAL is flushed in order), so
-            // the call is durable when it returns. A crash before it loses some of the
-            // import's transactions, which a failed import may leave anyway.
-            sqlx::query("SET LOCAL synchronous_commit = off")
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-        }
-
-        if let Some(w) = part.workspace {
-            sqlx::query(
-                "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
-                 default_region = EXCLUDED.default_region",
-            )
-            .bind(w.id.to_string())
-            .bind(w.name.as_deref())
-            .bind(w.default_region.as_deref())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-
-        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
-        // deleted in one change set ends up deleted.
-        if part.fresh {
-            copy_records(&mut tx, &ws, part.upserts)
-                .await
-                .map_err(&fail)?;
-        }
-        for chunk in part.upserts.chunks(UPSERT_CHUNK).filter(|_| !part.fresh) {
-            // ON CONFLICT DO UPDATE refuses to touch one row twice in a statement. The
-            // stable sort put repeats of a key side by side in change-set order, so the
-            // last of each run is kept. Repeats split across chunks need nothing:
-            // statements run in order and the later one wins.
-            let mut kinds: Vec<&str> = Vec::with_capacity(chunk.len());
-            let mut ids: Vec<String> = Vec::with_capacity(chunk.len());
-            let mut bodies = Vec::with_capacity(chunk.len());
-            for u in chunk {
-                let r = u.record;
-                let (kind, id) = (r.kind().as_str(), r.id_string());
-                if kinds.last() == Some(&kind) && ids.last() == Some(&id) {
-                    kinds.pop();
-                    ids.pop();
-                    bodies.pop();
-                }
-                kinds.push(kind);
-                ids.push(id);
-                bodies.push(u.body());
-            }
-            let bodies: Vec<&str> = bodies.iter().map(|b| b.as_ref()).collect();
-            sqlx::query(UPSERT_RECORDS)
-                .bind(&ws)
-                .bind(kinds)
-                .bind(ids)
-                .bind(bodies)
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-        }
-
-        for chunk in part.deletes.chunks(DELETE_CHUNK) {
-            let kinds: Vec<&str> = chunk.iter().map(|(k, _)| *k).collect();
-            let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
-            sqlx::query(DELETE_RECORDS)
-                .bind(&ws)
-                .bind(kinds)
-                .bind(ids)
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-        }
-
-        for k in part.keys {
-            sqlx::query(
-                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
-                 revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (workspace_id, id) DO UPDATE SET \
-                 secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, \
-                 created_by = EXCLUDED.created_by, revoked = EXCLUDED.revoked, \
-                 rate_limit_per_minute = EXCLUDED.rate_limit_per_minute",
-            )
-            .bind(&k.id)
-            .bind(k.workspace_id.to_string())
-            .bind(&k.secret_hash[..])
-            .bind(k.scopes.to_csv())
-            .bind(k.created_by.to_string())
-            .bind(k.revoked)
-            .bind(k.rate_limit_per_minute.map(i64::from))
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-
-        if !part.tombstones.is_empty() {
-            let (mut set, mut cleared) = (Vec::new(), Vec::new());
-            for (change, left) in part.tombstones {
-                let entity = i16::from(change.entity.tag());
-                match left {
-                    Some(at) => set.push((entity, change.id.to_string(), at.millis())),
-                    None => cleared.push((entity, change.id.to_string())),
-                }
-            }
-            let (entities, ids): (Vec<i16>, Vec<String>) = cleared.into_iter().unzip();
-            sqlx::query(
-                "DELETE FROM tombstones t USING UNNEST($2::smallint[], $3::text[]) AS d(e, i) \
-                 WHERE t.workspace_id = $1 AND t.entity = d.e AND t.id = d.i",
-            )
-            .bind(&ws)
-            .bind(&entities)
-            .bind(&ids)
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-            let entities: Vec<i16> = set.iter().map(|s| s.0).collect();
-            let ids: Vec<&str> = set.iter().map(|s| s.1.as_str()).collect();
-            let ats: Vec<i64> = set.iter().map(|s| s.2).collect();
-            sqlx::query(
-                "INSERT INTO tombstones (workspace_id, entity, id, deleted_at) \
-                 SELECT $1, e, i, a FROM UNNEST($2::smallint[], $3::text[], $4::bigint[]) AS t(e, i, a) \
-                 ON CONFLICT (workspace_id, entity, id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at",
-            )
-            .bind(&ws)
-            .bind(&entities)
-            .bind(&ids)
-            .bind(&ats)
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-
-        if moves {
-            sqlx::query(BUMP_POSITION)
-                .bind(&ws)
-                .bind(Uuid::new_v4().to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-            let deletes = part
-                .deletes
-                .iter()
-                .filter_map(|(k, id)| Some((RecordKind::parse(k)?, *id)));
-            let parts = if part.unlogged {
-                Vec::new()
-            } else {
-                super::log_parts(part.upserts, deletes, part.derived)
-            };
-            if !parts.is_empty() {
-                let numbers: Vec<i32> = (0..parts.len() as i32).collect();
-                let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-                sqlx::query(INSERT_LOG_PARTS)
-                    .bind(&ws)
-                    .bind(actors::store::now_ms())
-                    .bind(&numbers)
-                    .bind(&entries)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(&fail)?;
-            }
-        }
-        tx.commit().await.map_err(&fail)?;
-        Ok(())
-    }
-
-    /// Ends the transaction `xid` if it is still in progress and waits until it has
-    /// ended; `Some(true)` if it committed, `Some(false)` if it aborted, `None` when the
-    /// server no longer knows (a transaction older than the commit log keeps). The
-    /// caller bounds the wait.
-    async fn settle_transaction(&self, pid: i32, xid: &str) -> Result<Option<bool>, StoreError> {
-        let fail = err("settling an unconfirmed commit");
-        loop {
-            let status: Option<String> = sqlx::query_scalar("SELECT pg_xact_status($1::xid8)")
-                .bind(xid)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(&fail)?;
-            match status.as_deref() {
-                Some("committed") => return Ok(Some(true)),
-                Some("aborted") => return Ok(Some(false)),
-                Some(_) => {
-                    // `backend_xid` is the 32-bit form of the `xid8`: only the backend
-                    // still running this very transaction is ended.
-                    sqlx::query(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                         WHERE pid = $1 AND backend_xid::text = ($2::xid8::text::numeric % 4294967296)::text",
-                    )
-                    .bind(pid)
-                    .bind(xid)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(&fail)?;
-                    tokio::time::sleep(SETTLE_POLL).await;
-                }
-                None => return Ok(None),
-            }
-        }
-    }
-
     /// Closes every connection; later calls fail as `Unavailable`.
     pub async fn close(&self) {
         self.pool.close().await;
     }
-}
-
-/// The binary `COPY` stream's signature, flags and header extension length.
-const COPY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
-
-/// Bytes of `COPY` data sent at a time.
-const COPY_CHUNK: usize = 1 << 20;
-
-/// Inserts `rows` (in key order, none of them in the table) with one binary `COPY`:
-/// several times cheaper for the server than the upsert, which looks each key up, and
-/// no arrays to build on either side. A repeated key keeps its last version, as in the
-/// upsert.
-async fn copy_records(
-    conn: &mut sqlx::PgConnection,
-    ws: &str,
-    rows: &[Upsert<'_>],
-) -> Result<(), sqlx::Error> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    fn field(buf: &mut Vec<u8>, bytes: &[u8]) {
-        buf.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-        buf.extend_from_slice(bytes);
-    }
-    let mut copy = conn
-        .copy_in_raw("COPY records (workspace_id, kind, id, body) FROM STDIN (FORMAT binary)")
-        .await?;
-    let mut buf = Vec::with_capacity(COPY_CHUNK + 64 * 1024);
-    buf.extend_from_slice(COPY_HEADER);
-    // Of a run of one key (side by side after the stable sort), the last is written.
-    let mut pending: Option<(RecordKind, String, &Upsert<'_>)> = None;
-    for row in rows.iter().map(Some).chain([None]) {
-        let next = row.map(|u| (u.record.kind(), u.record.id_string(), u));
-        let same_key = matches!((&pending, &next), (Some((pk, pid, _)), Some((k, id, _))) if pk == k && pid == id);
-        if let Some((kind, id, upsert)) = std::mem::replace(&mut pending, next) {
-            if same_key {
-                continue;
-            }
-            buf.extend_from_slice(&4i16.to_be_bytes());
-            field(&mut buf, ws.as_bytes());
-            field(&mut buf, kind.as_str().as_bytes());
-            field(&mut buf, id.as_bytes());
-            field(&mut buf, upsert.body().as_bytes());
-            if buf.len() >= COPY_CHUNK {
-                copy.send(std::mem::take(&mut buf)).await?;
-                buf.reserve(COPY_CHUNK + 64 * 1024);
-            }
-        }
-    }
-    buf.extend_from_slice(&(-1i16).to_be_bytes());
-    copy.send(buf).await?;
-    copy.finish().await?;
-    Ok(())
-}
-
-/// A change set's deletes as (kind, id), in key order for the same reason as upserts
-/// (see `in_key_order`).
-fn sorted_deletes(changes: &ChangeSet) -> Vec<(&str, &str)> {
-    let mut deletes: Vec<(&str, &str)> = changes
-        .deletes
-        .iter()
-        .map(|(k, id)| (k.as_str(), id.as_str()))
-        .collect();
-    deletes.sort_unstable();
-    deletes
 }
 
 /// Whether a database error is the server's state rather than the statement's: every
@@ -755,100 +260,6 @@ fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
                 | "42"
         )
     )
-}
-
-/// Retention's steps (`super::prune_changes`): each delete its own transaction.
-#[async_trait]
-impl super::LogPruning for PostgresStore {
-    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
-        let fail = err("pruning tombstones");
-        let mut tx =
-            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
-        let deleted =
-            sqlx::query("DELETE FROM tombstones WHERE workspace_id = $1 AND deleted_at < $2")
-                .bind(ws)
-                .bind(before_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?
-                .rows_affected();
-        tx.commit().await.map_err(&fail)?;
-        Ok(deleted)
-    }
-
-    async fn newest_position_before(
-        &self,
-        ws: &str,
-        before_ms: i64,
-    ) -> Result<Option<u64>, StoreError> {
-        let through: Option<i64> = sqlx::query_scalar(
-            "SELECT max(position) FROM change_log WHERE workspace_id = $1 AND committed_at < $2",
-        )
-        .bind(ws)
-        .bind(before_ms)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(err("pruning the change log"))?;
-        Ok(through.map(|t| t as u64))
-    }
-
-    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError> {
-        PostgresStore::pruned_through(self, ws)
-            .await
-            .map_err(err("pruning the change log"))
-    }
-
-    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
-        let fail = err("pruning the change log");
-        let mut tx =
-            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
-        sqlx::query(
-            "UPDATE commit_positions SET pruned_through = GREATEST(pruned_through, $2) \
-             WHERE workspace_id = $1",
-        )
-        .bind(ws)
-        .bind(through as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(&fail)?;
-        tx.commit().await.map_err(&fail)
-    }
-
-    async fn delete_parts_through(
-        &self,
-        ws: &str,
-        through: u64,
-        limit: usize,
-    ) -> Result<u64, StoreError> {
-        let fail = err("pruning the change log");
-        let mut tx =
-            fenced_tx(&self.pool, self.fences.as_deref(), workspace_id(ws)?, &fail).await?;
-        let deleted = sqlx::query(
-            "DELETE FROM change_log WHERE ctid IN (SELECT ctid FROM change_log \
-             WHERE workspace_id = $1 AND position <= $2 LIMIT $3)",
-        )
-        .bind(ws)
-        .bind(through as i64)
-        .bind(limit as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(&fail)?
-        .rows_affected();
-        tx.commit().await.map_err(&fail)?;
-        Ok(deleted)
-    }
-
-    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
-        let (parts, bytes): (i64, i64) = sqlx::query_as(
-            "SELECT count(*), coalesce(sum(octet_length(entries)), 0) FROM change_log \
-             WHERE workspace_id = $1",
-        )
-        .bind(ws)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(err("sizing the change log"))?;
-        Ok((parts as u64, bytes as u64))
-    }
 }
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
@@ -1103,31 +514,9 @@ impl Store for PostgresStore {
                 self.import_tx_records
             }
         };
-        for tx in import_transactions(upserts.len(), deletes.len(), size) {
-            self.write_tracked(
-                workspace,
-                Part {
-                    // A first import's row goes last (see `ChangeSet::unlogged`).
-                    workspace: changes.workspace.as_ref().filter(|_| {
-                        if changes.unlogged {
-                            tx.last
-                        } else {
-                            tx.first
-                        }
-                    }),
-                    upserts: &upserts[tx.upserts],
-                    deletes: &deletes[tx.deletes],
-                    keys: if tx.last { &changes.keys } else { &[] },
-                    batch: changes.batch,
-                    marks: tx.last,
-                    bulk: true,
-                    derived: if tx.last { &changes.derived } else { &[] },
-                    tombstones: if tx.last { &changes.tombstones } else { &[] },
-                    unlogged: changes.unlogged,
-                    fresh: changes.fresh,
-                },
-            )
-            .await?;
+        let mut size = size;
+        for part in parts_of(changes, &upserts, &deletes, Some(&mut size)) {
+            self.write_tracked(workspace, part).await?;
         }
         Ok(())
     }

@@ -33,9 +33,14 @@
 //! opens it with a rollback journal instead (`SqliteStore::open_paced`): a bulk import
 //! then writes each new page once rather than to the WAL and again into the file.
 
+mod prune;
+mod rows;
+mod statements;
+
+use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
-    decode_workspace, import_transactions, in_key_order, key_from_row, load_rows, map_error,
-    ImportPacing, Upsert, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    decode_workspace, in_key_order, key_from_row, load_rows, map_error, ImportPacing,
+    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
@@ -43,13 +48,9 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use statements::SqliteStatements;
 use std::path::Path;
 use uuid::Uuid;
-
-/// Ids per `DELETE … IN (…)` statement. 500 ids use 502 bind parameters, far below
-/// SQLite's limit (32,766 since 3.32), and make the per-statement cost (a round trip to
-/// sqlx's worker thread, a statement-cache lookup) negligible.
-const DELETE_CHUNK: usize = 500;
 
 /// Most records an import writes in one transaction beside a server's other commits
 /// (see `commit_import`). One such transaction takes some milliseconds, which is what a
@@ -61,29 +62,7 @@ const IMPORT_TX_RECORDS: usize = 500;
 /// about a megabyte of WAL.
 const IMPORT_FOLD_EVERY: usize = 2;
 
-/// What one transaction of `write_part` writes.
-struct Part<'a> {
-    workspace: Option<&'a Workspace>,
-    /// In key order.
-    upserts: &'a [Upsert<'a>],
-    deletes: &'a [(RecordKind, &'a str)],
-    keys: &'a [ApiKey],
-    batch: Option<Uuid>,
-    /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
-    derived: &'a [actors::entries::Change],
-    /// Tombstones set and cleared (`ChangeSet::tombstones`).
-    tombstones: &'a [actors::tombstones::TombstoneChange],
-    /// `ChangeSet::unlogged`: no change log parts.
-    unlogged: bool,
-    /// Whether the commit syncs the log (`synchronous=FULL`). An import's transactions
-    /// but its last do not: in WAL mode a commit is durable once any later commit's
-    /// sync is done, since the log is synced in order, so the last one makes the whole
-    /// call durable. A crash before it loses some of the import's transactions, which
-    /// is what a failed import may leave anyway (`Store::commit_import`).
-    durable: bool,
-}
-
-/// The writer's connection while it commits without syncing (`Part::durable`): closed
+/// The writer's connection while it commits without syncing (see `write_part`): closed
 /// when dropped still holding it.
 struct CloseUnlessRestored(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
 
@@ -94,13 +73,6 @@ impl Drop for CloseUnlessRestored {
         }
     }
 }
-
-/// Counts a transaction that changes a workspace's records or description (see
-/// `Store::position`).
-const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag) \
-     VALUES (?1, 1, ?2) \
-     ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
-     tag = excluded.tag";
 
 /// Connections of the read pool: loads at start-up run one per workspace, concurrently.
 const READERS: u32 = 4;
@@ -291,12 +263,18 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// One transaction on the writer: the workspace row, upserts (already in key order),
-    /// deletes, keys and the batch mark of `part`.
+    /// One transaction of `part` on the writer. It syncs the log (`synchronous=FULL`)
+    /// unless it is one of an import's transactions but its last: in WAL mode a commit is
+    /// durable once any later commit's sync is done, since the log is synced in order, so
+    /// the last one makes the whole call durable. A crash before it loses some of the
+    /// import's transactions, which is what a failed import may leave anyway
+    /// (`Store::commit_import`). With a rollback journal, a commit that skips a sync
+    /// risks the file itself on power loss, not just the latest transactions: every
+    /// transaction syncs.
     async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
         let fail = err("commit");
         let mut conn = self.writer.acquire().await.map_err(&fail)?;
-        if part.durable {
+        if !part.bulk || part.last || self.import_fold_every.is_none() {
             return Self::write_part_on(&mut conn, workspace, part).await;
         }
         sqlx::query("PRAGMA synchronous = NORMAL")
@@ -317,7 +295,8 @@ impl SqliteStore {
         outcome
     }
 
-    /// `write_part`'s transaction, on the writer's connection.
+    /// `write_part`'s transaction, on the writer's connection: the commit sequence
+    /// (`super::commit`) over [`SqliteStatements`].
     async fn write_part_on(
         conn: &mut sqlx::pool::PoolConnection<sqlx::Sqlite>,
         workspace: Uuid,
@@ -329,153 +308,10 @@ impl SqliteStore {
         // it, we wait (busy_timeout) before doing any work rather than at the first
         // write, and a read never has to be upgraded to a write (which SQLite may refuse
         // with BUSY at once, without waiting).
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(&fail)?;
-        let ws = workspace.to_string();
-
-        if let Some(w) = part.workspace {
-            sqlx::query(
-                "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
-                 default_region = excluded.default_region",
-            )
-            .bind(w.id.to_string())
-            .bind(w.name.as_deref())
-            .bind(w.default_region.as_deref())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-
-        // Upserts before deletes, as in `MemoryStore`: a record both upserted and
-        // deleted in one change set ends up deleted. Rows go in order, so a repeated id
-        // simply ends with its last version.
-        if !part.upserts.is_empty() {
-            let mut handle = tx.lock_handle().await.map_err(&fail)?;
-            let db = handle.as_raw_handle();
-            let write = || {
-                // SAFETY: sqlx lends the connection (`lock_handle`) until `handle` is
-                // dropped, after this call; the transaction above is open on it.
-                unsafe { super::sqlite_rows::upsert(db, &ws, part.upserts) }
-            };
-            // Thousands of rows take milliseconds of this thread: let the runtime move
-            // its other tasks elsewhere meanwhile, where it can.
-            let written = match tokio::runtime::Handle::current().runtime_flavor() {
-                tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(write),
-                _ => write(),
-            };
-            written.map_err(|e| e.into_store_error("commit"))?;
-        }
-
-        // Deletes are grouped by kind so that each statement is a plain primary-key
-        // `IN` lookup.
-        for kind in RecordKind::ALL {
-            let mut ids: Vec<&str> = part
-                .deletes
-                .iter()
-                .filter(|(k, _)| *k == kind)
-                .map(|(_, id)| *id)
-                .collect();
-            // In key order, for the same reason as upserts (see `in_key_order`).
-            ids.sort_unstable();
-            for chunk in ids.chunks(DELETE_CHUNK) {
-                let sql = delete_sql(chunk.len());
-                let mut q = sqlx::query(&sql).bind(&ws).bind(kind.as_str());
-                for id in chunk {
-                    q = q.bind(*id);
-                }
-                q.execute(&mut *tx).await.map_err(&fail)?;
-            }
-        }
-
-        for k in part.keys {
-            sqlx::query(
-                "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
-                 revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                 ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
-                 secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
-                 created_by = excluded.created_by, revoked = excluded.revoked, \
-                 rate_limit_per_minute = excluded.rate_limit_per_minute",
-            )
-            .bind(&k.id)
-            .bind(k.workspace_id.to_string())
-            .bind(&k.secret_hash[..])
-            .bind(k.scopes.to_csv())
-            .bind(k.created_by.to_string())
-            .bind(k.revoked)
-            .bind(k.rate_limit_per_minute.map(i64::from))
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-
-        for (change, left) in part.tombstones {
-            let entity = i64::from(change.entity.tag());
-            let id = change.id.to_string();
-            let q = match left {
-                Some(at) => sqlx::query(
-                    "INSERT INTO tombstones (workspace_id, entity, id, deleted_at) \
-                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (workspace_id, entity, id) \
-                     DO UPDATE SET deleted_at = excluded.deleted_at",
-                )
-                .bind(&ws)
-                .bind(entity)
-                .bind(id)
-                .bind(at.millis()),
-                None => sqlx::query(
-                    "DELETE FROM tombstones WHERE workspace_id = ?1 AND entity = ?2 AND id = ?3",
-                )
-                .bind(&ws)
-                .bind(entity)
-                .bind(id),
-            };
-            q.execute(&mut *tx).await.map_err(&fail)?;
-        }
-
-        if part.workspace.is_some()
-            || !part.upserts.is_empty()
-            || !part.deletes.is_empty()
-            || !part.derived.is_empty()
-            || !part.tombstones.is_empty()
-        {
-            sqlx::query(BUMP_POSITION)
-                .bind(&ws)
-                .bind(Uuid::new_v4().to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-            let committed_at = actors::store::now_ms();
-            let parts = if part.unlogged {
-                Vec::new()
-            } else {
-                super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived)
-            };
-            for (i, entries) in parts.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
-                     SELECT ?1, position, ?2, ?3, ?4 FROM commit_positions WHERE workspace_id = ?1",
-                )
-                .bind(&ws)
-                .bind(i as i64)
-                .bind(committed_at)
-                .bind(entries.as_bytes())
-                .execute(&mut *tx)
-                .await
-                .map_err(&fail)?;
-            }
-        }
-
-        if let Some(batch) = part.batch {
-            sqlx::query(
-                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
-            )
-            .bind(&ws)
-            .bind(batch.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(&fail)?;
-        }
-        tx.commit().await.map_err(&fail)
+        let tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(&fail)?;
+        let mut statements = SqliteStatements { tx };
+        super::commit::write_part(&mut statements, workspace, &part).await?;
+        statements.tx.commit().await.map_err(&fail)
     }
 
     /// Closes every connection, folding the WAL into the database first; later calls
@@ -539,109 +375,11 @@ async fn checkpoints(pool: SqlitePool) {
 fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     e.code()
         .and_then(|c| c.parse::<i64>().ok())
-        .is_none_or(|c| !super::sqlite_rows::judges_the_statement(c))
-}
-
-/// Retention's steps (`super::prune_changes`): deletes on the one writer, each brief.
-#[async_trait]
-impl super::LogPruning for SqliteStore {
-    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
-        Ok(
-            sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
-                .bind(ws)
-                .bind(before_ms)
-                .execute(&self.writer)
-                .await
-                .map_err(err("pruning tombstones"))?
-                .rows_affected(),
-        )
-    }
-
-    async fn newest_position_before(
-        &self,
-        ws: &str,
-        before_ms: i64,
-    ) -> Result<Option<u64>, StoreError> {
-        let through: Option<i64> = sqlx::query_scalar(
-            "SELECT max(position) FROM change_log WHERE workspace_id = ?1 AND committed_at < ?2",
-        )
-        .bind(ws)
-        .bind(before_ms)
-        .fetch_one(&self.readers)
-        .await
-        .map_err(err("pruning the change log"))?;
-        Ok(through.map(|t| t as u64))
-    }
-
-    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError> {
-        SqliteStore::pruned_through(self, ws)
-            .await
-            .map_err(err("pruning the change log"))
-    }
-
-    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
-             WHERE workspace_id = ?1",
-        )
-        .bind(ws)
-        .bind(through as i64)
-        .execute(&self.writer)
-        .await
-        .map_err(err("pruning the change log"))?;
-        Ok(())
-    }
-
-    async fn delete_parts_through(
-        &self,
-        ws: &str,
-        through: u64,
-        limit: usize,
-    ) -> Result<u64, StoreError> {
-        Ok(sqlx::query(
-            "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
-             WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
-        )
-        .bind(ws)
-        .bind(through as i64)
-        .bind(limit as i64)
-        .execute(&self.writer)
-        .await
-        .map_err(err("pruning the change log"))?
-        .rows_affected())
-    }
-
-    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
-        let (parts, bytes): (i64, i64) = sqlx::query_as(
-            "SELECT count(*), coalesce(sum(length(entries)), 0) FROM change_log \
-             WHERE workspace_id = ?1",
-        )
-        .bind(ws)
-        .fetch_one(&self.readers)
-        .await
-        .map_err(err("sizing the change log"))?;
-        Ok((parts as u64, bytes as u64))
-    }
+        .is_none_or(|c| !rows::judges_the_statement(c))
 }
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| map_error(context, e, transient)
-}
-
-/// `DELETE … WHERE workspace_id = ? AND kind = ? AND id IN (?, …)` for `ids` ids
-/// (anonymous parameters: sqlx looks up every parameter's name when it binds, and for
-/// numbered ones SQLite answers by a linear scan, quadratic in the statement's size).
-fn delete_sql(ids: usize) -> String {
-    let mut sql = String::with_capacity(80 + ids * 2);
-    sql.push_str("DELETE FROM records WHERE workspace_id = ? AND kind = ? AND id IN (");
-    for i in 0..ids {
-        if i > 0 {
-            sql.push(',');
-        }
-        sql.push('?');
-    }
-    sql.push(')');
-    sql
 }
 
 #[async_trait]
@@ -673,7 +411,7 @@ impl Store for SqliteStore {
                 let db = handle.as_raw_handle();
                 // SAFETY: sqlx lends the connection until `handle` is dropped, after this
                 // call; the transaction above is open on it.
-                let write = || unsafe { super::sqlite_rows::put_blobs(db, &ws, chunk) };
+                let write = || unsafe { rows::put_blobs(db, &ws, chunk) };
                 match tokio::runtime::Handle::current().runtime_flavor() {
                     tokio::runtime::RuntimeFlavor::MultiThread => {
                         tokio::task::block_in_place(write)
@@ -716,7 +454,7 @@ impl Store for SqliteStore {
         let fail = err("removing attachment bytes");
         let ws = workspace.to_string();
         let mut done = Reclaimed::default();
-        for chunk in names.chunks(DELETE_CHUNK) {
+        for chunk in names.chunks(statements::DELETE_CHUNK) {
             let mut sql = String::from("DELETE FROM blobs WHERE workspace_id = ? AND name IN (");
             for i in 0..chunk.len() {
                 sql.push_str(if i == 0 { "?" } else { ",?" });
@@ -788,26 +526,11 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let upserts = in_key_order(changes);
-        let deletes: Vec<(RecordKind, &str)> = changes
-            .deletes
-            .iter()
-            .map(|(k, id)| (*k, id.as_str()))
-            .collect();
-        self.write_part(
-            workspace,
-            Part {
-                workspace: changes.workspace.as_ref(),
-                upserts: &upserts,
-                deletes: &deletes,
-                keys: &changes.keys,
-                batch: changes.batch,
-                derived: &changes.derived,
-                tombstones: &changes.tombstones,
-                unlogged: changes.unlogged,
-                durable: true,
-            },
-        )
-        .await
+        let deletes = sorted_deletes(changes);
+        for part in parts_of(changes, &upserts, &deletes, None) {
+            self.write_part(workspace, part).await?;
+        }
+        Ok(())
     }
 
     /// In transactions of at most `IMPORT_TX_RECORDS` records each, so that the one
@@ -821,15 +544,9 @@ impl Store for SqliteStore {
             return self.commit(workspace, changes).await;
         }
         let upserts = in_key_order(changes);
-        let mut deletes: Vec<(RecordKind, &str)> = changes
-            .deletes
-            .iter()
-            .map(|(k, id)| (*k, id.as_str()))
-            .collect();
-        deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
-        let transactions =
-            import_transactions(upserts.len(), deletes.len(), || self.import_tx_records);
-        for (i, tx) in transactions.enumerate() {
+        let deletes = sorted_deletes(changes);
+        let mut size = || self.import_tx_records;
+        for (i, part) in parts_of(changes, &upserts, &deletes, Some(&mut size)).enumerate() {
             if self
                 .import_fold_every
                 .is_some_and(|every| i > 0 && i % every == 0)
@@ -838,30 +555,7 @@ impl Store for SqliteStore {
                     tracing::debug!("checkpoint between import transactions failed: {e}");
                 }
             }
-            self.write_part(
-                workspace,
-                Part {
-                    // A first import's row goes last (see `ChangeSet::unlogged`).
-                    workspace: changes.workspace.as_ref().filter(|_| {
-                        if changes.unlogged {
-                            tx.last
-                        } else {
-                            tx.first
-                        }
-                    }),
-                    upserts: &upserts[tx.upserts],
-                    deletes: &deletes[tx.deletes],
-                    keys: if tx.last { &changes.keys } else { &[] },
-                    batch: changes.batch.filter(|_| tx.last),
-                    derived: if tx.last { &changes.derived } else { &[] },
-                    tombstones: if tx.last { &changes.tombstones } else { &[] },
-                    unlogged: changes.unlogged,
-                    // With a rollback journal, a commit that skips a sync risks the
-                    // file itself on power loss, not just the latest transactions.
-                    durable: tx.last || self.import_fold_every.is_none(),
-                },
-            )
-            .await?;
+            self.write_part(workspace, part).await?;
         }
         Ok(())
     }

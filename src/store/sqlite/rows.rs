@@ -8,7 +8,7 @@
 //! large share of the store's time. Here one prepared single-row statement is bound to the
 //! rows' own bytes (`SQLITE_STATIC`: they outlive the step) and stepped once per row.
 
-use super::Upsert;
+use super::super::Upsert;
 use actors::store::StoreError;
 use libsqlite3_sys as ffi;
 use std::ffi::CStr;

@@ -1,0 +1,222 @@
+//! The one commit sequence of both SQL stores. A change set is written in one
+//! transaction (a commit), or in several (`Store::commit_import` of a large import, see
+//! [`parts_of`]); each transaction runs the same steps in the same order, written once
+//! here ([`write_part`]), while each adapter supplies its statements
+//! ([`CommitStatements`]):
+//!
+//! 1. the batch's mark (or, in an import's earlier transactions, just the
+//!    transaction's name), first, so that `Store::committed` can settle a commit whose
+//!    outcome was never reported;
+//! 2. the writer's fence, when the transaction moves the position (several nodes on one
+//!    store: a node that no longer holds the writer lease commits nothing);
+//! 3. the transaction's own settings (an import's pacing);
+//! 4. the workspace's row; the upserts, then the deletes (as in `MemoryStore`: a record
+//!    both upserted and deleted in one change set ends up deleted); the keys; the
+//!    tombstones;
+//! 5. the position, bumped, and the change log's parts at it.
+
+use super::Upsert;
+use actors::entries::{Change, EncodedEntries};
+use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::store::{ChangeSet, StoreError};
+use actors::tombstones::TombstoneChange;
+use async_trait::async_trait;
+use uuid::Uuid;
+
+/// What one transaction writes.
+pub(crate) struct Part<'a> {
+    pub workspace: Option<&'a Workspace>,
+    /// In key order ([`super::in_key_order`]).
+    pub upserts: &'a [Upsert<'a>],
+    /// In key order ([`sorted_deletes`]).
+    pub deletes: &'a [(RecordKind, &'a str)],
+    pub keys: &'a [ApiKey],
+    /// The batch the transaction belongs to.
+    pub batch: Option<Uuid>,
+    /// Whether it writes the batch's mark: the change set's last, or only, transaction.
+    pub last: bool,
+    /// Part of an import written in several transactions (see `Store::commit_import`).
+    pub bulk: bool,
+    /// Derived changes to log beside the direct ones (`ChangeSet::derived`).
+    pub derived: &'a [Change],
+    /// Tombstones set and cleared (`ChangeSet::tombstones`).
+    pub tombstones: &'a [TombstoneChange],
+    /// `ChangeSet::unlogged`: no change log parts.
+    pub unlogged: bool,
+    /// `ChangeSet::fresh`: none of the upserts can conflict.
+    pub fresh: bool,
+}
+
+impl Part<'_> {
+    /// Whether the transaction moves the workspace's position: everything but keys,
+    /// which live beside the workspace (every node holds them all, and reads them
+    /// afresh), is its writer's to commit.
+    pub fn moves(&self) -> bool {
+        self.workspace.is_some()
+            || !self.upserts.is_empty()
+            || !self.deletes.is_empty()
+            || !self.derived.is_empty()
+            || !self.tombstones.is_empty()
+    }
+}
+
+/// A change set's deletes as (kind, id), in key order for the same reason as upserts
+/// (see [`super::in_key_order`]).
+pub(crate) fn sorted_deletes(changes: &ChangeSet) -> Vec<(RecordKind, &str)> {
+    let mut deletes: Vec<(RecordKind, &str)> = changes
+        .deletes
+        .iter()
+        .map(|(k, id)| (*k, id.as_str()))
+        .collect();
+    deletes.sort_unstable_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
+    deletes
+}
+
+/// The transactions of `changes`: one for a commit (`size` `None`), or those of an
+/// import split into runs of at most `size()` records each, asked as each transaction
+/// comes ([`super::import_transactions`]).
+/// The workspace's row goes with the first (a later import that failed part way leaves
+/// a workspace still found and loaded), or with the last in a first import
+/// (`ChangeSet::unlogged`: no server finds the workspace before all of it is in); the
+/// keys, derived changes, tombstones and the mark with the last.
+pub(crate) fn parts_of<'a>(
+    changes: &'a ChangeSet,
+    upserts: &'a [Upsert<'a>],
+    deletes: &'a [(RecordKind, &'a str)],
+    size: Option<&'a mut (dyn FnMut() -> usize + Send)>,
+) -> Box<dyn Iterator<Item = Part<'a>> + Send + 'a> {
+    let whole = Part {
+        workspace: changes.workspace.as_ref(),
+        upserts,
+        deletes,
+        keys: &changes.keys,
+        batch: changes.batch,
+        last: true,
+        bulk: false,
+        derived: &changes.derived,
+        tombstones: &changes.tombstones,
+        unlogged: changes.unlogged,
+        fresh: changes.fresh,
+    };
+    let Some(size) = size else {
+        return Box::new(std::iter::once(whole));
+    };
+    // Sized as they are written: `size` may answer differently for each.
+    let runs = super::import_transactions(upserts.len(), deletes.len(), size);
+    Box::new(runs.map(move |tx| {
+        Part {
+            workspace: whole.workspace.filter(
+                |_| {
+                    if changes.unlogged {
+                        tx.last
+                    } else {
+                        tx.first
+                    }
+                },
+            ),
+            upserts: &upserts[tx.upserts],
+            deletes: &deletes[tx.deletes],
+            keys: if tx.last { whole.keys } else { &[] },
+            last: tx.last,
+            bulk: true,
+            derived: if tx.last { whole.derived } else { &[] },
+            tombstones: if tx.last { whole.tombstones } else { &[] },
+            ..whole
+        }
+    }))
+}
+
+/// The statements of [`write_part`]'s steps, on one open transaction of one store.
+#[async_trait]
+pub(crate) trait CommitStatements: Send {
+    /// Names the transaction under its batch and, in the batch's last transaction
+    /// (`last`), writes the batch's mark.
+    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> Result<(), StoreError>;
+
+    /// Refuses the transaction when this node does not hold the workspace's writer
+    /// lease (a store several nodes share); nothing by default.
+    async fn fence(&mut self, _workspace: Uuid, _ws: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// The transaction's own settings for `part` (an import's pacing); none by default.
+    async fn settings(&mut self, _part: &Part<'_>) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError>;
+
+    /// The records, in key order; `fresh`: none is in the store yet.
+    async fn upserts(
+        &mut self,
+        ws: &str,
+        upserts: &[Upsert<'_>],
+        fresh: bool,
+    ) -> Result<(), StoreError>;
+
+    /// The records, in key order.
+    async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)])
+        -> Result<(), StoreError>;
+
+    async fn key(&mut self, key: &ApiKey) -> Result<(), StoreError>;
+
+    async fn tombstones(
+        &mut self,
+        ws: &str,
+        tombstones: &[TombstoneChange],
+    ) -> Result<(), StoreError>;
+
+    /// Moves the workspace's position on by one.
+    async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError>;
+
+    /// The change log's parts at the position just bumped.
+    async fn log_parts(
+        &mut self,
+        ws: &str,
+        committed_at_ms: i64,
+        parts: &[EncodedEntries],
+    ) -> Result<(), StoreError>;
+}
+
+/// One transaction's steps (see the module's docs), on `tx`, which the caller opened and
+/// commits.
+pub(crate) async fn write_part(
+    tx: &mut dyn CommitStatements,
+    workspace: Uuid,
+    part: &Part<'_>,
+) -> Result<(), StoreError> {
+    let ws = workspace.to_string();
+    if let Some(batch) = part.batch {
+        tx.mark(&ws, batch, part.last).await?;
+    }
+    let moves = part.moves();
+    if moves {
+        tx.fence(workspace, &ws).await?;
+    }
+    tx.settings(part).await?;
+    if let Some(w) = part.workspace {
+        tx.workspace_row(w).await?;
+    }
+    if !part.upserts.is_empty() {
+        tx.upserts(&ws, part.upserts, part.fresh).await?;
+    }
+    if !part.deletes.is_empty() {
+        tx.deletes(&ws, part.deletes).await?;
+    }
+    for key in part.keys {
+        tx.key(key).await?;
+    }
+    if !part.tombstones.is_empty() {
+        tx.tombstones(&ws, part.tombstones).await?;
+    }
+    if moves {
+        tx.bump_position(&ws).await?;
+        if !part.unlogged {
+            let parts = super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived);
+            if !parts.is_empty() {
+                tx.log_parts(&ws, actors::store::now_ms(), &parts).await?;
+            }
+        }
+    }
+    Ok(())
+}
