@@ -189,7 +189,7 @@ impl ImportPlan {
             let upserts = small_kinds.recv().ok()?;
             let started = std::time::Instant::now();
             // Beside the commit, which holds memory of its own: the lower peak.
-            let search = crate::state::SearchBuild::OneAfterTheOther;
+            let search = crate::state::bulk::SearchBuild::OneAfterTheOther;
             let next = super::plan::next_state(
                 search,
                 base,

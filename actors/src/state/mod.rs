@@ -1,22 +1,34 @@
 //! A workspace's in-memory state: every raw record, keyed and ordered, plus the small
 //! secondary indexes the derivations need.
 //!
-//! The state is a persistent value (`imbl` maps share structure): cloning it is cheap, so
-//! the workspace actor builds the next state beside the published one and swaps it in
-//! atomically after the store has committed. Readers hold an `Arc` of one consistent
-//! state for as long as they need it and never take a lock.
+//! The state is a persistent value (its tables and indexes are the copy-on-write
+//! containers of [`crate::cow`]: a clone shares their chunks, and a write copies only
+//! the chunk it changes), so the workspace actor builds the next state beside the
+//! published one and swaps it in atomically after the store has committed. Readers hold
+//! an `Arc` of one consistent state for as long as they need it and never take a lock.
+//!
+//! Here: the state, putting and removing records, and what the derivations read of it;
+//! [`bulk`]: a bulk fill, whose end builds the orders and indexes at once; `search`:
+//! keeping the phone and e-mail indexes in line with the records.
 
 use crate::model::*;
 use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::parents::{AttachmentsByParent, Dependents, NotesByParent, RowsById};
 use crate::phone::normalise_phone;
-use crate::search::keys::{email_key, phone_key};
-use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
+use crate::search::{KeySet, Owner, SearchIndexes};
 pub use crate::table::{HashMap, MinKey, Row, Table};
 use crate::time::{Stamp, CHANGE_TRACKING_START};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use uuid::Uuid;
+
+pub mod bulk;
+#[cfg(test)]
+mod describe;
+mod search;
+
+use bulk::BulkFill;
+use search::contact_keys;
 
 /// Moves record `id` from its old idempotency key to its new one.
 fn relink_reference(
@@ -45,15 +57,6 @@ fn scoped_reference(key: Option<&str>, reference: Option<&str>) -> Option<Box<st
     })
 }
 
-/// Every number and address of a contact.
-fn contact_keys(c: &ContactRec) -> KeySet {
-    let mut keys = KeySet::default();
-    keys.add_phone(c.phone.as_deref());
-    keys.add_phone(c.mobile.as_deref());
-    keys.add_email(c.raw.email.as_deref());
-    keys
-}
-
 /// The `updated_at` a record reports: change tracking starts on 2026-08-13, so an edit
 /// stamped before then reports `created_at` (spec, "Shared conventions").
 pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
@@ -64,66 +67,9 @@ pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
     }
 }
 
-/// A table whose order a bulk load defers ([`Table::defer_order`]).
-trait DeferOrder {
-    fn defer_order(&mut self);
-    fn build_order(&mut self);
-}
-
-impl<K: std::hash::Hash + Eq + Ord + Clone + 'static, V: ?Sized> DeferOrder for Table<K, V> {
-    fn defer_order(&mut self) {
-        Table::defer_order(self)
-    }
-    fn build_order(&mut self) {
-        Table::build_order(self)
-    }
-}
-
 /// Whether a candidate row is an application (it has a job).
 fn is_application(row: &CandidateRec) -> bool {
     row.job_id().is_some()
-}
-
-/// The one-to-many indexes, built from the tables at the end of a bulk fill.
-fn build_children(
-    candidates: &Table<Uuid, CandidateRec>,
-    notes: &Table<Uuid, NoteRec>,
-    attachments: &Table<Arc<str>, AttachmentRec>,
-    jobs: &Table<Uuid, Job>,
-    contacts: &Table<Uuid, ContactRec>,
-) -> Children {
-    let persons = RowsById::build(
-        candidates
-            .rows()
-            .map(|(at, _, r)| (r.rec.person_id(), at))
-            .collect(),
-    );
-    let cv_by_row = RowsById::build(
-        attachments
-            .rows()
-            .filter(|(_, _, r)| r.rec.is_candidate_cv())
-            .map(|(at, _, r)| (r.rec.parent_id(), at))
-            .collect(),
-    );
-    let notes_by_parent = NotesByParent::build(notes.iter().map(|(_, n)| &**n));
-    let attachments_by_parent =
-        AttachmentsByParent::build(attachments.rows().map(|(at, _, r)| (at, &*r.rec)));
-    Children {
-        dependents: Dependents::build(candidates, jobs, contacts),
-        persons,
-        cv_by_row,
-        notes_by_parent,
-        attachments_by_parent,
-    }
-}
-
-/// The one-to-many indexes [`build_children`] builds.
-struct Children {
-    persons: RowsById,
-    cv_by_row: RowsById,
-    notes_by_parent: NotesByParent,
-    attachments_by_parent: AttachmentsByParent,
-    dependents: Dependents,
 }
 
 /// Everything one workspace holds in memory.
@@ -169,30 +115,6 @@ pub struct WorkspaceState {
     task_refs: HashMap<Box<str>, Uuid>,
     /// Set while a bulk fill runs ([`Self::begin_bulk`]).
     bulk: Option<Box<BulkFill>>,
-}
-
-/// What a bulk fill keeps while it runs: the one-to-many indexes, the sync orders and
-/// the search indexes are not kept then, but built from the tables at its end.
-#[derive(Clone, Debug, Default)]
-struct BulkFill {
-    /// Each distinct number is normalised once.
-    numbers: crate::phone::NumberMemo,
-}
-
-/// Stored records from which a bulk fill's end builds its orders and indexes on
-/// threads of their own (see [`WorkspaceState::end_bulk_with`]).
-const ON_THREADS_FROM: usize = 20_000;
-
-/// How a bulk fill's end builds the two search indexes (phone numbers, e-mails).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SearchBuild {
-    /// On two threads at once: the quickest, for a load that readers wait for.
-    Together,
-    /// One after the other: slower (about 1 s more at a million people), with half the
-    /// peak of their sort vectors, for a build beside other work that holds memory of
-    /// its own, such as an import's commit (a million people's import peaked about
-    /// 100 MiB lower: 3,583 against 3,684 MiB).
-    OneAfterTheOther,
 }
 
 impl WorkspaceState {
@@ -300,215 +222,6 @@ impl WorkspaceState {
             RecordKind::Note => self.notes.reserve(n),
             RecordKind::Task => self.tasks.reserve(n),
             RecordKind::Attachment => self.attachments.reserve(n),
-        }
-    }
-
-    /// Stops keeping the sync orders and the search indexes while a bulk load or import
-    /// puts many records; [`Self::end_bulk`] builds them once from the rows.
-    pub fn begin_bulk(&mut self) {
-        self.defer_search();
-        self.for_each_table(|t| t.defer_order());
-        self.bulk = Some(Box::default());
-    }
-
-    /// Whether a bulk fill runs: the derived indexes wait for [`Self::end_bulk`].
-    pub(crate) fn bulk_fill(&self) -> bool {
-        self.bulk.is_some()
-    }
-
-    /// Builds what [`Self::begin_bulk`] stopped keeping.
-    pub fn end_bulk(&mut self) {
-        self.end_bulk_with(SearchBuild::Together);
-    }
-
-    /// [`Self::end_bulk`], building the search indexes as `search` says.
-    pub fn end_bulk_with(&mut self, search: SearchBuild) {
-        self.bulk = None;
-        // Rows put in any order: a cv put before its candidate row took its own
-        // timestamps, and the row's are its order.
-        self.restamp_cvs();
-        // Clones share the rows; building an order replaces only the order.
-        let tables = (
-            self.candidates.clone(),
-            self.notes.clone(),
-            self.attachments.clone(),
-            self.jobs.clone(),
-            self.contacts.clone(),
-        );
-        let small = self.stored_records() < ON_THREADS_FROM;
-        let children = if small {
-            // A small workspace's orders take microseconds: threads would cost more
-            // than they save, and what they allocate would sit in their allocator
-            // arenas (a fleet of small workspaces loads thousands of them).
-            self.for_each_table(|t| t.build_order());
-            build_children(&tables.0, &tables.1, &tables.2, &tables.3, &tables.4)
-        } else {
-            std::thread::scope(|s| {
-                // The two large tables' orders on a thread of their own each; the
-                // one-to-many indexes on a third, from the rows; the rest on this one.
-                let candidates = &mut self.candidates;
-                let notes = &mut self.notes;
-                s.spawn(move || candidates.build_order());
-                s.spawn(move || notes.build_order());
-                let children = s.spawn(move || {
-                    build_children(&tables.0, &tables.1, &tables.2, &tables.3, &tables.4)
-                });
-                self.users.build_order();
-                self.companies.build_order();
-                self.contacts.build_order();
-                self.jobs.build_order();
-                self.tasks.build_order();
-                self.attachments.build_order();
-                children.join().expect("index builds do not panic")
-            })
-        };
-        self.persons = children.persons;
-        self.cv_by_row = children.cv_by_row;
-        self.notes_by_parent = children.notes_by_parent;
-        self.attachments_by_parent = children.attachments_by_parent;
-        self.dependents = children.dependents;
-        let ordered = std::time::Instant::now();
-        self.build_search(if small {
-            SearchBuild::OneAfterTheOther
-        } else {
-            search
-        });
-        tracing::debug!(
-            search_ms = ordered.elapsed().as_millis() as u64,
-            "search indexes built"
-        );
-    }
-
-    fn for_each_table(&mut self, f: impl Fn(&mut dyn DeferOrder)) {
-        f(&mut self.users);
-        f(&mut self.companies);
-        f(&mut self.contacts);
-        f(&mut self.jobs);
-        f(&mut self.candidates);
-        f(&mut self.notes);
-        f(&mut self.tasks);
-        f(&mut self.attachments);
-    }
-
-    /// Stops index maintenance for a bulk load; [`Self::rebuild_search`] ends it.
-    pub fn defer_search(&mut self) {
-        self.search.defer();
-    }
-
-    /// Builds both search indexes afresh from the records (everything in the base).
-    ///
-    /// One pass over the rows rather than person by person (a person's duplicate keys
-    /// collapse when the pairs are sorted), and the two indexes on two threads: reading
-    /// the numbers and addresses out of scattered records is bound by memory latency.
-    pub fn rebuild_search(&mut self) {
-        self.build_search(SearchBuild::Together);
-    }
-
-    /// [`Self::rebuild_search`], the two indexes built as `how` says.
-    fn build_search(&mut self, how: SearchBuild) {
-        let this = &*self;
-        let (phone, email) = match how {
-            SearchBuild::Together => std::thread::scope(|s| {
-                let email = s.spawn(|| KeyIndex::build(this.email_pairs()));
-                let phone = KeyIndex::build(this.phone_pairs());
-                (phone, email.join().expect("index build does not panic"))
-            }),
-            SearchBuild::OneAfterTheOther => (
-                KeyIndex::build(this.phone_pairs()),
-                KeyIndex::build(this.email_pairs()),
-            ),
-        };
-        self.search = SearchIndexes::from_parts(phone, email);
-    }
-
-    fn phone_pairs(&self) -> Vec<(PhoneKey, Owner)> {
-        // Counted first: a vector grown by doubling would hold up to three times the
-        // pairs at the moment it grows, at the peak of a load.
-        let numbers = self
-            .candidates
-            .iter()
-            .map(|(_, c)| usize::from(c.phone().is_some()) + usize::from(c.mobile().is_some()))
-            .sum::<usize>()
-            + self
-                .contacts
-                .iter()
-                .map(|(_, c)| usize::from(c.phone.is_some()) + usize::from(c.mobile.is_some()))
-                .sum::<usize>()
-            + self.companies.len();
-        let mut out = Vec::with_capacity(numbers);
-        let mut add = |owner: Owner, number: Option<&str>| {
-            out.extend(number.and_then(phone_key).map(|k| (k, owner)));
-        };
-        for (_, c) in self.candidates.iter() {
-            let owner = Owner::Person(c.person_id());
-            add(owner, c.phone());
-            add(owner, c.mobile());
-        }
-        for (id, c) in self.contacts.iter() {
-            add(Owner::Contact(*id), c.phone.as_deref());
-            add(Owner::Contact(*id), c.mobile.as_deref());
-        }
-        for (id, c) in self.companies.iter() {
-            add(
-                Owner::Company(*id),
-                self.normalise(c.phone.as_deref()).as_deref(),
-            );
-        }
-        out
-    }
-
-    fn email_pairs(&self) -> Vec<(EmailKey, Owner)> {
-        let mut out = Vec::with_capacity(self.candidates.len() + self.contacts.len());
-        for (_, c) in self.candidates.iter() {
-            let owner = Owner::Person(c.person_id());
-            out.extend(c.email().and_then(email_key).map(|k| (k, owner)));
-        }
-        for (id, c) in self.contacts.iter() {
-            let owner = Owner::Contact(*id);
-            out.extend(
-                c.raw
-                    .email
-                    .as_deref()
-                    .and_then(email_key)
-                    .map(|k| (k, owner)),
-            );
-        }
-        out
-    }
-
-    /// Every number and address of a person, across all of the person's rows.
-    fn person_keys(&self, person: Uuid) -> KeySet {
-        let mut keys = KeySet::default();
-        for (_, r) in self.person_rows_all(person) {
-            keys.add_phone(r.phone());
-            keys.add_phone(r.mobile());
-            keys.add_email(r.email());
-        }
-        keys
-    }
-
-    fn company_keys(&self, c: &Company) -> KeySet {
-        let mut keys = KeySet::default();
-        keys.add_phone(self.normalise(c.phone.as_deref()).as_deref());
-        keys
-    }
-
-    /// The keys of the given persons, before a change (nothing while deferred).
-    fn persons_keys(&self, persons: &[Uuid]) -> SmallVec<[KeySet; 2]> {
-        if self.search.is_deferred() {
-            return SmallVec::new();
-        }
-        persons.iter().map(|p| self.person_keys(*p)).collect()
-    }
-
-    /// Brings the index in line with the given persons' rows after a change.
-    fn reindex_persons(&mut self, persons: &[Uuid], before: SmallVec<[KeySet; 2]>) {
-        if self.search.is_deferred() {
-            return;
-        }
-        for (p, before) in persons.iter().zip(before) {
-            let after = self.person_keys(*p);
-            self.search.update(Owner::Person(*p), &before, &after);
         }
     }
 
@@ -789,24 +502,6 @@ impl WorkspaceState {
         }
     }
 
-    /// Brings every cv's position in line with its candidate row (the end of a bulk fill,
-    /// where rows and attachments came in any order).
-    fn restamp_cvs(&mut self) {
-        let moved: Vec<(Arc<str>, Stamp)> = self
-            .attachments
-            .rows()
-            .filter(|(_, _, r)| r.rec.is_candidate_cv())
-            .filter_map(|(_, id, r)| {
-                let (c, u) = self.attachment_times(&r.rec);
-                let at = reported_updated_at(c, u);
-                (r.order() != Some(at)).then(|| (id.clone(), at))
-            })
-            .collect();
-        for (id, at) in moved {
-            self.attachments.reorder(&id, Some(at));
-        }
-    }
-
     /// Removes one record; `false` when it was not there.
     pub fn delete(&mut self, kind: RecordKind, id: &str) -> bool {
         if kind == RecordKind::Attachment {
@@ -911,141 +606,6 @@ impl WorkspaceState {
         }
     }
 
-    /// Everything the state holds, in a canonical text: every record (as its raw JSON),
-    /// each table's visible order, and every secondary map, sorted. Two states that
-    /// describe alike answer every request alike (tests compare a restored state with
-    /// the one it was written from).
-    #[cfg(test)]
-    pub(crate) fn describe(&self) -> String {
-        use std::fmt::Write;
-        fn table<
-            K: std::fmt::Debug + Ord + Clone + std::hash::Hash + Eq + MinKey + 'static,
-            V: ?Sized,
-        >(
-            out: &mut String,
-            name: &str,
-            t: crate::table::TableRef<'_, K, V>,
-            raw: impl Fn(&V) -> String,
-        ) {
-            let mut rows: Vec<String> = t
-                .iter()
-                .map(|(k, v)| format!("{name} {k:?} {}", raw(v)))
-                .collect();
-            rows.sort();
-            for r in rows {
-                writeln!(out, "{r}").unwrap();
-            }
-            for (stamp, k, _) in t.rows_from(None, None) {
-                writeln!(out, "{name} order {stamp:?} {k:?}").unwrap();
-            }
-        }
-        fn sorted<T: std::fmt::Debug>(
-            out: &mut String,
-            name: &str,
-            items: impl Iterator<Item = T>,
-        ) {
-            let mut lines: Vec<String> = items.map(|i| format!("{name} {i:?}")).collect();
-            lines.sort();
-            for l in lines {
-                writeln!(out, "{l}").unwrap();
-            }
-        }
-        let json = |r: Record| r.to_json();
-        let mut out = String::new();
-        writeln!(
-            out,
-            "region {:?} last_stamp {:?}",
-            self.region, self.last_stamp
-        )
-        .unwrap();
-        table(&mut out, "user", self.users.all(), |u| {
-            json(Record::User(u.clone()))
-        });
-        sorted(
-            &mut out,
-            "stage",
-            self.stages
-                .iter()
-                .map(|(_, s)| json(Record::Stage((**s).clone()))),
-        );
-        table(&mut out, "company", self.companies.all(), |c| {
-            json(Record::Company(c.clone()))
-        });
-        table(&mut out, "contact", self.contacts.all(), |c| {
-            format!(
-                "{} {:?} {:?}",
-                json(Record::Contact(c.raw.clone())),
-                c.phone,
-                c.mobile
-            )
-        });
-        table(&mut out, "job", self.jobs.all(), |j| {
-            json(Record::Job(j.clone()))
-        });
-        table(&mut out, "candidate", self.candidates.all(), |c| {
-            format!(
-                "{} {:?} {:?}",
-                json(Record::Candidate(Box::new(c.raw()))),
-                c.phone(),
-                c.mobile()
-            )
-        });
-        table(&mut out, "application", self.applications(), |c| {
-            c.id().to_string()
-        });
-        table(&mut out, "note", self.notes.all(), |n| {
-            json(Record::Note(n.raw()))
-        });
-        table(&mut out, "task", self.tasks.all(), |t| {
-            json(Record::Task(t.clone()))
-        });
-        table(&mut out, "attachment", self.attachments.all(), |a| {
-            json(Record::Attachment(a.raw()))
-        });
-        sorted(&mut out, "users_by_email", self.users_by_email.iter());
-        // Row numbers differ between states built in another order: their records' ids
-        // stand for them.
-        let candidate = |row: u32| self.candidates.at_row(row).map(|(id, _)| *id);
-        let attachment = |row: u32| self.attachments.at_row(row).map(|(id, _)| id.clone());
-        sorted(
-            &mut out,
-            "person",
-            self.persons.entries().map(|(p, row)| (p, candidate(*row))),
-        );
-        sorted(
-            &mut out,
-            "cv_by_row",
-            self.cv_by_row.entries().map(|(r, at)| (r, attachment(*at))),
-        );
-        sorted(&mut out, "notes_by_parent", self.notes_by_parent.entries());
-        sorted(
-            &mut out,
-            "attachments_by_parent",
-            self.attachments_by_parent
-                .entries()
-                .map(|(kind, parent, at)| (kind, parent, attachment(*at))),
-        );
-        let job = |row: u32| self.jobs.at_row(row).map(|(id, _)| *id);
-        let contact = |row: u32| self.contacts.at_row(row).map(|(id, _)| *id);
-        for (name, index) in self.dependents.entries() {
-            let of: &dyn Fn(u32) -> Option<Uuid> = match name {
-                "jobs_by_company" | "jobs_by_recruiter" => &job,
-                "contacts_by_company" => &contact,
-                _ => &candidate,
-            };
-            sorted(
-                &mut out,
-                name,
-                index.entries().map(|(p, row)| (p, of(*row))),
-            );
-        }
-        sorted(&mut out, "note_ref", self.note_refs.iter());
-        sorted(&mut out, "task_ref", self.task_refs.iter());
-        sorted(&mut out, "phone_key", self.phone_pairs().iter());
-        sorted(&mut out, "email_key", self.email_pairs().iter());
-        out
-    }
-
     /// How many raw records the workspace holds (hidden ones included): what the store
     /// keeps for it, and the one record count the logs report, at load and at import.
     pub fn stored_records(&self) -> usize {
@@ -1133,5 +693,4 @@ impl WorkspaceState {
 }
 
 #[cfg(test)]
-#[path = "state_tests.rs"]
 mod tests;

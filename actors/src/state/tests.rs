@@ -2,11 +2,12 @@
 //! gives: the sync orders, the one-to-many indexes (persons, cvs, parents' notes and
 //! attachments) and the search indexes alike, whatever order the records came in.
 
+use super::bulk::SearchBuild;
 use super::*;
 use crate::snapshot::{parse_slice, plan_import, NoKeys};
 
 fn example_records() -> (Workspace, Vec<Record>) {
-    let bytes = include_bytes!("../../tests/fixtures/snapshot-small.json");
+    let bytes = include_bytes!("../../../tests/fixtures/snapshot-small.json");
     let plan = plan_import(None, parse_slice(bytes).unwrap(), &NoKeys, false).unwrap();
     (plan.workspace.clone(), plan.change_set().upserts)
 }
