@@ -159,6 +159,9 @@ fn report(people: usize) {
     take("attachments by parent", &mut |ws| {
         ws.attachments_by_parent = Default::default()
     });
+    take("derivation links", &mut |ws| {
+        ws.dependents = Default::default()
+    });
     let rest = live() - before;
     for (name, bytes) in parts {
         eprintln!(

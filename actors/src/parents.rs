@@ -202,28 +202,22 @@ impl Dependents {
         jobs: &Table<Uuid, Job>,
         contacts: &Table<Uuid, ContactRec>,
     ) -> Self {
-        fn index<const N: usize>(links: &[(u32, [Option<Uuid>; N])], which: usize) -> RowsById {
-            RowsById::build(
-                links
-                    .iter()
-                    .filter_map(|(at, l)| Some((l[which]?, *at)))
-                    .collect(),
-            )
+        // One index at a time, straight from the rows: what a build holds beside the
+        // finished indexes is one index's pairs (20 bytes a row), not every row's links.
+        fn index<'a, V: ?Sized + 'a>(
+            rows: impl Iterator<Item = (u32, &'a V)>,
+            link: impl Fn(&V) -> Option<Uuid>,
+        ) -> RowsById {
+            RowsById::build(rows.filter_map(|(at, r)| Some((link(r)?, at))).collect())
         }
-        let rows: Vec<_> = candidates
-            .rows()
-            .map(|(at, _, r)| (at, row_links(&r.rec)))
-            .collect();
-        let job_rows: Vec<_> = jobs
-            .rows()
-            .map(|(at, _, r)| (at, job_links(&r.rec)))
-            .collect();
+        let rows = || candidates.rows().map(|(at, _, r)| (at, &*r.rec));
+        let job_rows = || jobs.rows().map(|(at, _, r)| (at, &*r.rec));
         Dependents {
-            rows_by_job: index(&rows, 0),
-            rows_by_owner: index(&rows, 1),
-            rows_by_stage: index(&rows, 2),
-            jobs_by_company: index(&job_rows, 0),
-            jobs_by_recruiter: index(&job_rows, 1),
+            rows_by_job: index(rows(), |r| r.job_id()),
+            rows_by_owner: index(rows(), |r| r.owner_id()),
+            rows_by_stage: index(rows(), |r| r.stage_id()),
+            jobs_by_company: index(job_rows(), |j| j.company_id),
+            jobs_by_recruiter: index(job_rows(), |j| j.assigned_recruiter_id),
             contacts_by_company: RowsById::build(
                 contacts
                     .rows()

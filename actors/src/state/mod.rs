@@ -327,12 +327,15 @@ impl WorkspaceState {
                 self.bump_clock(j.updated_at);
                 let order = Some(reported_updated_at(j.created_at, j.updated_at));
                 let id = j.id;
-                let old = self.jobs.get(&id).cloned();
-                let new = Arc::new(j);
-                self.jobs.put(id, new.clone(), order);
+                // Links are kept record by record outside a bulk fill only.
+                let old = (!self.bulk_fill())
+                    .then(|| self.jobs.get(&id).cloned())
+                    .flatten();
+                self.jobs.put(id, Arc::new(j), order);
                 if !self.bulk_fill() {
                     let row = self.jobs.row_number(&id).expect("just put");
-                    self.dependents.relink_job(row, old.as_deref(), Some(&new));
+                    let new = self.jobs.get(&id).map(|j| &**j);
+                    self.dependents.relink_job(row, old.as_deref(), new);
                 }
             }
             Record::Candidate(c) => self.put_candidate(*c),
@@ -366,13 +369,14 @@ impl WorkspaceState {
             );
         }
         let id = rec.raw.id;
-        let old = self.contacts.get(&id).cloned();
-        let new = Arc::new(rec);
-        self.contacts.put(id, new.clone(), order);
+        let old = (!self.bulk_fill())
+            .then(|| self.contacts.get(&id).cloned())
+            .flatten();
+        self.contacts.put(id, Arc::new(rec), order);
         if !self.bulk_fill() {
             let row = self.contacts.row_number(&id).expect("just put");
-            self.dependents
-                .relink_contact(row, old.as_deref(), Some(&new));
+            let new = self.contacts.get(&id).map(|c| &**c);
+            self.dependents.relink_contact(row, old.as_deref(), new);
         }
     }
 
@@ -405,19 +409,19 @@ impl WorkspaceState {
         let person = rec.person_id();
         let mut affected: SmallVec<[Uuid; 2]> = SmallVec::new();
         affected.push(person);
-        let moved_from = self
-            .candidates
-            .get(&id)
+        let old = self.candidates.get(&id).cloned();
+        let moved_from = old
+            .as_ref()
             .map(|old| old.person_id())
             .filter(|old| *old != person);
         affected.extend(moved_from);
         let before = self.persons_keys(&affected);
         let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
-        let old = self.candidates.get(&id).cloned();
-        self.candidates.put(id, rec.clone(), order);
+        self.candidates.put(id, rec, order);
         if !self.bulk_fill() {
             let row = self.candidates.row_number(&id).expect("just put");
-            self.dependents.relink_row(row, old.as_deref(), Some(&rec));
+            let new = self.candidates.get(&id).map(|r| &**r);
+            self.dependents.relink_row(row, old.as_deref(), new);
             if let Some(old) = moved_from {
                 self.persons.remove(old, row);
             }
