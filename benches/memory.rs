@@ -192,7 +192,7 @@ fn memory(c: &mut Criterion) {
             let mut n = 0;
             for (_, _, note) in ws.notes.iter_from(None, None) {
                 buf.clear();
-                serde_json::to_writer(&mut buf, &actors::views::View::new(&ws, &**note)).unwrap();
+                serde_json::to_writer(&mut buf, &actors::model::View::new(&ws, &**note)).unwrap();
                 n += buf.len();
             }
             black_box(n)
@@ -205,7 +205,7 @@ fn memory(c: &mut Criterion) {
             let rows: Vec<_> = ws.notes.rows_from(None, None).map(|(_, _, r)| r).collect();
             for page in rows.chunks(500) {
                 buf.clear();
-                actors::table::write_rows(page, |r| actors::views::View::new(&ws, r), &mut buf)
+                actors::table::write_rows(page, |r| actors::model::View::new(&ws, r), &mut buf)
                     .unwrap();
                 n += buf.len();
             }

@@ -8,11 +8,11 @@
 //! good (SQLite), checked by the node that made it, and by another node
 //! (`actors::signing`).
 
+use actors::model::View;
 use actors::rendered::Rendered;
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
 use actors::state::{MinKey, Table};
 use actors::time::Stamp;
-use actors::views::View;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::collections::BTreeSet;
 use uuid::Uuid;

@@ -4,10 +4,10 @@
 //! line here.
 
 use crate::model::Entity;
+use crate::model::{ApplicationView, View};
 use crate::rendered::Rendered;
 use crate::state::WorkspaceState;
 use crate::table::{TableKey, TableRef};
-use crate::views::{ApplicationView, View};
 
 /// Something done with one entity's table, whatever its key and record types: the
 /// table, and how one of its records is seen (a view borrowing from the workspace).

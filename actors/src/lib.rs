@@ -91,5 +91,4 @@ pub mod subresources;
 pub mod table;
 pub mod time;
 pub mod tombstones;
-pub mod views;
 pub mod writes;

@@ -12,8 +12,8 @@
 //! by id without reading them.
 
 use crate::cow::SortedSet;
+use crate::model::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::model::{Job, ParentType};
-use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::table::Table;
 use crate::time::Stamp;
 use std::ops::Bound;

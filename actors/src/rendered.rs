@@ -1,10 +1,11 @@
 //! Records' JSON as the API shows it, written straight into the answer's buffer.
 //!
-//! Every view is `Serialize` (the reference for what a record looks like), and
-//! [`Rendered::write_json`] writes the same bytes without the serde machinery: keys are
-//! static, ids and timestamps are formatted into stack buffers, and a text is copied
-//! whole unless it holds a character JSON must escape. A test renders every record of
-//! workspaces, across every change a view depends on, both ways and holds them equal.
+//! Each kind's view writes its JSON with [`Obj`], declared with the kind in `model`: keys
+//! are static, ids and timestamps are formatted into stack buffers, and a text is copied
+//! whole unless it holds a character JSON must escape. Lists, sub-resources, search and
+//! write answers all write records this one way. Each view also has a serde copy in
+//! tests, the plain reference: a test renders every record of workspaces, across every
+//! change a view depends on, both ways and holds them equal.
 //!
 //! Nothing is cached: a full sync renders every record it reads, so a sync costs no
 //! memory, and what a view derives from other records (a stage's name, a user's status)
@@ -15,17 +16,26 @@ use serde::Serialize;
 use uuid::Uuid;
 
 /// A view of a record that writes its own JSON.
-pub trait Rendered: Serialize {
-    /// Appends the view's JSON, byte for byte what serde_json makes of it.
-    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        serde_json::to_writer(out, self)
-    }
+pub trait Rendered: Reference {
+    /// Appends the view's JSON.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
 
     /// Asks the processor for the memory [`Self::write_json`] will read first, a few
     /// records ahead of writing it (a page walks records scattered over the heap, and
     /// waiting for each in turn was most of the time of writing it).
     fn prefetch(&self) {}
 }
+
+/// In tests, every view is also `Serialize`: the plain serde copy its writer is held
+/// equal to. Builds carry no such copy.
+#[cfg(any(test, feature = "oracle"))]
+pub trait Reference: Serialize {}
+#[cfg(any(test, feature = "oracle"))]
+impl<T: Serialize + ?Sized> Reference for T {}
+#[cfg(not(any(test, feature = "oracle")))]
+pub trait Reference {}
+#[cfg(not(any(test, feature = "oracle")))]
+impl<T: ?Sized> Reference for T {}
 
 /// Asks the processor to bring the cache line at `p` closer; never faults, never waits.
 #[inline]
@@ -38,6 +48,22 @@ pub fn prefetch<T: ?Sized>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Prefetches the first two cache lines of a packed record (its fixed fields and first
+/// texts).
+pub fn prefetch_packed(bytes: &[u8]) {
+    prefetch(bytes.as_ptr());
+    if let Some(b) = bytes.get(64) {
+        prefetch(b);
+    }
+}
+
+/// Prefetches the heap bytes of a record's texts.
+pub fn prefetch_texts(texts: &[&Option<String>]) {
+    for t in texts.iter().filter_map(|t| t.as_deref()) {
+        prefetch(t.as_ptr());
+    }
 }
 
 /// Whether serde_json would escape a character of `s` (controls, `"` and `\`; it copies

@@ -16,8 +16,8 @@
 //! - newest first by `created_at` (as reported), ties by id, newest id first;
 //! - private notes are never indexed, so they are neither counted nor returned.
 
+use crate::model::{AttachmentRec, NoteRec};
 use crate::model::{Entity, ParentType};
-use crate::packed::kinds::{AttachmentRec, NoteRec};
 pub use crate::parents::ParentKey;
 use crate::state::WorkspaceState;
 use crate::time::Stamp;
@@ -85,7 +85,7 @@ impl WorkspaceState {
         kind: ParentType,
         id: Uuid,
     ) -> SmallVec<[ParentKey; 4]> {
-        let person = |row: Option<&Arc<crate::packed::kinds::CandidateRec>>| {
+        let person = |row: Option<&Arc<crate::model::CandidateRec>>| {
             row.map(|r| {
                 self.person_rows_all(r.person_id())
                     .map(|(id, _)| (ParentType::Candidate, *id))

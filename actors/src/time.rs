@@ -15,6 +15,16 @@ pub struct Stamp(i64);
 /// `updated_at` equal to `created_at` (spec, "Shared conventions").
 pub const CHANGE_TRACKING_START: Stamp = Stamp(1_786_579_200_000); // 2026-08-13T00:00:00Z
 
+/// The `updated_at` a record reports: change tracking starts on 2026-08-13, so an edit
+/// stamped before then reports `created_at` (spec, "Shared conventions").
+pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
+    if updated_at < CHANGE_TRACKING_START {
+        created_at
+    } else {
+        updated_at
+    }
+}
+
 impl Stamp {
     pub const MIN: Stamp = Stamp(i64::MIN);
     pub const MAX: Stamp = Stamp(i64::MAX);

@@ -6,6 +6,7 @@
 
 use super::errors::ApiError;
 use actix_web::HttpResponse;
+use actors::rendered::Rendered;
 use serde::Serialize;
 
 /// An answer being written. Members go in the order the API shows them: `data`, then
@@ -37,6 +38,27 @@ impl Envelope {
     pub fn of<T: Serialize + ?Sized>(data: &T) -> Result<Self, ApiError> {
         let mut e = Envelope::new(256);
         serde_json::to_writer(&mut e.0, data).map_err(ApiError::internal)?;
+        Ok(e)
+    }
+
+    /// An envelope whose data is one record, written by its view (as lists write it).
+    pub fn of_record(view: &impl Rendered) -> Result<Self, ApiError> {
+        let mut e = Envelope::new(512);
+        view.write_json(&mut e.0).map_err(ApiError::internal)?;
+        Ok(e)
+    }
+
+    /// An envelope whose data is an array of records, written by their views.
+    pub fn of_records<R: Rendered>(views: impl IntoIterator<Item = R>) -> Result<Self, ApiError> {
+        let mut e = Envelope::new(4096);
+        e.0.push(b'[');
+        for (i, view) in views.into_iter().enumerate() {
+            if i > 0 {
+                e.0.push(b',');
+            }
+            view.write_json(&mut e.0).map_err(ApiError::internal)?;
+        }
+        e.0.push(b']');
         Ok(e)
     }
 

@@ -26,7 +26,7 @@ use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use actors::model::split_attachment_id;
-use actors::packed::kinds::AttachmentRec;
+use actors::model::AttachmentRec;
 use actors::registry::Slot;
 use futures_util::Stream;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

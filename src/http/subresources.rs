@@ -12,11 +12,11 @@ use super::query::{LimitParam, QueryParams};
 use super::records::{entity_or_404, parse_record_id, EntityParam};
 use super::request::RequestId;
 use actix_web::{HttpRequest, HttpResponse};
+use actors::model::View;
 use actors::model::{Entity, ParentType};
+use actors::rendered::Rendered;
 use actors::state::WorkspaceState;
 use actors::subresources::{attachments_parent_kind, notes_parent_kind, Children, ParentKey};
-use actors::views::View;
-use serde::Serialize;
 use smallvec::SmallVec;
 
 pub const NOTES_DEFAULT_LIMIT: usize = 100;
@@ -69,14 +69,9 @@ fn page_body<'a, V: ?Sized>(
     rid: &RequestId,
 ) -> Result<HttpResponse, ApiError>
 where
-    View<'a, V>: Serialize,
+    View<'a, WorkspaceState, V>: Rendered,
 {
-    let data: Vec<View<'a, V>> = page
-        .items
-        .into_iter()
-        .map(|r| View::new(ws, &**r))
-        .collect();
-    let mut body = Envelope::of(&data)?;
+    let mut body = Envelope::of_records(page.items.into_iter().map(|r| View::new(ws, &**r)))?;
     body.total_count(page.total);
     body.respond(rid.as_str())
 }

@@ -26,71 +26,13 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
 use actors::entities::{self, EntityVisitor};
-use actors::model::{Entity, ParentType};
+use actors::model::{candidate, company, contact, job, note, task, Entity, ParentType};
 use actors::query::CursorId;
 use actors::rendered::Rendered;
 use actors::table::{TableKey, TableRef};
 use actors::writes::*;
 use serde_json::json;
 use uuid::Uuid;
-
-pub const NEW_NOTE_FIELDS: &[&str] = &[
-    "parent_type",
-    "parent_id",
-    "body_html",
-    "title",
-    "type",
-    "author_email",
-    "is_private",
-    "reference",
-];
-pub const NOTE_PATCH_FIELDS: &[&str] = &["body_html", "title", "type", "is_private"];
-pub const NEW_TASK_FIELDS: &[&str] = &[
-    "parent_type",
-    "parent_id",
-    "title",
-    "body_html",
-    "due_date",
-    "owner_email",
-    "is_private",
-    "reference",
-];
-pub const TASK_PATCH_FIELDS: &[&str] = &[
-    "title",
-    "body_html",
-    "due_date",
-    "owner_email",
-    "is_private",
-    "status",
-];
-pub const CANDIDATE_FIELDS: &[&str] = &[
-    "name",
-    "email",
-    "phone",
-    "job_title",
-    "current_company",
-    "current_salary_amount",
-    "current_salary_currency",
-    "expected_salary_amount",
-    "expected_salary_currency",
-    "owning_recruiter_id",
-];
-pub const CONTACT_FIELDS: &[&str] = &[
-    "name",
-    "email",
-    "phone",
-    "company_id",
-    "owning_recruiter_id",
-];
-pub const COMPANY_FIELDS: &[&str] = &["name", "phone", "owning_recruiter_id"];
-pub const JOB_FIELDS: &[&str] = &[
-    "title",
-    "salary_amount",
-    "salary_currency",
-    "company_id",
-    "live",
-    "owning_recruiter_id",
-];
 
 /// Sends a write to its workspace's actor and waits for the commit.
 async fn submit<S: RequiredScope>(
@@ -145,7 +87,7 @@ impl<'s> EntityVisitor<'s> for Shown<'_> {
         F: Fn(&'s V) -> T + Copy,
     {
         let rec = table.get_visible(&K::from_cursor_id(CursorId::Uuid(self.id))?)?;
-        Some(Envelope::of(&view(rec)).and_then(|e| e.close(self.rid.as_str())))
+        Some(Envelope::of_record(&view(rec)).and_then(|e| e.close(self.rid.as_str())))
     }
 }
 
@@ -169,7 +111,7 @@ pub async fn create_note(
     payload: web::Payload,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = read_object(&req, payload, NEW_NOTE_FIELDS).await?;
+    let mut f = read_object(&req, payload, note::NEW_FIELDS).await?;
     let key = caller.key.id.clone();
     let done = submit(|| note_from(&mut f, &key), caller).await?;
     let (status, id) = match done.written {
@@ -186,7 +128,7 @@ pub async fn create_task(
     payload: web::Payload,
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
-    let mut f = read_object(&req, payload, NEW_TASK_FIELDS).await?;
+    let mut f = read_object(&req, payload, task::NEW_FIELDS).await?;
     let key = caller.key.id.clone();
     let done = submit(|| task_from(&mut f, &key), caller).await?;
     let status = match done.written {
@@ -272,7 +214,7 @@ pub async fn patch_note(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     let id = item_id(Entity::Notes, &path.1)?;
-    let mut f = read_object(&req, payload, NOTE_PATCH_FIELDS).await?;
+    let mut f = read_object(&req, payload, note::PATCH_FIELDS).await?;
     let op = || {
         Ok(WriteOp::UpdateNote(
             id,
@@ -296,7 +238,7 @@ pub async fn patch_task(
     rid: RequestId,
 ) -> Result<HttpResponse, ApiError> {
     let id = item_id(Entity::Tasks, &path.1)?;
-    let mut f = read_object(&req, payload, TASK_PATCH_FIELDS).await?;
+    let mut f = read_object(&req, payload, task::PATCH_FIELDS).await?;
     answered(&submit(|| task_patch(id, &mut f), caller).await?, &rid)
 }
 
@@ -311,10 +253,10 @@ pub async fn patch_record(
 ) -> Result<HttpResponse, ApiError> {
     let id = item_id(entity, &path.1)?;
     let allowed = match entity {
-        Entity::Candidates => CANDIDATE_FIELDS,
-        Entity::Contacts => CONTACT_FIELDS,
-        Entity::Companies => COMPANY_FIELDS,
-        _ => JOB_FIELDS,
+        Entity::Candidates => candidate::PATCH_FIELDS,
+        Entity::Contacts => contact::PATCH_FIELDS,
+        Entity::Companies => company::PATCH_FIELDS,
+        _ => job::PATCH_FIELDS,
     };
     let mut f = read_object(&req, payload, allowed).await?;
     answered(

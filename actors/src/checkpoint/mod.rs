@@ -37,8 +37,8 @@ pub mod keeper;
 mod tests;
 
 use crate::model::*;
-use crate::packed::kinds::Rec;
-use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
+use crate::model::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
+use crate::packed::rec::Rec;
 use crate::packed::Packed;
 use crate::state::WorkspaceState;
 use crate::store::CommitPosition;

@@ -20,7 +20,7 @@
 //! Which field is which is each kind's business ([`kinds`]); this module knows the
 //! classes only. [`Packed`] holds the bytes; [`Writer`] builds them.
 
-pub mod kinds;
+pub mod rec;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,10 +1,10 @@
 //! Written JSON against serde's, for every record, across every dependency a view has.
 use super::*;
 use crate::model::*;
+use crate::model::{ApplicationView, View};
 use crate::snapshot::{parse_slice, plan_import, NoKeys};
 use crate::state::WorkspaceState;
 use crate::time::Stamp;
-use crate::views::{ApplicationView, View};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 

@@ -7,9 +7,9 @@
 use super::index::Owner;
 use super::keys::{forward, lower, PhoneQuery, KEY_DIGITS};
 use crate::model::Company;
-use crate::packed::kinds::{CandidateRec, ContactRec};
+use crate::model::{candidate_owner, stage};
+use crate::model::{CandidateRec, ContactRec};
 use crate::state::WorkspaceState;
-use crate::views::{candidate_owner, stage};
 use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -267,7 +267,7 @@ impl Serialize for RowsOut<'_, '_> {
                     candidate_row_id: c.id(),
                     job_id: c.job_id(),
                     is_primary_record: c.is_primary(),
-                    stage: stage(self.ws, c).and_then(|s| s.name.as_deref()),
+                    stage: stage(self.ws, c).and_then(|s| s.0),
                 })?;
             } else {
                 seq.serialize_element(&Row {

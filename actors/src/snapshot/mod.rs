@@ -23,7 +23,7 @@ pub use parse::{parse_reader, parse_slice};
 pub use plan::{plan_import, BuildNext};
 
 use crate::model::*;
-use crate::packed::kinds::{AttachmentRec, CandidateRec, NoteRec};
+use crate::model::{AttachmentRec, CandidateRec, NoteRec};
 use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::Stamp;

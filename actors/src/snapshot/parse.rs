@@ -7,7 +7,7 @@
 use super::scan::{ScanError, Scanner};
 use super::{AttachmentDoc, AttachmentIn, Entry, Snapshot, SnapshotError, FORMAT};
 use crate::model::*;
-use crate::packed::kinds::{AttachmentRec, CandidateRec, NoteRec};
+use crate::model::{AttachmentRec, CandidateRec, NoteRec};
 use crate::phone::{NumberMemo, Region};
 use base64::Engine as _;
 use rayon::prelude::*;

@@ -7,7 +7,7 @@
 use super::{AttachmentIn, Entry, Snapshot, SnapshotError};
 use crate::keys::KeyDirectory;
 use crate::model::*;
-use crate::packed::kinds::{CandidateRec, NoteRec};
+use crate::model::{CandidateRec, NoteRec};
 use crate::state::WorkspaceState;
 use std::collections::{HashMap, HashSet};
 use std::fmt;

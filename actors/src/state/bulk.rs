@@ -4,7 +4,7 @@
 
 use super::{reported_updated_at, WorkspaceState};
 use crate::model::Job;
-use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
+use crate::model::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::parents::{AttachmentsByParent, Dependents, NotesByParent, RowsById};
 use crate::table::Table;
 use crate::time::Stamp;

@@ -12,12 +12,11 @@
 //! keeping the phone and e-mail indexes in line with the records.
 
 use crate::model::*;
-use crate::packed::kinds::{AttachmentRec, CandidateRec, ContactRec, NoteRec};
 use crate::parents::{AttachmentsByParent, Dependents, NotesByParent, RowsById};
 use crate::phone::normalise_phone;
 use crate::search::{KeySet, Owner, SearchIndexes};
 pub use crate::table::{HashMap, MinKey, Row, Table};
-use crate::time::{Stamp, CHANGE_TRACKING_START};
+use crate::time::{reported_updated_at, Stamp};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -55,16 +54,6 @@ fn scoped_reference(key: Option<&str>, reference: Option<&str>) -> Option<Box<st
         Some(key) => format!("{key}\u{1f}{reference}").into_boxed_str(),
         None => Box::from(reference),
     })
-}
-
-/// The `updated_at` a record reports: change tracking starts on 2026-08-13, so an edit
-/// stamped before then reports `created_at` (spec, "Shared conventions").
-pub fn reported_updated_at(created_at: Stamp, updated_at: Stamp) -> Stamp {
-    if updated_at < CHANGE_TRACKING_START {
-        created_at
-    } else {
-        updated_at
-    }
 }
 
 /// Whether a candidate row is an application (it has a job).
@@ -442,12 +431,7 @@ impl WorkspaceState {
     /// The sync position of an attachment: `cv` attachments of a candidate take the
     /// candidate row's timestamps.
     fn attachment_times(&self, a: &AttachmentRec) -> (Stamp, Stamp) {
-        if a.is_candidate_cv() {
-            if let Some(c) = self.candidates.get(&a.parent_id()) {
-                return (c.created_at(), c.updated_at());
-            }
-        }
-        (a.created_at(), a.updated_at())
+        a.times_in(self)
     }
 
     /// `created_at` and `updated_at` as an attachment reports them.
@@ -698,3 +682,34 @@ impl WorkspaceState {
 
 #[cfg(test)]
 mod tests;
+
+/// What records' views read of the rest of the workspace.
+impl Surroundings for WorkspaceState {
+    fn stage(&self, id: Uuid) -> Option<(Option<&str>, Option<&str>)> {
+        self.stages
+            .get(&id)
+            .map(|s| (s.name.as_deref(), s.stage_type.as_deref()))
+    }
+
+    fn user_is_active(&self, id: Uuid) -> bool {
+        WorkspaceState::user_is_active(self, id)
+    }
+
+    fn job_recruiter(&self, id: Uuid) -> Option<Uuid> {
+        self.jobs.get(&id).and_then(|j| j.assigned_recruiter_id)
+    }
+
+    fn company_name(&self, id: Uuid) -> Option<&str> {
+        self.companies.get(&id).and_then(|c| c.name.as_deref())
+    }
+
+    fn contact_company(&self, id: Uuid) -> Option<Uuid> {
+        self.contacts.get(&id).map(|c| c.raw.company_id)
+    }
+
+    fn candidate_row_times(&self, id: Uuid) -> Option<(Stamp, Stamp)> {
+        self.candidates
+            .get(&id)
+            .map(|c| (c.created_at(), c.updated_at()))
+    }
+}

@@ -5,7 +5,7 @@
 use super::bulk::SearchBuild;
 use super::WorkspaceState;
 use crate::model::Company;
-use crate::packed::kinds::ContactRec;
+use crate::model::ContactRec;
 use crate::search::keys::{email_key, phone_key};
 use crate::search::{EmailKey, KeyIndex, KeySet, Owner, PhoneKey, SearchIndexes};
 use smallvec::SmallVec;

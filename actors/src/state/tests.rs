@@ -5,6 +5,7 @@
 use super::bulk::SearchBuild;
 use super::*;
 use crate::snapshot::{parse_slice, plan_import, NoKeys};
+use crate::time::CHANGE_TRACKING_START;
 
 fn example_records() -> (Workspace, Vec<Record>) {
     let bytes = include_bytes!("../../../tests/fixtures/snapshot-small.json");

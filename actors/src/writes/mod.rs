@@ -6,8 +6,8 @@
 //! recording the records to commit. The workspace actor runs it for every write of a
 //! batch against one working copy, commits the batch, and only then publishes.
 
+use crate::model::NoteRec;
 use crate::model::*;
-use crate::packed::kinds::NoteRec;
 use crate::state::WorkspaceState;
 use crate::store::ChangeSet;
 use crate::time::{Date, Stamp};

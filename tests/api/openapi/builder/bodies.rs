@@ -111,7 +111,7 @@ Strings that must not be empty are refused when they hold only white space too."
 
 pub(super) fn new_note() -> Value {
     request_body(
-        writes::NEW_NOTE_FIELDS,
+        model::note::NEW_FIELDS,
         &["parent_type", "parent_id", "body_html"],
         vec![
             ("parent_type", json!({"type": "string", "enum": ["candidate", "contact", "company", "job"]})),
@@ -129,7 +129,7 @@ pub(super) fn new_note() -> Value {
 
 pub(super) fn note_patch() -> Value {
     request_body(
-        writes::NOTE_PATCH_FIELDS,
+        model::note::PATCH_FIELDS,
         &[],
         vec![
             ("body_html", input(In::Text, false, "")),
@@ -143,7 +143,7 @@ pub(super) fn note_patch() -> Value {
 
 pub(super) fn new_task() -> Value {
     request_body(
-        writes::NEW_TASK_FIELDS,
+        model::task::NEW_FIELDS,
         &["parent_type", "parent_id", "title"],
         vec![
             (
@@ -198,7 +198,7 @@ pub(super) fn new_task() -> Value {
 
 pub(super) fn task_patch() -> Value {
     request_body(
-        writes::TASK_PATCH_FIELDS,
+        model::task::PATCH_FIELDS,
         &[],
         vec![
             ("title", input(In::Text, false, "")),
@@ -233,7 +233,7 @@ pub(super) fn record_patch(entity: Entity) -> Value {
     );
     let (fields, described) = match entity {
         Entity::Candidates => (
-            writes::CANDIDATE_FIELDS,
+            model::candidate::PATCH_FIELDS,
             vec![
                 ("name", input(In::Text, true, "Applies to every record of the person.")),
                 ("email", input(In::Email, true, "Applies to every record of the person.")),
@@ -248,7 +248,7 @@ pub(super) fn record_patch(entity: Entity) -> Value {
             ],
         ),
         Entity::Contacts => (
-            writes::CONTACT_FIELDS,
+            model::contact::PATCH_FIELDS,
             vec![
                 ("name", input(In::Text, true, "")),
                 ("email", input(In::Email, true, "")),
@@ -258,7 +258,7 @@ pub(super) fn record_patch(entity: Entity) -> Value {
             ],
         ),
         Entity::Companies => (
-            writes::COMPANY_FIELDS,
+            model::company::PATCH_FIELDS,
             vec![
                 ("name", input(In::Text, true, "")),
                 ("phone", input(In::Phone, true, "")),
@@ -266,7 +266,7 @@ pub(super) fn record_patch(entity: Entity) -> Value {
             ],
         ),
         Entity::Jobs => (
-            writes::JOB_FIELDS,
+            model::job::PATCH_FIELDS,
             vec![
                 ("title", input(In::Text, true, "")),
                 ("salary_amount", input(In::Amount, true, "")),

@@ -22,9 +22,9 @@
 //!   the service refuses any other value. Error codes are a closed set.
 //! - Request schemas are exact: anything they rule out, the service refuses with 400.
 
-use actors::model::{Entity, ATTACHMENT_PREFIXES};
+use actors::model::{self, Entity, ATTACHMENT_PREFIXES};
 use actors::search::results::SEARCH_MAX_LIMIT;
-use recruitd::http::{self, body, records, subresources, writes};
+use recruitd::http::{self, body, records, subresources};
 use serde_json::{json, Map, Value};
 
 mod bodies;

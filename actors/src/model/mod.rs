@@ -1,11 +1,45 @@
-//! Raw records: the facts of `recruit-snapshot/1`, as imported and as stored.
+//! The domain's records. Each of the nine kinds is declared once, in a file of its own:
+//! its raw fields (the snapshot's and the store's form), its packed layout in memory
+//! (`Rec<T>`: `pack`, `raw`, typed accessors), and its JSON as the API shows it (the
+//! view's `Rendered`, with a serde copy kept in tests as the reference). ARCHITECTURE.md
+//! says how to add a field.
 //!
-//! These are never shown to clients as they are; `views` derives the API's records from
-//! them together with the rest of the workspace (users, stages, companies).
+//! This module holds what spans the kinds: the API's entities, the store's record kinds,
+//! a record of any kind ([`Record`]), the workspace, and API keys and their scopes.
+//! Raw records are never shown to clients as they are; a view derives the API's record
+//! from one together with the rest of the workspace ([`Surroundings`]).
 
-use crate::time::{Date, Stamp};
+pub mod attachment;
+pub mod candidate;
+pub mod company;
+pub mod contact;
+pub mod job;
+pub mod note;
+mod shared;
+pub mod stage;
+pub mod task;
+#[cfg(test)]
+mod tests;
+pub mod user;
+
+pub use attachment::{
+    split_attachment_id, Attachment, AttachmentKind, AttachmentRec, ATTACHMENT_PREFIXES,
+};
+pub use candidate::{
+    candidate_owner, stage, ApplicationView, Candidate, CandidateRec, CandidateSalary, Consent,
+    Outcome,
+};
+pub use company::Company;
+pub use contact::{Contact, ContactRec};
+pub use job::{Job, JobSalary};
+pub use note::{Note, NoteRec};
+pub use shared::{ParentType, Surroundings, View};
+pub use stage::PipelineStage;
+pub use task::{Task, TaskStatus};
+pub use user::{User, UserStatus};
+
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
-use serde_json::Number;
 use uuid::Uuid;
 
 /// The nine entities of the API, in the spec's order.
@@ -154,350 +188,6 @@ pub struct Workspace {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_region: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UserStatus {
-    Active,
-    Invited,
-    Removed,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct User {
-    pub id: Uuid,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub email: Option<String>,
-    #[serde(default)]
-    pub role: Option<String>,
-    pub status: UserStatus,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-impl User {
-    pub fn is_active(&self) -> bool {
-        self.status == UserStatus::Active
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipelineStage {
-    pub id: Uuid,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub stage_type: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Company {
-    pub id: Uuid,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub phone: Option<String>,
-    #[serde(default)]
-    pub website_url: Option<String>,
-    #[serde(default)]
-    pub linkedin_url: Option<String>,
-    #[serde(default)]
-    pub status: Option<String>,
-    #[serde(default)]
-    pub is_archived: bool,
-    #[serde(default)]
-    pub owner_id: Option<Uuid>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Contact {
-    pub id: Uuid,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub email: Option<String>,
-    #[serde(default)]
-    pub phone: Option<String>,
-    #[serde(default)]
-    pub mobile: Option<String>,
-    #[serde(default)]
-    pub job_title: Option<String>,
-    #[serde(default)]
-    pub department: Option<String>,
-    pub company_id: Uuid,
-    #[serde(default)]
-    pub linkedin_url: Option<String>,
-    #[serde(default)]
-    pub is_main_contact: bool,
-    #[serde(default)]
-    pub owner_id: Option<Uuid>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JobSalary {
-    #[serde(default)]
-    pub amount: Option<Number>,
-    #[serde(default)]
-    pub currency: Option<String>,
-    #[serde(default, rename = "type")]
-    pub kind: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Job {
-    pub id: Uuid,
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub position: Option<String>,
-    #[serde(default)]
-    pub company_id: Option<Uuid>,
-    #[serde(default)]
-    pub status: Option<String>,
-    #[serde(default)]
-    pub role_status_id: Option<String>,
-    #[serde(default)]
-    pub is_archived: bool,
-    #[serde(default)]
-    pub on_careers_page: bool,
-    #[serde(default)]
-    pub salary: Option<JobSalary>,
-    #[serde(default)]
-    pub assigned_recruiter_id: Option<Uuid>,
-    #[serde(default)]
-    pub created_by: Option<Uuid>,
-    #[serde(default)]
-    pub hiring_manager: Option<String>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Placed,
-    Rejected,
-}
-
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CandidateSalary {
-    #[serde(default)]
-    pub current_amount: Option<Number>,
-    #[serde(default)]
-    pub current_currency: Option<String>,
-    #[serde(default)]
-    pub current_text: Option<String>,
-    #[serde(default)]
-    pub expected_amount: Option<Number>,
-    #[serde(default)]
-    pub expected_currency: Option<String>,
-    #[serde(default)]
-    pub expected_text: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Consent {
-    #[serde(default)]
-    pub status: Option<String>,
-    #[serde(default)]
-    pub given_at: Option<Stamp>,
-    #[serde(default)]
-    pub requested_at: Option<Stamp>,
-    #[serde(default)]
-    pub expires_at: Option<Stamp>,
-}
-
-/// One candidate row: the person's primary row (`job_id` null) or one job involvement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Candidate {
-    pub id: Uuid,
-    pub person_id: Uuid,
-    #[serde(default)]
-    pub job_id: Option<Uuid>,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub email: Option<String>,
-    #[serde(default)]
-    pub phone: Option<String>,
-    #[serde(default)]
-    pub mobile: Option<String>,
-    #[serde(default)]
-    pub job_title: Option<String>,
-    #[serde(default)]
-    pub company: Option<String>,
-    #[serde(default)]
-    pub location: Option<String>,
-    #[serde(default)]
-    pub linkedin_url: Option<String>,
-    #[serde(default)]
-    pub stage_id: Option<Uuid>,
-    #[serde(default)]
-    pub outcome: Option<Outcome>,
-    #[serde(default)]
-    pub rejected_at: Option<Stamp>,
-    #[serde(default)]
-    pub owner_id: Option<Uuid>,
-    #[serde(default)]
-    pub salary: Option<CandidateSalary>,
-    #[serde(default)]
-    pub consent: Option<Consent>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-impl Candidate {
-    pub fn is_primary(&self) -> bool {
-        self.job_id.is_none()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ParentType {
-    Candidate,
-    Contact,
-    Company,
-    Job,
-}
-
-impl ParentType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ParentType::Candidate => "candidate",
-            ParentType::Contact => "contact",
-            ParentType::Company => "company",
-            ParentType::Job => "job",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Note {
-    pub id: Uuid,
-    pub parent_type: ParentType,
-    pub parent_id: Uuid,
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub body_html: Option<String>,
-    #[serde(default, rename = "type")]
-    pub label: Option<String>,
-    #[serde(default)]
-    pub is_private: bool,
-    #[serde(default)]
-    pub author_id: Option<Uuid>,
-    #[serde(default)]
-    pub job_id: Option<Uuid>,
-    #[serde(default)]
-    pub company_id: Option<Uuid>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
-    /// The API key whose `reference` this is: references are scoped per key, so that one
-    /// client's reference never reaches another client's record (`None`: made by an
-    /// import, reachable by no key's reference).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_key: Option<String>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskStatus {
-    Open,
-    Completed,
-    Cancelled,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Task {
-    pub id: Uuid,
-    pub parent_type: ParentType,
-    pub parent_id: Uuid,
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub body_html: Option<String>,
-    pub status: TaskStatus,
-    #[serde(default)]
-    pub due_date: Option<Date>,
-    #[serde(default)]
-    pub owner_id: Option<Uuid>,
-    #[serde(default)]
-    pub completed_at: Option<Stamp>,
-    #[serde(default)]
-    pub is_private: bool,
-    #[serde(default)]
-    pub placement_row_id: Option<Uuid>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
-    /// The API key whose `reference` this is: references are scoped per key, so that one
-    /// client's reference never reaches another client's record (`None`: made by an
-    /// import, reachable by no key's reference).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_key: Option<String>,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttachmentKind {
-    Cv,
-    GeneratedCv,
-    Document,
-}
-
-/// The four attachment id prefixes.
-pub const ATTACHMENT_PREFIXES: [&str; 4] = ["cv", "file", "cvdoc", "clientfile"];
-
-/// Splits `<kind>:<identifier>`; `None` unless the prefix is one of the four and the
-/// identifier is non-empty.
-pub fn split_attachment_id(id: &str) -> Option<(&str, &str)> {
-    let (prefix, rest) = id.split_once(':')?;
-    (ATTACHMENT_PREFIXES.contains(&prefix) && !rest.is_empty()).then_some((prefix, rest))
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Attachment {
-    pub id: String,
-    pub parent_type: ParentType,
-    pub parent_id: Uuid,
-    #[serde(default)]
-    pub filename: Option<String>,
-    #[serde(default)]
-    pub content_type: Option<String>,
-    #[serde(default)]
-    pub size: Option<u64>,
-    pub kind: AttachmentKind,
-    #[serde(default)]
-    pub storage_ref: Option<String>,
-    /// Whether the file's bytes reached the blob store. Set by the import (a snapshot
-    /// carries `content_base64` instead, see `snapshot::AttachmentIn`).
-    #[serde(default)]
-    pub has_content: bool,
-    pub created_at: Stamp,
-    pub updated_at: Stamp,
 }
 
 /// Scopes a key may carry; `read` is implied on every key.
