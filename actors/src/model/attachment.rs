@@ -1,7 +1,7 @@
 //! Attachments: files of candidates and companies, keyed by a `<kind>:<identifier>` id
 //! text rather than a UUID. A candidate's `cv` shows its row's timestamps.
 
-use super::shared::{ParentType, Surroundings, View};
+use super::shared::{field, ApiField, ParentType, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_packed, Obj, Rendered};
@@ -169,6 +169,21 @@ accessors!(Attachment {
     content_type: text(layout::CONTENT_TYPE) -> Option<&str>;
     storage_ref: text(layout::STORAGE_REF) -> Option<&str>;
 });
+
+/// The members of an attachment as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", AttachmentId, "`<kind>:<identifier>` with prefix one of `cv:`, `file:`, `cvdoc:`, `clientfile:`."),
+    field("parent_type", Extensible { values: &["candidate", "company"], nullable: false }, ""),
+    field("parent_id", Text, ""),
+    field("filename", NullableText, "Display name, not unique within a parent."),
+    field("content_type", NullableText, "MIME type; null if never recorded."),
+    field("size", NullableCount, "Bytes; null if unknown."),
+    field("kind", Extensible { values: &["cv", "generated_cv", "document"], nullable: false }, ""),
+    field("storage_ref", NullableText, "Bucket/path-style identifier for diagnostics; not a URL, no credentials."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, AttachmentRec> {
     fn prefetch(&self) {

@@ -2,7 +2,7 @@
 //! for. The API shows every row as `candidates` and the rows with a job, seen from the
 //! job's side, as `applications`.
 
-use super::shared::{Surroundings, View};
+use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_DERIVED};
 use crate::packed::rec::{accessors, id_bytes, number_text, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_packed, Obj, Rendered};
@@ -327,6 +327,44 @@ pub fn candidate_owner<W: Surroundings + ?Sized>(ws: &W, c: &CandidateRec) -> Op
 /// An application: a candidate row with a job, seen from the job side.
 pub struct ApplicationView<'a, W>(pub View<'a, W, CandidateRec>);
 
+/// The members of a candidate row as the API shows it (`candidates`), in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, "This record."),
+    field("person_id", NullableText, "Same on all records of one person; comparable to `person_id` in search results."),
+    field("is_primary_record", Bool, "true on the main record, false on a job-tied record."),
+    field("name", NullableText, "Full name."),
+    field("emails", Emails, "Zero or one entry."),
+    field("phone", NullableText, "Normalised primary number."),
+    field("phone_as_entered", NullableText, "Number as originally entered."),
+    field("mobile", NullableText, "Second number when held, else null; searched by phone search alongside `phone` (always null before 2026-08-26)."),
+    field("job_title", NullableText, "Own current or target title."),
+    field("company", NullableText, "Current employer."),
+    field("location", NullableText, "Free text."),
+    field("linkedin_url", NullableText, ""),
+    field("stage", NullableText, "Pipeline stage name; null when not on a job; workspace-configurable."),
+    field("stage_type", NullableText, "Stage category, stable across renames; null when not on a job."),
+    field("status", Text, "`placed`, `rejected`, otherwise the `stage_type`, otherwise `active`. Derived, not writable."),
+    field("owning_recruiter_id", NullableText, OWNER_DERIVED),
+    field("job_id", NullableText, "`jobs.id`; null on the primary record."),
+    field("salary", NullableObject(&[
+        field("current_amount", NullableNumber, ""),
+        field("current_currency", NullableText, ""),
+        field("current_text", NullableText, "Free text as typed."),
+        field("expected_amount", NullableNumber, ""),
+        field("expected_currency", NullableText, ""),
+        field("expected_text", NullableText, ""),
+    ]), ""),
+    field("consent", NullableObject(&[
+        field("status", NullableText, "Allowed values: not shown."),
+        field("given_at", NullableStamp, ""),
+        field("requested_at", NullableStamp, ""),
+        field("expires_at", NullableStamp, ""),
+    ]), "Covers data-processing consent and right-to-represent. Not writable."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null; equals `created_at` when no change is recorded."),
+];
+
 impl<W: Surroundings> Rendered for View<'_, W, CandidateRec> {
     fn prefetch(&self) {
         prefetch_packed(self.rec.packed().bytes());
@@ -380,6 +418,22 @@ impl<W: Surroundings> Rendered for View<'_, W, CandidateRec> {
         Ok(())
     }
 }
+
+/// The members of an application (a candidate row with a job, `applications`), in order.
+#[rustfmt::skip]
+pub const APPLICATION_API_FIELDS: &[ApiField] = &[
+    field("id", Text, "Equal to `candidate_row_id` and to the matching `candidates.id`."),
+    field("candidate_id", NullableText, "The person: equals that person's `candidates.person_id`."),
+    field("candidate_row_id", Text, "The `candidates.id` carrying the application."),
+    field("candidate_name", NullableText, ""),
+    field("job_id", Text, ""),
+    field("stage", NullableText, ""),
+    field("stage_type", NullableText, ""),
+    field("status", Text, "Same derivation as candidates: `placed`, `rejected`, otherwise the `stage_type`, otherwise `active`."),
+    field("rejected_at", NullableStamp, "Null unless rejected."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for ApplicationView<'_, W> {
     fn prefetch(&self) {

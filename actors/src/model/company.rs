@@ -1,6 +1,6 @@
 //! Companies: the agency's clients.
 
-use super::shared::{Surroundings, View};
+use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_STORED};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
@@ -93,6 +93,21 @@ accessors!(Company {
     name: text(layout::NAME) -> Option<&str>;
     phone: text(layout::PHONE) -> Option<&str>;
 });
+
+/// The members of a company as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("name", NullableText, ""),
+    field("phone", NullableText, "Main number; often a contact's direct number."),
+    field("website_url", NullableText, ""),
+    field("linkedin_url", NullableText, ""),
+    field("status", NullableText, "Commercial relationship status, workspace-configurable."),
+    field("is_archived", NullableBool, "Archived companies stay readable and stay in the sync stream."),
+    field("owning_recruiter_id", NullableText, OWNER_STORED),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, Company> {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

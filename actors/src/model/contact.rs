@@ -1,7 +1,7 @@
 //! Contacts: people at client companies, kept with their numbers normalised once (as the
 //! API shows them and phone search finds them).
 
-use super::shared::{Surroundings, View};
+use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_STORED};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
@@ -132,6 +132,26 @@ accessors!(Contact {
     phone: text(layout::PHONE_NORMALISED) -> Option<&str>;
     mobile: text(layout::MOBILE_NORMALISED) -> Option<&str>;
 });
+
+/// The members of a contact as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("name", NullableText, ""),
+    field("emails", Emails, "Zero or one entry."),
+    field("phone", NullableText, "Normalised."),
+    field("phone_as_entered", NullableText, ""),
+    field("mobile", NullableText, "Second number when held, else null; searched by phone search (always null before 2026-08-26)."),
+    field("job_title", NullableText, ""),
+    field("department", NullableText, ""),
+    field("company_id", Text, "`companies.id`; never null."),
+    field("company", NullableText, "Company name, denormalised."),
+    field("linkedin_url", NullableText, ""),
+    field("is_main_contact", NullableBool, "Primary contact of that company."),
+    field("owning_recruiter_id", NullableText, OWNER_STORED),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, ContactRec> {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

@@ -1,6 +1,6 @@
 //! Jobs: the roles the agency fills for its clients.
 
-use super::shared::{Surroundings, View};
+use super::shared::{field, ApiField, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, number_text, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
@@ -146,6 +146,30 @@ accessors!(Job {
     on_careers_page: flag(layout::CAREERS_PAGE) -> bool;
     title: text(layout::TITLE) -> Option<&str>;
 });
+
+/// The members of a job as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("title", NullableText, ""),
+    field("position", NullableText, "Often equals title."),
+    field("company", NullableText, "Client company name."),
+    field("company_id", NullableText, "May be null when no client attached."),
+    field("status", NullableText, "Placement status."),
+    field("role_status_id", NullableText, "Id of the workspace-configured status."),
+    field("live", Bool, "True when not archived; exact complement of `is_archived`."),
+    field("published", Bool, "True when not archived and also on the public careers page; never true while `live` is false."),
+    field("is_archived", Bool, "Archived jobs stay readable and stay in the sync stream."),
+    field("salary", NullableObject(&[
+        field("amount", NullableNumber, ""),
+        field("currency", NullableText, ""),
+        field("type", NullableText, "How remuneration is expressed."),
+    ]), ""),
+    field("owning_recruiter_id", NullableText, "A `users.id`: assigned recruiter, falling back to the creator of the job. Null is legitimate, not an error."),
+    field("hiring_manager", NullableText, "Free text."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, Job> {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

@@ -1,8 +1,9 @@
 //! The domain's records. Each of the nine kinds is declared once, in a file of its own:
 //! its raw fields (the snapshot's and the store's form), its packed layout in memory
-//! (`Rec<T>`: `pack`, `raw`, typed accessors), and its JSON as the API shows it (the
-//! view's `Rendered`, with a serde copy kept in tests as the reference). ARCHITECTURE.md
-//! says how to add a field.
+//! (`Rec<T>`: `pack`, `raw`, typed accessors), the fields a client may write, and its
+//! JSON as the API shows it: the members (`API_FIELDS`, from which the OpenAPI document's
+//! schema is built) and the view's writer (`Rendered`, with a serde copy kept in tests as
+//! the reference). ARCHITECTURE.md says how to add a field.
 //!
 //! This module holds what spans the kinds: the API's entities, the store's record kinds,
 //! a record of any kind ([`Record`]), the workspace, and API keys and their scopes.
@@ -33,7 +34,7 @@ pub use company::Company;
 pub use contact::{Contact, ContactRec};
 pub use job::{Job, JobSalary};
 pub use note::{Note, NoteRec};
-pub use shared::{ParentType, Surroundings, View};
+pub use shared::{ApiField, ParentType, Shape, Surroundings, View, OWNER_DERIVED, OWNER_STORED};
 pub use stage::PipelineStage;
 pub use task::{Task, TaskStatus};
 pub use user::{User, UserStatus};

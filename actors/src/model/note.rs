@@ -1,6 +1,6 @@
 //! Notes on candidates, contacts, companies and jobs.
 
-use super::shared::{ParentType, Surroundings, View};
+use super::shared::{field, sometimes, ApiField, ParentType, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_packed, Obj, Rendered};
@@ -144,6 +144,23 @@ accessors!(Note {
 fn note_company<W: Surroundings + ?Sized>(ws: &W, n: &NoteRec) -> Option<Uuid> {
     n.company_id().or_else(|| ws.contact_company(n.parent_id()))
 }
+
+/// The members of a note as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("parent_type", Extensible { values: &["candidate", "contact", "company", "job"], nullable: false }, "The kind of record the note is on."),
+    field("parent_id", Text, "Id of the record in the entity named by `parent_type`."),
+    field("title", NullableText, "May be empty string."),
+    field("body_html", NullableText, "HTML."),
+    field("type", NullableText, "Label; open per-account vocabulary (not an enumeration, may be renamed or deleted); null when unlabelled; do not branch on it."),
+    field("is_private", False, "Private notes are never returned."),
+    field("author_id", NullableText, "`users.id`."),
+    sometimes("job_id", NullableText, "Present only when `parent_type` is `candidate`; may be null; absent (not null) otherwise."),
+    sometimes("company_id", NullableText, "Present only when `parent_type` is `contact`; absent (not null) otherwise."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, NoteRec> {
     fn prefetch(&self) {

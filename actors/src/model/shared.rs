@@ -88,3 +88,79 @@ impl serde::Serialize for Emails<'_> {
         seq.end()
     }
 }
+
+/// One member of a record's JSON as the API shows it, declared beside the code that
+/// writes it. The OpenAPI document's record schemas are built from these declarations,
+/// and a test holds every written record to them: the same members, in the same order.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiField {
+    pub name: &'static str,
+    pub shape: Shape,
+    /// Whether every record has it (`false`: written only where the spec says, as a
+    /// note's `job_id` on candidate notes only).
+    pub always: bool,
+    /// The description the OpenAPI document gives (none when empty).
+    pub doc: &'static str,
+}
+
+/// A member every record has.
+pub const fn field(name: &'static str, shape: Shape, doc: &'static str) -> ApiField {
+    ApiField {
+        name,
+        shape,
+        always: true,
+        doc,
+    }
+}
+
+/// A member only some records have.
+pub const fn sometimes(name: &'static str, shape: Shape, doc: &'static str) -> ApiField {
+    ApiField {
+        name,
+        shape,
+        always: false,
+        doc,
+    }
+}
+
+/// The JSON a member holds.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    /// A string, never null (ids, derived statuses).
+    Text,
+    NullableText,
+    /// An RFC 3339 timestamp, never null.
+    Stamp,
+    NullableStamp,
+    /// A `YYYY-MM-DD` date or null.
+    NullableDate,
+    Bool,
+    /// A boolean the spec allows to be null (this server always writes one).
+    NullableBool,
+    /// Always `false` (records that would say `true` are never shown).
+    False,
+    NullableNumber,
+    /// A whole number, at least 0, or null.
+    NullableCount,
+    /// `[e-mail]` or `[]` (the spec allows null).
+    Emails,
+    /// Always null (a member the spec names and this server holds nothing for).
+    Null,
+    /// An attachment's `<kind>:<identifier>` id.
+    AttachmentId,
+    /// One of values that may grow within v1.
+    Extensible {
+        values: &'static [&'static str],
+        nullable: bool,
+    },
+    /// An object of these members, or null.
+    NullableObject(&'static [ApiField]),
+}
+
+/// `owning_recruiter_id` of candidate rows, derived (`candidate_owner`).
+pub const OWNER_DERIVED: &str = "A `users.id`: the owner explicitly recorded on the record if that person is still an active member; \
+else the recruiter assigned to the role if still active; else null. Never the importing account. In an account populated by bulk migration \
+it is null on every candidate until owners are set or roles assigned. Null is legitimate (left null rather than guessed), not an error.";
+
+/// `owning_recruiter_id` of contacts and companies, as stored.
+pub const OWNER_STORED: &str = "A `users.id`: the stored owner as it stands. Null is legitimate (left null rather than guessed), not an error.";

@@ -1,6 +1,6 @@
 //! Tasks on candidates, contacts and companies.
 
-use super::shared::{ParentType, Surroundings, View};
+use super::shared::{field, ApiField, ParentType, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_texts, Obj, Rendered};
@@ -175,6 +175,23 @@ accessors!(Task {
     reference: text(layout::REFERENCE) -> Option<&str>;
     reference_key: text(layout::REFERENCE_KEY) -> Option<&str>;
 });
+
+/// The members of a task as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("parent_type", Extensible { values: &["candidate", "contact", "company"], nullable: false }, "Never job."),
+    field("parent_id", Text, ""),
+    field("title", NullableText, ""),
+    field("body_html", NullableText, "HTML."),
+    field("status", Extensible { values: &["open", "completed", "cancelled"], nullable: false }, "`cancelled` is set by the service when the placement the task reminded of is undone; treated as closed."),
+    field("due_date", NullableDate, "`YYYY-MM-DD`."),
+    field("owner_id", NullableText, "`users.id` assignee."),
+    field("completed_at", NullableStamp, "Null while outstanding; stays null when cancelled."),
+    field("is_private", False, "Private tasks are never returned."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, Task> {
     fn prefetch(&self) {

@@ -2,7 +2,7 @@
 //! as owners, authors and recruiters, and a user's activity decides whether those
 //! references are shown.
 
-use super::shared::{Surroundings, View};
+use super::shared::{field, ApiField, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
@@ -109,6 +109,19 @@ accessors!(User {
     email: text(layout::EMAIL) -> Option<&str>;
     role: text(layout::ROLE) -> Option<&str>;
 });
+
+/// The members of a user as the API shows it, in order.
+#[rustfmt::skip]
+pub const API_FIELDS: &[ApiField] = &[
+    field("id", Text, ""),
+    field("name", NullableText, "Full name."),
+    field("email", NullableText, ""),
+    field("active", Bool, "True for live access; false for a never-accepted invitation."),
+    field("role", NullableText, "Workspace role."),
+    field("external_id", Null, "Always null."),
+    field("created_at", Stamp, ""),
+    field("updated_at", Stamp, "Never null. A change to name, e-mail, role or invitation acceptance moves `updated_at`."),
+];
 
 impl<W: Surroundings> Rendered for View<'_, W, User> {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

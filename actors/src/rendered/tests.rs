@@ -33,11 +33,67 @@ const CONTACT: &str = "c39ca419-8ea8-58e1-a02b-11d9dec22eb3";
 const CV: &str = "cv:91b2d50e-a6b0-5581-b491-530642265a44";
 const CONTACT_NOTE: &str = "05ace384-620b-5866-bfb7-3cdd82c2fe5e";
 
-/// One table's visible rows, each written directly and checked against serde's
-/// serialisation of the same view.
+/// The top-level member names of a JSON object, in the order written.
+fn member_names(json: &[u8]) -> Vec<String> {
+    let (mut depth, mut names, mut at_key) = (0usize, Vec::new(), false);
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            b'{' | b'[' => {
+                depth += 1;
+                at_key = json[i] == b'{' && depth == 1;
+            }
+            b'}' | b']' => depth -= 1,
+            b',' if depth == 1 => at_key = true,
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while json[i] != b'"' {
+                    i += if json[i] == b'\\' { 2 } else { 1 };
+                }
+                if at_key {
+                    names.push(String::from_utf8(json[start..i].to_vec()).unwrap());
+                    at_key = false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    names
+}
+
+/// A written record holds its kind's declared members (`ApiField`), in their order,
+/// each one written on every record unless declared `sometimes`; so do its objects.
+fn holds_declared(json: &[u8], fields: &[ApiField], what: &str) {
+    let names = member_names(json);
+    let mut declared = fields
+        .iter()
+        .filter(|f| f.always || names.iter().any(|n| n == f.name));
+    assert!(
+        names
+            .iter()
+            .map(String::as_str)
+            .eq(declared.by_ref().map(|f| f.name)),
+        "{what}: wrote {names:?}, declared {:?}",
+        fields.iter().map(|f| f.name).collect::<Vec<_>>()
+    );
+    let members: BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_slice(json).unwrap();
+    for f in fields {
+        if let (Shape::NullableObject(inner), Some(o)) = (f.shape, members.get(f.name)) {
+            if o.get() != "null" {
+                holds_declared(o.get().as_bytes(), inner, what);
+            }
+        }
+    }
+}
+
+/// One table's visible rows, each written directly, checked against serde's
+/// serialisation of the same view and against the members its kind declares.
 fn table<'s, K, V: ?Sized, T>(
     out: &mut BTreeMap<String, String>,
-    entity: &str,
+    (entity, fields): (&str, &[ApiField]),
     t: crate::table::TableRef<'s, K, V>,
     view: impl Fn(&'s V) -> T,
 ) where
@@ -54,6 +110,7 @@ fn table<'s, K, V: ?Sized, T>(
             "{entity} {}",
             k.to_string()
         );
+        holds_declared(&written, fields, &format!("{entity} {}", k.to_string()));
         out.insert(
             format!("{entity} {}", k.to_string()),
             String::from_utf8(written).unwrap(),
@@ -64,25 +121,48 @@ fn table<'s, K, V: ?Sized, T>(
 /// Every visible record of every entity, written and checked.
 pub(crate) fn render_all(ws: &WorkspaceState) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    table(&mut out, "candidates", ws.candidates.all(), |r| {
+    table(
+        &mut out,
+        ("candidates", candidate::API_FIELDS),
+        ws.candidates.all(),
+        |r| View::new(ws, r),
+    );
+    table(
+        &mut out,
+        ("applications", candidate::APPLICATION_API_FIELDS),
+        ws.applications(),
+        |r| ApplicationView(View::new(ws, r)),
+    );
+    table(
+        &mut out,
+        ("contacts", contact::API_FIELDS),
+        ws.contacts.all(),
+        |r| View::new(ws, r),
+    );
+    table(
+        &mut out,
+        ("companies", company::API_FIELDS),
+        ws.companies.all(),
+        |r| View::new(ws, r),
+    );
+    table(&mut out, ("jobs", job::API_FIELDS), ws.jobs.all(), |r| {
         View::new(ws, r)
     });
-    table(&mut out, "applications", ws.applications(), |r| {
-        ApplicationView(View::new(ws, r))
-    });
-    table(&mut out, "contacts", ws.contacts.all(), |r| {
+    table(&mut out, ("notes", note::API_FIELDS), ws.notes.all(), |r| {
         View::new(ws, r)
     });
-    table(&mut out, "companies", ws.companies.all(), |r| {
+    table(&mut out, ("tasks", task::API_FIELDS), ws.tasks.all(), |r| {
         View::new(ws, r)
     });
-    table(&mut out, "jobs", ws.jobs.all(), |r| View::new(ws, r));
-    table(&mut out, "notes", ws.notes.all(), |r| View::new(ws, r));
-    table(&mut out, "tasks", ws.tasks.all(), |r| View::new(ws, r));
-    table(&mut out, "attachments", ws.attachments.all(), |r| {
+    table(
+        &mut out,
+        ("attachments", attachment::API_FIELDS),
+        ws.attachments.all(),
+        |r| View::new(ws, r),
+    );
+    table(&mut out, ("users", user::API_FIELDS), ws.users.all(), |r| {
         View::new(ws, r)
     });
-    table(&mut out, "users", ws.users.all(), |r| View::new(ws, r));
     out
 }
 

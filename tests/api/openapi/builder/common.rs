@@ -14,14 +14,6 @@ pub(super) fn nstring(description: &str) -> Value {
     json!({"type": ["string", "null"], "description": description})
 }
 
-pub(super) fn stamp(description: &str) -> Value {
-    json!({"type": "string", "format": "date-time", "description": description})
-}
-
-pub(super) fn nstamp(description: &str) -> Value {
-    json!({"type": ["string", "null"], "format": "date-time", "description": description})
-}
-
 /// A response field with enumerated values that may grow within v1.
 pub(super) fn extensible(values: &[&str], nullable: bool, description: &str) -> Value {
     json!({
@@ -39,6 +31,52 @@ pub(super) fn object(props: Vec<(&str, Value)>) -> Value {
         map.insert(k.to_string(), v);
     }
     json!({"type": "object", "required": required, "properties": map})
+}
+
+/// A record's schema from the members its kind declares (`actors::model`): every member
+/// written on every record is required; the others (`sometimes`) are listed only.
+pub(super) fn record(fields: &[ApiField]) -> Value {
+    let required: Vec<&str> = fields.iter().filter(|f| f.always).map(|f| f.name).collect();
+    let mut map = Map::new();
+    for f in fields {
+        map.insert(f.name.to_string(), member(f));
+    }
+    json!({"type": "object", "required": required, "properties": map})
+}
+
+/// One declared member's schema; a description only where the declaration has one.
+fn member(f: &ApiField) -> Value {
+    let either = |t: &str| json!([t, "null"]);
+    let mut v = match f.shape {
+        Shape::Text => json!({"type": "string"}),
+        Shape::NullableText => json!({"type": either("string")}),
+        Shape::Stamp => json!({"type": "string", "format": "date-time"}),
+        Shape::NullableStamp => json!({"type": either("string"), "format": "date-time"}),
+        Shape::NullableDate => json!({"type": either("string"), "format": "date"}),
+        Shape::Bool => json!({"type": "boolean"}),
+        Shape::NullableBool => json!({"type": either("boolean")}),
+        Shape::False => json!({"type": "boolean", "const": false}),
+        Shape::NullableNumber => json!({"type": either("number")}),
+        Shape::NullableCount => json!({"type": either("integer"), "minimum": 0}),
+        Shape::Emails => {
+            json!({"type": either("array"), "items": {"type": "string"}, "maxItems": 1})
+        }
+        Shape::Null => json!({"type": "null"}),
+        Shape::AttachmentId => json!({"type": "string", "pattern": attachment_id_pattern()}),
+        Shape::Extensible { values, nullable } => json!({
+            "type": if nullable { either("string") } else { json!("string") },
+            "x-extensible-enum": values,
+        }),
+        Shape::NullableObject(fields) => {
+            let mut o = record(fields);
+            o["type"] = either("object");
+            o
+        }
+    };
+    if !f.doc.is_empty() {
+        v["description"] = json!(f.doc);
+    }
+    v
 }
 
 pub(super) const UUID_PATTERN: &str =

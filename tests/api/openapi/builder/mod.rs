@@ -22,7 +22,7 @@
 //!   the service refuses any other value. Error codes are a closed set.
 //! - Request schemas are exact: anything they rule out, the service refuses with 400.
 
-use actors::model::{self, Entity, ATTACHMENT_PREFIXES};
+use actors::model::{self, ApiField, Entity, Shape, ATTACHMENT_PREFIXES};
 use actors::search::results::SEARCH_MAX_LIMIT;
 use recruitd::http::{self, body, records, subresources};
 use serde_json::{json, Map, Value};

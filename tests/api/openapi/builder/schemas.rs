@@ -1,52 +1,10 @@
-//! The records, as `actors::views` writes them, and the search and counts answers.
+//! The records, built from the members each kind declares beside its JSON writer
+//! (`actors::model`), and the search and counts answers.
 
 use super::*;
 
 pub(super) fn candidate() -> Value {
-    let mut s = object(vec![
-        ("id", string("This record.")),
-        ("person_id", nstring("Same on all records of one person; comparable to `person_id` in search results.")),
-        ("is_primary_record", json!({"type": "boolean", "description": "true on the main record, false on a job-tied record."})),
-        ("name", nstring("Full name.")),
-        ("emails", json!({"type": ["array", "null"], "items": {"type": "string"}, "maxItems": 1, "description": "Zero or one entry."})),
-        ("phone", nstring("Normalised primary number.")),
-        ("phone_as_entered", nstring("Number as originally entered.")),
-        ("mobile", nstring("Second number when held, else null; searched by phone search alongside `phone` (always null before 2026-08-26).")),
-        ("job_title", nstring("Own current or target title.")),
-        ("company", nstring("Current employer.")),
-        ("location", nstring("Free text.")),
-        ("linkedin_url", nstring("")),
-        ("stage", nstring("Pipeline stage name; null when not on a job; workspace-configurable.")),
-        ("stage_type", nstring("Stage category, stable across renames; null when not on a job.")),
-        ("status", string("`placed`, `rejected`, otherwise the `stage_type`, otherwise `active`. Derived, not writable.")),
-        ("owning_recruiter_id", nstring(OWNER_CANDIDATE)),
-        ("job_id", nstring("`jobs.id`; null on the primary record.")),
-        ("salary", json!({
-            "type": ["object", "null"],
-            "required": ["current_amount", "current_currency", "current_text", "expected_amount", "expected_currency", "expected_text"],
-            "properties": {
-                "current_amount": {"type": ["number", "null"]},
-                "current_currency": {"type": ["string", "null"]},
-                "current_text": {"type": ["string", "null"], "description": "Free text as typed."},
-                "expected_amount": {"type": ["number", "null"]},
-                "expected_currency": {"type": ["string", "null"]},
-                "expected_text": {"type": ["string", "null"]},
-            },
-        })),
-        ("consent", json!({
-            "type": ["object", "null"],
-            "description": "Covers data-processing consent and right-to-represent. Not writable.",
-            "required": ["status", "given_at", "requested_at", "expires_at"],
-            "properties": {
-                "status": {"type": ["string", "null"], "description": "Allowed values: not shown."},
-                "given_at": {"type": ["string", "null"], "format": "date-time"},
-                "requested_at": {"type": ["string", "null"], "format": "date-time"},
-                "expires_at": {"type": ["string", "null"], "format": "date-time"},
-            },
-        })),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null; equals `created_at` when no change is recorded.")),
-    ]);
+    let mut s = record(model::candidate::API_FIELDS);
     s["description"] = json!("A record is one person's involvement: one primary record per person plus one record per job the person is put forward for. \
 A person shortlisted for three roles appears as four records. Personal attributes (name, phone, e-mail, salary, consent) are carried on every record of a person; \
 the primary record is the one to trust when they disagree. `total_count` and counts for candidates count records, not people; people are counted by distinct `person_id`.");
@@ -57,19 +15,7 @@ the primary record is the one to trust when they disagree. `total_count` and cou
 }
 
 pub(super) fn application() -> Value {
-    let mut s = object(vec![
-        ("id", string("Equal to `candidate_row_id` and to the matching `candidates.id`.")),
-        ("candidate_id", nstring("The person: equals that person's `candidates.person_id`.")),
-        ("candidate_row_id", string("The `candidates.id` carrying the application.")),
-        ("candidate_name", nstring("")),
-        ("job_id", string("")),
-        ("stage", nstring("")),
-        ("stage_type", nstring("")),
-        ("status", string("Same derivation as candidates: `placed`, `rejected`, otherwise the `stage_type`, otherwise `active`.")),
-        ("rejected_at", nstamp("Null unless rejected.")),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::candidate::APPLICATION_API_FIELDS);
     s["description"] = json!("One candidate put forward for one job; the same set as candidates records with a `job_id`, seen from the job side.");
     s["if"] = json!({"not": {"properties": {"status": {"const": "rejected"}}}});
     s["then"] = json!({"properties": {"rejected_at": {"type": "null"}}});
@@ -77,97 +23,19 @@ pub(super) fn application() -> Value {
 }
 
 pub(super) fn contact() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("name", nstring("")),
-        ("emails", json!({"type": ["array", "null"], "items": {"type": "string"}, "maxItems": 1, "description": "Zero or one entry."})),
-        ("phone", nstring("Normalised.")),
-        ("phone_as_entered", nstring("")),
-        ("mobile", nstring("Second number when held, else null; searched by phone search (always null before 2026-08-26).")),
-        ("job_title", nstring("")),
-        ("department", nstring("")),
-        ("company_id", string("`companies.id`; never null.")),
-        ("company", nstring("Company name, denormalised.")),
-        ("linkedin_url", nstring("")),
-        ("is_main_contact", json!({"type": ["boolean", "null"], "description": "Primary contact of that company."})),
-        ("owning_recruiter_id", nstring(OWNER_STORED)),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::contact::API_FIELDS);
     s["description"] = json!("A person at a client company.");
     s
 }
 
 pub(super) fn company() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("name", nstring("")),
-        (
-            "phone",
-            nstring("Main number; often a contact's direct number."),
-        ),
-        ("website_url", nstring("")),
-        ("linkedin_url", nstring("")),
-        (
-            "status",
-            nstring("Commercial relationship status, workspace-configurable."),
-        ),
-        (
-            "is_archived",
-            json!({"type": ["boolean", "null"], "description": "Archived companies stay readable and stay in the sync stream."}),
-        ),
-        ("owning_recruiter_id", nstring(OWNER_STORED)),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::company::API_FIELDS);
     s["description"] = json!("A client company.");
     s
 }
 
 pub(super) fn job() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("title", nstring("")),
-        ("position", nstring("Often equals title.")),
-        ("company", nstring("Client company name.")),
-        (
-            "company_id",
-            nstring("May be null when no client attached."),
-        ),
-        ("status", nstring("Placement status.")),
-        (
-            "role_status_id",
-            nstring("Id of the workspace-configured status."),
-        ),
-        (
-            "live",
-            json!({"type": "boolean", "description": "True when not archived; exact complement of `is_archived`."}),
-        ),
-        (
-            "published",
-            json!({"type": "boolean", "description": "True when not archived and also on the public careers page; never true while `live` is false."}),
-        ),
-        (
-            "is_archived",
-            json!({"type": "boolean", "description": "Archived jobs stay readable and stay in the sync stream."}),
-        ),
-        (
-            "salary",
-            json!({
-                "type": ["object", "null"],
-                "required": ["amount", "currency", "type"],
-                "properties": {
-                    "amount": {"type": ["number", "null"]},
-                    "currency": {"type": ["string", "null"]},
-                    "type": {"type": ["string", "null"], "description": "How remuneration is expressed."},
-                },
-            }),
-        ),
-        ("owning_recruiter_id", nstring(OWNER_JOB)),
-        ("hiring_manager", nstring("Free text.")),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::job::API_FIELDS);
     s["oneOf"] = json!([
         {"properties": {"live": {"const": true}, "is_archived": {"const": false}}},
         {"properties": {"live": {"const": false}, "is_archived": {"const": true}, "published": {"const": false}}},
@@ -176,23 +44,7 @@ pub(super) fn job() -> Value {
 }
 
 pub(super) fn note() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("parent_type", extensible(&["candidate", "contact", "company", "job"], false, "The kind of record the note is on.")),
-        ("parent_id", string("Id of the record in the entity named by `parent_type`.")),
-        ("title", nstring("May be empty string.")),
-        ("body_html", nstring("HTML.")),
-        ("type", nstring("Label; open per-account vocabulary (not an enumeration, may be renamed or deleted); null when unlabelled; do not branch on it.")),
-        ("is_private", json!({"type": "boolean", "const": false, "description": "Private notes are never returned."})),
-        ("author_id", nstring("`users.id`.")),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
-    s["properties"]["job_id"] = nstring(
-        "Present only when `parent_type` is `candidate`; may be null; absent (not null) otherwise.",
-    );
-    s["properties"]["company_id"] =
-        nstring("Present only when `parent_type` is `contact`; absent (not null) otherwise.");
+    let mut s = record(model::note::API_FIELDS);
     s["description"] = json!("One entity for notes on four parent kinds. Meeting transcripts and summaries are not exposed as notes.");
     s["allOf"] = json!([
         {
@@ -210,20 +62,7 @@ pub(super) fn note() -> Value {
 }
 
 pub(super) fn task() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("parent_type", extensible(&["candidate", "contact", "company"], false, "Never job.")),
-        ("parent_id", string("")),
-        ("title", nstring("")),
-        ("body_html", nstring("HTML.")),
-        ("status", extensible(&["open", "completed", "cancelled"], false, "`cancelled` is set by the service when the placement the task reminded of is undone; treated as closed.")),
-        ("due_date", json!({"type": ["string", "null"], "format": "date", "description": "`YYYY-MM-DD`."})),
-        ("owner_id", nstring("`users.id` assignee.")),
-        ("completed_at", nstamp("Null while outstanding; stays null when cancelled.")),
-        ("is_private", json!({"type": "boolean", "const": false, "description": "Private tasks are never returned."})),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::task::API_FIELDS);
     s["description"] = json!("A task. Tasks have no label field.");
     s["if"] = json!({"not": {"properties": {"status": {"const": "completed"}}}});
     s["then"] = json!({"properties": {"completed_at": {"type": "null"}}});
@@ -231,56 +70,14 @@ pub(super) fn task() -> Value {
 }
 
 pub(super) fn attachment() -> Value {
-    let mut s = object(vec![
-        (
-            "id",
-            json!({"type": "string", "pattern": attachment_id_pattern(),
-            "description": "`<kind>:<identifier>` with prefix one of `cv:`, `file:`, `cvdoc:`, `clientfile:`."}),
-        ),
-        (
-            "parent_type",
-            extensible(&["candidate", "company"], false, ""),
-        ),
-        ("parent_id", string("")),
-        (
-            "filename",
-            nstring("Display name, not unique within a parent."),
-        ),
-        (
-            "content_type",
-            nstring("MIME type; null if never recorded."),
-        ),
-        (
-            "size",
-            json!({"type": ["integer", "null"], "minimum": 0, "description": "Bytes; null if unknown."}),
-        ),
-        (
-            "kind",
-            extensible(&["cv", "generated_cv", "document"], false, ""),
-        ),
-        (
-            "storage_ref",
-            nstring("Bucket/path-style identifier for diagnostics; not a URL, no credentials."),
-        ),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null.")),
-    ]);
+    let mut s = record(model::attachment::API_FIELDS);
     s["description"] = json!("A file of a candidate or a company. Attachments with kind `cv` inherit the timestamps of their candidate and still appear in the `updated_since` stream. \
 Some attachment records (after migration) describe files whose bytes never arrived; they remain listed but their download returns 404 NOT_FOUND.");
     s
 }
 
 pub(super) fn user() -> Value {
-    let mut s = object(vec![
-        ("id", string("")),
-        ("name", nstring("Full name.")),
-        ("email", nstring("")),
-        ("active", json!({"type": "boolean", "description": "True for live access; false for a never-accepted invitation."})),
-        ("role", nstring("Workspace role.")),
-        ("external_id", json!({"type": "null", "description": "Always null."})),
-        ("created_at", stamp("")),
-        ("updated_at", stamp("Never null. A change to name, e-mail, role or invitation acceptance moves `updated_at`.")),
-    ]);
+    let mut s = record(model::user::API_FIELDS);
     s["description"] = json!("A member of the workspace.");
     s
 }

@@ -101,8 +101,5 @@ Missing, malformed, unknown or revoked key: 401 UNAUTHORIZED. Valid key lacking 
 A key stops working when the person who created it loses access to the workspace; revocation takes effect on the next request. \
 Keys are for server-side use only.";
 
-pub(super) const OWNER_CANDIDATE: &str = "A `users.id`: the owner explicitly recorded on the record if that person is still an active member; \
-else the recruiter assigned to the role if still active; else null. Never the importing account. In an account populated by bulk migration \
-it is null on every candidate until owners are set or roles assigned. Null is legitimate (left null rather than guessed), not an error.";
-pub(super) const OWNER_JOB: &str = "A `users.id`: assigned recruiter, falling back to the creator of the job. Null is legitimate, not an error.";
-pub(super) const OWNER_STORED: &str = "A `users.id`: the stored owner as it stands. Null is legitimate (left null rather than guessed), not an error.";
+pub(super) const OWNER_CANDIDATE: &str = actors::model::OWNER_DERIVED;
+pub(super) const OWNER_STORED: &str = actors::model::OWNER_STORED;
