@@ -160,6 +160,17 @@ impl Date {
     }
 }
 
+impl Stamp {
+    /// The calendar day (UTC) this instant falls on.
+    pub fn date(self) -> Date {
+        Date(
+            chrono::DateTime::from_timestamp_millis(self.0)
+                .expect("a stamp is a representable instant")
+                .date_naive(),
+        )
+    }
+}
+
 impl fmt::Display for Date {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.format("%Y-%m-%d"))

@@ -17,44 +17,6 @@ pub(super) fn note_body(rng: &mut ChaCha8Rng, first: &str, subject: &str) -> Str
 }
 
 #[derive(Serialize)]
-pub(super) struct NoteOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) parent_type: &'static str,
-    pub(super) parent_id: Uuid,
-    pub(super) title: &'a str,
-    pub(super) body_html: &'a str,
-    #[serde(rename = "type")]
-    pub(super) label: Option<&'static str>,
-    pub(super) is_private: bool,
-    pub(super) author_id: Uuid,
-    /// Present (maybe null) on candidate notes only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) job_id: Option<Option<Uuid>>,
-    /// Present on contact notes only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) company_id: Option<Uuid>,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
-
-#[derive(Serialize)]
-pub(super) struct TaskOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) parent_type: &'static str,
-    pub(super) parent_id: Uuid,
-    pub(super) title: &'a str,
-    pub(super) body_html: Option<&'a str>,
-    pub(super) status: &'static str,
-    pub(super) due_date: Option<Day>,
-    pub(super) owner_id: Option<Uuid>,
-    pub(super) completed_at: Option<Stamp>,
-    pub(super) is_private: bool,
-    pub(super) placement_row_id: Option<Uuid>,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
-
-#[derive(Serialize)]
 pub(super) struct AttachmentOut<'a> {
     pub(super) id: &'a str,
     pub(super) parent_type: &'static str,
@@ -85,8 +47,8 @@ pub(super) struct AttachmentSpec<'a> {
 /// Common parts of a task, before it is tied to a parent.
 pub(super) struct TaskDraft {
     pub(super) id: Uuid,
-    pub(super) status: &'static str,
-    pub(super) due: Option<Day>,
+    pub(super) status: TaskStatus,
+    pub(super) due: Option<Date>,
     pub(super) owner: Option<Uuid>,
     pub(super) completed: Option<i64>,
     pub(super) private: bool,
@@ -132,15 +94,15 @@ impl World {
         let created = between(rng, parent_created, END - 1);
         let due = rng
             .gen_bool(0.8)
-            .then(|| Day(created + rng.gen_range(1..30) * DAY));
+            .then(|| stamp(created + rng.gen_range(1..30) * DAY).date());
         let (status, completed) = match weighted(rng, &[50, 40, 10]) {
-            0 => ("open", None),
-            1 => ("completed", Some(between(rng, created, END))),
-            _ => ("cancelled", None),
+            0 => (TaskStatus::Open, None),
+            1 => (TaskStatus::Completed, Some(between(rng, created, END))),
+            _ => (TaskStatus::Cancelled, None),
         };
         let updated = match (status, completed) {
             (_, Some(at)) => touched(created, at),
-            ("cancelled", _) => touched(created, between(rng, created, END)),
+            (TaskStatus::Cancelled, _) => touched(created, between(rng, created, END)),
             _ => updated(rng, created, 0.6),
         };
         let owner = match weighted(rng, &[88, 5, 7]) {
@@ -164,23 +126,25 @@ impl World {
         &self,
         json: &mut JsonOut<W>,
         t: &TaskDraft,
-        (parent_type, parent_id): (&'static str, Uuid),
+        (parent_type, parent_id): (ParentType, Uuid),
         title: &str,
         body: Option<&str>,
         placement: Option<Uuid>,
     ) -> io::Result<()> {
-        json.item(&TaskOut {
+        json.item(&Task {
             id: t.id,
             parent_type,
             parent_id,
-            title,
-            body_html: body,
+            title: Some(title.to_string()),
+            body_html: body.map(str::to_string),
             status: t.status,
             due_date: t.due,
             owner_id: t.owner,
             completed_at: t.completed.map(stamp),
             is_private: t.private,
             placement_row_id: placement,
+            reference: None,
+            reference_key: None,
             created_at: stamp(t.created),
             updated_at: stamp(t.updated),
         })
@@ -205,17 +169,19 @@ impl World {
                 .map_or(p.job_title.unwrap_or("new"), |j| self.jobs[j].title);
             let body = note_body(rng, p.first, subject);
             let created = between(rng, row.created, END);
-            json.item(&NoteOut {
+            json.item(&Note {
                 id: uuid(rng),
-                parent_type: "candidate",
+                parent_type: ParentType::Candidate,
                 parent_id: row.id,
-                title: pick(rng, CANDIDATE_NOTE_TITLES),
-                body_html: &body,
-                label: pick(rng, NOTE_TYPES),
+                title: Some(pick(rng, CANDIDATE_NOTE_TITLES).to_string()),
+                body_html: Some(body),
+                label: pick(rng, NOTE_TYPES).map(str::to_string),
                 is_private: rng.gen_bool(0.1),
-                author_id: self.user_id(self.pick_author(rng)),
-                job_id: Some(row.job.map(|j| self.jobs[j].id)),
+                author_id: Some(self.user_id(self.pick_author(rng))),
+                job_id: row.job.map(|j| self.jobs[j].id),
                 company_id: None,
+                reference: None,
+                reference_key: None,
                 created_at: stamp(created),
                 updated_at: stamp(updated(rng, created, 0.8)),
             })?;
@@ -229,7 +195,7 @@ impl World {
         let mut count = 0;
         let mut note = |json: &mut JsonOut<W>,
                         rng: &mut ChaCha8Rng,
-                        parent_type: &'static str,
+                        parent_type: ParentType,
                         parent_id: Uuid,
                         company_id: Option<Uuid>,
                         who: &str,
@@ -239,17 +205,19 @@ impl World {
             let body = note_body(rng, who, subject);
             let created = between(rng, parent_created, END);
             count += 1;
-            json.item(&NoteOut {
+            json.item(&Note {
                 id: uuid(rng),
                 parent_type,
                 parent_id,
-                title: pick(rng, ORG_NOTE_TITLES),
-                body_html: &body,
-                label: pick(rng, NOTE_TYPES),
+                title: Some(pick(rng, ORG_NOTE_TITLES).to_string()),
+                body_html: Some(body),
+                label: pick(rng, NOTE_TYPES).map(str::to_string),
                 is_private: rng.gen_bool(0.1),
-                author_id: self.user_id(self.pick_author(rng)),
+                author_id: Some(self.user_id(self.pick_author(rng))),
                 job_id: None,
                 company_id,
+                reference: None,
+                reference_key: None,
                 created_at: stamp(created),
                 updated_at: stamp(updated(rng, created, 0.8)),
             })
@@ -261,7 +229,7 @@ impl World {
                 note(
                     json,
                     rng,
-                    "contact",
+                    ParentType::Contact,
                     c.id,
                     Some(co.id),
                     first,
@@ -273,7 +241,14 @@ impl World {
         for c in &self.companies {
             for _ in 0..weighted(rng, &[45, 35, 20]) {
                 note(
-                    json, rng, "company", c.id, None, &c.name, "account", c.created,
+                    json,
+                    rng,
+                    ParentType::Company,
+                    c.id,
+                    None,
+                    &c.name,
+                    "account",
+                    c.created,
                 )?;
             }
         }
@@ -282,7 +257,7 @@ impl World {
                 note(
                     json,
                     rng,
-                    "job",
+                    ParentType::Job,
                     j.id,
                     None,
                     "the client",
@@ -312,7 +287,7 @@ impl World {
             self.write_task(
                 json,
                 &t,
-                ("candidate", row.id),
+                (ParentType::Candidate, row.id),
                 title,
                 body.as_deref(),
                 None,
@@ -325,7 +300,14 @@ impl World {
             if row.outcome == Some(Outcome::Placed) && rng.gen_bool(0.6) {
                 let t = self.task_draft(rng, row.created);
                 let title = format!("Check in with {} after first week", p.first);
-                self.write_task(json, &t, ("candidate", row.id), &title, None, Some(row.id))?;
+                self.write_task(
+                    json,
+                    &t,
+                    (ParentType::Candidate, row.id),
+                    &title,
+                    None,
+                    Some(row.id),
+                )?;
                 count += 1;
             }
         }
@@ -340,7 +322,7 @@ impl World {
             for _ in 0..weighted(rng, &[65, 25, 10]) {
                 let t = self.task_draft(rng, c.created);
                 let title = pick(rng, ORG_TASK_TITLES);
-                self.write_task(json, &t, ("contact", c.id), title, None, None)?;
+                self.write_task(json, &t, (ParentType::Contact, c.id), title, None, None)?;
                 count += 1;
             }
         }
@@ -348,7 +330,7 @@ impl World {
             for _ in 0..weighted(rng, &[60, 30, 10]) {
                 let t = self.task_draft(rng, c.created);
                 let title = pick(rng, ORG_TASK_TITLES);
-                self.write_task(json, &t, ("company", c.id), title, None, None)?;
+                self.write_task(json, &t, (ParentType::Company, c.id), title, None, None)?;
                 count += 1;
             }
         }

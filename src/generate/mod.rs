@@ -21,11 +21,14 @@
 //! are produced in further passes that regenerate each person from its stream rather
 //! than buffering anything per person.
 
-use actors::time::{Stamp, CHANGE_TRACKING_START};
+use actors::model::{
+    CandidateSalary, Consent, Note, Outcome, ParentType, Task, TaskStatus, UserStatus, Workspace,
+};
+use actors::time::{Date, Stamp, CHANGE_TRACKING_START};
 use base64::Engine as _;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
@@ -46,7 +49,6 @@ use json::*;
 use people::*;
 use phones::*;
 use random::*;
-use shapes::*;
 use vocabulary::*;
 use world::*;
 
@@ -127,10 +129,10 @@ pub fn write_snapshot<W: Write>(
     let mut tracker = Progress::new(opts.people, progress);
 
     json.raw(b"{\"format\":\"recruit-snapshot/1\",\"workspace\":")?;
-    json.value(&WorkspaceOut {
+    json.value(&Workspace {
         id: world.workspace_id,
-        name: world.workspace_name,
-        default_region: "GB",
+        name: Some(world.workspace_name.to_string()),
+        default_region: Some("GB".to_string()),
     })?;
     world.write_org(&mut json)?;
 
@@ -141,7 +143,7 @@ pub fn write_snapshot<W: Write>(
         let email = emails.assign(&p);
         let phones = world.person_phones(i);
         for row in &p.rows {
-            json.item(&CandidateOut::new(&world, &p, row, &email, &phones))?;
+            json.item(&world.candidate_row(&p, row, &email, &phones))?;
         }
         stats.candidate_rows += p.rows.len();
         tracker.step(Pass::Candidates, i);

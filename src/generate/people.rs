@@ -3,12 +3,6 @@
 
 use super::*;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Outcome {
-    Placed,
-    Rejected,
-}
-
 pub(super) struct Row {
     pub(super) id: Uuid,
     pub(super) job: Option<usize>,
@@ -18,24 +12,6 @@ pub(super) struct Row {
     pub(super) owner: Option<usize>,
     pub(super) created: i64,
     pub(super) updated: i64,
-}
-
-#[derive(Serialize)]
-pub(super) struct SalaryOut {
-    pub(super) current_amount: Option<u32>,
-    pub(super) current_currency: Option<&'static str>,
-    pub(super) current_text: Option<String>,
-    pub(super) expected_amount: Option<u32>,
-    pub(super) expected_currency: Option<&'static str>,
-    pub(super) expected_text: Option<String>,
-}
-
-#[derive(Serialize)]
-pub(super) struct ConsentOut {
-    pub(super) status: Option<&'static str>,
-    pub(super) given_at: Option<Stamp>,
-    pub(super) requested_at: Option<Stamp>,
-    pub(super) expires_at: Option<Stamp>,
 }
 
 /// One candidate person, regenerated from its stream whenever needed.
@@ -52,8 +28,8 @@ pub(super) struct Person {
     pub(super) company: Option<&'static str>,
     pub(super) location: Option<&'static str>,
     pub(super) linkedin: Option<String>,
-    pub(super) salary: SalaryOut,
-    pub(super) consent: ConsentOut,
+    pub(super) salary: CandidateSalary,
+    pub(super) consent: Consent,
     /// `rows[0]` is the primary row.
     pub(super) rows: Vec<Row>,
 }
@@ -119,7 +95,7 @@ impl World {
             &["GBP", "GBP", "GBP", "GBP", "GBP", "GBP", "EUR", "USD"],
         );
         let salary = if rng.gen_bool(0.2) {
-            SalaryOut {
+            CandidateSalary {
                 current_amount: None,
                 current_currency: None,
                 current_text: None,
@@ -130,24 +106,24 @@ impl World {
         } else if rng.gen_bool(0.1) {
             let day = rng.gen_range(25..95u32) * 10;
             let exp = day + rng.gen_range(0..10u32) * 25;
-            SalaryOut {
-                current_amount: Some(day),
-                current_currency: Some(currency),
+            CandidateSalary {
+                current_amount: Some(day.into()),
+                current_currency: Some(currency.into()),
                 current_text: Some(salary_text(rng, day, currency, true)),
-                expected_amount: Some(exp),
-                expected_currency: Some(currency),
+                expected_amount: Some(exp.into()),
+                expected_currency: Some(currency.into()),
                 expected_text: Some(salary_text(rng, exp, currency, true)),
             }
         } else {
             let cur = rng.gen_range(20..150u32) * 1000;
             let exp = (cur as f64 * rng.gen_range(1.0..1.3) / 1000.0).round() as u32 * 1000;
             let texts = rng.gen_bool(0.7);
-            SalaryOut {
-                current_amount: Some(cur),
-                current_currency: Some(currency),
+            CandidateSalary {
+                current_amount: Some(cur.into()),
+                current_currency: Some(currency.into()),
                 current_text: texts.then(|| salary_text(rng, cur, currency, false)),
-                expected_amount: rng.gen_bool(0.85).then_some(exp),
-                expected_currency: Some(currency),
+                expected_amount: rng.gen_bool(0.85).then_some(exp.into()),
+                expected_currency: Some(currency.into()),
                 expected_text: texts.then(|| salary_text(rng, exp, currency, false)),
             }
         };
@@ -157,32 +133,32 @@ impl World {
             0 => {
                 let req = between(rng, created, created + 10 * DAY).min(END - 1);
                 let given = between(rng, req, req + 5 * DAY).min(END - 1);
-                ConsentOut {
-                    status: Some("given"),
+                Consent {
+                    status: Some("given".into()),
                     given_at: Some(stamp(given)),
                     requested_at: Some(stamp(req)),
                     expires_at: rng.gen_bool(0.6).then(|| stamp(given + 730 * DAY)),
                 }
             }
-            1 => ConsentOut {
-                status: Some("requested"),
+            1 => Consent {
+                status: Some("requested".into()),
                 given_at: None,
                 requested_at: Some(stamp(between(rng, created, END - 1))),
                 expires_at: None,
             },
-            2 => ConsentOut {
-                status: Some("not_requested"),
+            2 => Consent {
+                status: Some("not_requested".into()),
                 given_at: None,
                 requested_at: None,
                 expires_at: None,
             },
-            3 => ConsentOut {
-                status: Some("withdrawn"),
+            3 => Consent {
+                status: Some("withdrawn".into()),
                 given_at: Some(stamp(created)),
                 requested_at: Some(stamp(created)),
                 expires_at: None,
             },
-            _ => ConsentOut {
+            _ => Consent {
                 status: None,
                 given_at: None,
                 requested_at: None,

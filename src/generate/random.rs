@@ -87,18 +87,6 @@ pub(super) fn stamp(ms: i64) -> Stamp {
     Stamp::from_millis(ms)
 }
 
-/// A calendar day, serialised `YYYY-MM-DD`.
-#[derive(Clone, Copy)]
-pub(super) struct Day(pub(super) i64);
-
-impl Serialize for Day {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut buf = [0u8; 24];
-        let iso = Stamp::from_millis(self.0).write_iso(&mut buf);
-        s.serialize_str(&iso[..10])
-    }
-}
-
 pub(super) fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
     items[rng.gen_range(0..items.len())]
 }

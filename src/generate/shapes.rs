@@ -1,146 +1,116 @@
-//! The records as the snapshot writes them, borrowing from the world, so writing a
-//! record allocates little.
+//! The records as the snapshot writes them: the domain's own raw records
+//! (`actors::model`), made from the world's and the people's compact forms. Only an
+//! attachment has a shape of its own in the document (its bytes, as `content_base64`),
+//! which `activity::AttachmentOut` writes.
 
 use super::*;
+use actors::model::{Candidate, Company, Contact, Job, JobSalary, PipelineStage, User};
 
-#[derive(Serialize)]
-pub(super) struct WorkspaceOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) name: &'a str,
-    pub(super) default_region: &'a str,
-}
-
-#[derive(Serialize)]
-pub(super) struct UserOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) name: &'a str,
-    pub(super) email: &'a str,
-    pub(super) role: &'a str,
-    pub(super) status: &'static str,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
-
-impl Serialize for StageRec {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut st = s.serialize_struct("PipelineStage", 3)?;
-        st.serialize_field("id", &self.id)?;
-        st.serialize_field("name", self.name)?;
-        st.serialize_field("stage_type", self.stage_type)?;
-        st.end()
+impl World {
+    pub(super) fn user_record(&self, u: &UserRec) -> User {
+        User {
+            id: u.id,
+            name: Some(u.name.clone()),
+            email: Some(u.email.clone()),
+            role: Some(u.role.to_string()),
+            status: u.status,
+            created_at: stamp(u.created),
+            updated_at: stamp(u.updated),
+        }
     }
-}
 
-#[derive(Serialize)]
-pub(super) struct CompanyOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) name: &'a str,
-    pub(super) phone: Option<&'a str>,
-    pub(super) website_url: Option<&'a str>,
-    pub(super) linkedin_url: Option<&'a str>,
-    pub(super) status: &'a str,
-    pub(super) is_archived: bool,
-    pub(super) owner_id: Option<Uuid>,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
+    pub(super) fn stage_record(&self, s: &StageRec) -> PipelineStage {
+        PipelineStage {
+            id: s.id,
+            name: Some(s.name.to_string()),
+            stage_type: Some(s.stage_type.to_string()),
+        }
+    }
 
-#[derive(Serialize)]
-pub(super) struct ContactOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) name: &'a str,
-    pub(super) email: Option<&'a str>,
-    pub(super) phone: Option<&'a str>,
-    pub(super) mobile: Option<&'a str>,
-    pub(super) job_title: Option<&'a str>,
-    pub(super) department: Option<&'a str>,
-    pub(super) company_id: Uuid,
-    pub(super) linkedin_url: Option<&'a str>,
-    pub(super) is_main_contact: bool,
-    pub(super) owner_id: Option<Uuid>,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
+    pub(super) fn company_record(&self, c: &CompanyRec) -> Company {
+        Company {
+            id: c.id,
+            name: Some(c.name.clone()),
+            phone: c.switchboard.map(Typed::render),
+            website_url: Some(format!("https://www.{}", c.domain)),
+            linkedin_url: c
+                .linkedin
+                .then(|| format!("https://www.linkedin.com/company/{}", slug(&c.name))),
+            status: Some(c.status.to_string()),
+            is_archived: c.archived,
+            owner_id: c.owner.map(|u| self.user_id(u)),
+            created_at: stamp(c.created),
+            updated_at: stamp(c.updated),
+        }
+    }
 
-#[derive(Serialize)]
-pub(super) struct JobSalaryOut<'a> {
-    pub(super) amount: u32,
-    pub(super) currency: &'a str,
-    #[serde(rename = "type")]
-    pub(super) kind: &'a str,
-}
+    pub(super) fn contact_record(&self, c: &ContactRec) -> Contact {
+        Contact {
+            id: c.id,
+            name: Some(c.name.clone()),
+            email: c.email.clone(),
+            phone: c.phone.map(Typed::render),
+            mobile: c.mobile.map(Typed::render),
+            job_title: Some(c.job_title.to_string()),
+            department: c.department.map(str::to_string),
+            company_id: self.companies[c.company].id,
+            linkedin_url: c.linkedin.clone(),
+            is_main_contact: c.main,
+            owner_id: c.owner.map(|u| self.user_id(u)),
+            created_at: stamp(c.created),
+            updated_at: stamp(c.updated),
+        }
+    }
 
-#[derive(Serialize)]
-pub(super) struct JobOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) title: &'a str,
-    pub(super) position: &'a str,
-    pub(super) company_id: Option<Uuid>,
-    pub(super) status: &'a str,
-    pub(super) role_status_id: Uuid,
-    pub(super) is_archived: bool,
-    pub(super) on_careers_page: bool,
-    pub(super) salary: JobSalaryOut<'a>,
-    pub(super) assigned_recruiter_id: Option<Uuid>,
-    pub(super) created_by: Uuid,
-    pub(super) hiring_manager: Option<&'a str>,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
+    pub(super) fn job_record(&self, j: &JobRec) -> Job {
+        Job {
+            id: j.id,
+            title: Some(j.title.to_string()),
+            position: Some(j.position.clone()),
+            company_id: j.company.map(|c| self.companies[c].id),
+            status: Some(JOB_STATUSES[j.status].to_string()),
+            role_status_id: Some(self.job_status_ids[j.status].to_string()),
+            is_archived: j.archived,
+            on_careers_page: j.careers,
+            salary: Some(JobSalary {
+                amount: Some(j.salary.0.into()),
+                currency: Some(j.salary.1.to_string()),
+                kind: Some(j.salary.2.to_string()),
+            }),
+            assigned_recruiter_id: j.assigned.map(|u| self.user_id(u)),
+            created_by: Some(self.user_id(j.created_by)),
+            hiring_manager: j.hiring_manager.map(|c| self.contacts[c].name.clone()),
+            created_at: stamp(j.created),
+            updated_at: stamp(j.updated),
+        }
+    }
 
-#[derive(Serialize)]
-pub(super) struct CandidateOut<'a> {
-    pub(super) id: Uuid,
-    pub(super) person_id: Uuid,
-    pub(super) job_id: Option<Uuid>,
-    pub(super) name: &'a str,
-    pub(super) email: Option<&'a str>,
-    pub(super) phone: Option<&'a str>,
-    pub(super) mobile: Option<&'a str>,
-    pub(super) job_title: Option<&'a str>,
-    pub(super) company: Option<&'a str>,
-    pub(super) location: Option<&'a str>,
-    pub(super) linkedin_url: Option<&'a str>,
-    pub(super) stage_id: Option<Uuid>,
-    pub(super) outcome: Option<&'static str>,
-    pub(super) rejected_at: Option<Stamp>,
-    pub(super) owner_id: Option<Uuid>,
-    pub(super) salary: &'a SalaryOut,
-    pub(super) consent: &'a ConsentOut,
-    pub(super) created_at: Stamp,
-    pub(super) updated_at: Stamp,
-}
-
-impl<'a> CandidateOut<'a> {
-    pub(super) fn new(
-        world: &World,
-        p: &'a Person,
+    /// One of a person's candidate rows.
+    pub(super) fn candidate_row(
+        &self,
+        p: &Person,
         row: &Row,
-        email: &'a Option<String>,
-        phones: &'a Phones,
-    ) -> Self {
-        CandidateOut {
+        email: &Option<String>,
+        phones: &Phones,
+    ) -> Candidate {
+        Candidate {
             id: row.id,
             person_id: p.id,
-            job_id: row.job.map(|j| world.jobs[j].id),
-            name: &p.name,
-            email: email.as_deref(),
-            phone: phones.phone.as_deref(),
-            mobile: phones.mobile.as_deref(),
-            job_title: p.job_title,
-            company: p.company,
-            location: p.location,
-            linkedin_url: p.linkedin.as_deref(),
-            stage_id: row.stage.map(|s| world.stages[s].id),
-            outcome: row.outcome.map(|o| match o {
-                Outcome::Placed => "placed",
-                Outcome::Rejected => "rejected",
-            }),
+            job_id: row.job.map(|j| self.jobs[j].id),
+            name: Some(p.name.clone()),
+            email: email.clone(),
+            phone: phones.phone.clone(),
+            mobile: phones.mobile.clone(),
+            job_title: p.job_title.map(str::to_string),
+            company: p.company.map(str::to_string),
+            location: p.location.map(str::to_string),
+            linkedin_url: p.linkedin.clone(),
+            stage_id: row.stage.map(|s| self.stages[s].id),
+            outcome: row.outcome,
             rejected_at: row.rejected_at.map(stamp),
-            owner_id: row.owner.map(|u| world.user_id(u)),
-            salary: &p.salary,
-            consent: &p.consent,
+            owner_id: row.owner.map(|u| self.user_id(u)),
+            salary: Some(p.salary.clone()),
+            consent: Some(p.consent.clone()),
             created_at: stamp(row.created),
             updated_at: stamp(row.updated),
         }

@@ -3,13 +3,6 @@
 
 use super::*;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum UserStatus {
-    Active,
-    Invited,
-    Removed,
-}
-
 pub(super) struct UserRec {
     pub(super) id: Uuid,
     pub(super) name: String,
@@ -479,94 +472,27 @@ impl World {
     pub(super) fn write_org<W: Write>(&self, json: &mut JsonOut<W>) -> io::Result<()> {
         json.begin("users")?;
         for u in &self.users {
-            json.item(&UserOut {
-                id: u.id,
-                name: &u.name,
-                email: &u.email,
-                role: u.role,
-                status: match u.status {
-                    UserStatus::Active => "active",
-                    UserStatus::Invited => "invited",
-                    UserStatus::Removed => "removed",
-                },
-                created_at: stamp(u.created),
-                updated_at: stamp(u.updated),
-            })?;
+            json.item(&self.user_record(u))?;
         }
         json.end()?;
-
         json.begin("pipeline_stages")?;
         for s in &self.stages {
-            json.item(s)?;
+            json.item(&self.stage_record(s))?;
         }
         json.end()?;
-
         json.begin("companies")?;
         for c in &self.companies {
-            let phone = c.switchboard.map(Typed::render);
-            let website = format!("https://www.{}", c.domain);
-            let linkedin = c
-                .linkedin
-                .then(|| format!("https://www.linkedin.com/company/{}", slug(&c.name)));
-            json.item(&CompanyOut {
-                id: c.id,
-                name: &c.name,
-                phone: phone.as_deref(),
-                website_url: Some(&website),
-                linkedin_url: linkedin.as_deref(),
-                status: c.status,
-                is_archived: c.archived,
-                owner_id: c.owner.map(|u| self.user_id(u)),
-                created_at: stamp(c.created),
-                updated_at: stamp(c.updated),
-            })?;
+            json.item(&self.company_record(c))?;
         }
         json.end()?;
-
         json.begin("contacts")?;
         for c in &self.contacts {
-            let phone = c.phone.map(Typed::render);
-            let mobile = c.mobile.map(Typed::render);
-            json.item(&ContactOut {
-                id: c.id,
-                name: &c.name,
-                email: c.email.as_deref(),
-                phone: phone.as_deref(),
-                mobile: mobile.as_deref(),
-                job_title: Some(c.job_title),
-                department: c.department,
-                company_id: self.companies[c.company].id,
-                linkedin_url: c.linkedin.as_deref(),
-                is_main_contact: c.main,
-                owner_id: c.owner.map(|u| self.user_id(u)),
-                created_at: stamp(c.created),
-                updated_at: stamp(c.updated),
-            })?;
+            json.item(&self.contact_record(c))?;
         }
         json.end()?;
-
         json.begin("jobs")?;
         for j in &self.jobs {
-            json.item(&JobOut {
-                id: j.id,
-                title: j.title,
-                position: &j.position,
-                company_id: j.company.map(|c| self.companies[c].id),
-                status: JOB_STATUSES[j.status],
-                role_status_id: self.job_status_ids[j.status],
-                is_archived: j.archived,
-                on_careers_page: j.careers,
-                salary: JobSalaryOut {
-                    amount: j.salary.0,
-                    currency: j.salary.1,
-                    kind: j.salary.2,
-                },
-                assigned_recruiter_id: j.assigned.map(|u| self.user_id(u)),
-                created_by: self.user_id(j.created_by),
-                hiring_manager: j.hiring_manager.map(|c| self.contacts[c].name.as_str()),
-                created_at: stamp(j.created),
-                updated_at: stamp(j.updated),
-            })?;
+            json.item(&self.job_record(j))?;
         }
         json.end()
     }

@@ -40,9 +40,11 @@ pub struct Note {
     pub is_private: bool,
     #[serde(default)]
     pub author_id: Option<Uuid>,
-    #[serde(default)]
+    /// On candidate notes only (the row's job); absent means null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<Uuid>,
-    #[serde(default)]
+    /// On contact notes only (the contact's company when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
