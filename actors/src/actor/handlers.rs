@@ -9,8 +9,8 @@ use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
 use crate::snapshot::{plan_import, Applied, ApplyError, BuildNext};
 use crate::state::WorkspaceState;
-use crate::store::{ChangeSet, StoreError};
-use crate::writes::{plan_write, WriteError};
+use crate::store::StoreError;
+use crate::writes::{plan_batch, PlannedBatch, WriteError};
 use actix::{ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -198,63 +198,26 @@ impl WorkspaceActor {
         }
     }
 
-    /// Plans each write against one working copy of the state (a refused write is
-    /// answered at once and leaves no trace), then commits the rest in one transaction.
+    /// Plans the batch ([`plan_batch`]: a refused write is answered at once and leaves no
+    /// trace), then commits the rest in one transaction and publishes its state.
     fn commit_writes(
         &mut self,
         batch: Vec<(crate::writes::WriteOp, WriteReply)>,
         ctx: &mut Context<Self>,
     ) {
         let before = self.view.load_full();
-        let mut next = (*before).clone();
-        let mut changes = ChangeSet::default();
-        let mut accepted = Vec::with_capacity(batch.len());
-        for (op, reply) in batch {
-            let checkpoint = next.clone();
-            let marks = (changes.upserts.len(), changes.deletes.len());
-            match plan_write(&mut next, op, &mut changes) {
-                Ok(written) => accepted.push((written, reply)),
-                Err(e) => {
-                    next = checkpoint;
-                    changes.upserts.truncate(marks.0);
-                    changes.deletes.truncate(marks.1);
-                    let _ = reply.send(Err(e));
-                }
-            }
+        let PlannedBatch {
+            next,
+            mut changes,
+            accepted,
+            refused,
+        } = plan_batch(&before, batch);
+        drop(before);
+        for (e, reply) in refused {
+            let _ = reply.send(Err(e));
         }
         if accepted.is_empty() {
             return;
-        }
-        changes.derived = crate::changes::derive::derived(
-            &before,
-            &next,
-            crate::changes::derive::written(&changes),
-        );
-        if !changes.derived.is_empty() {
-            let stamp = next.next_stamp();
-            for record in crate::changes::derive::touch(&next, &changes.derived, stamp) {
-                next.put(record.clone());
-                changes.upserts.push(record);
-            }
-        }
-        let changed: Vec<crate::entries::Change> = crate::entries::direct(
-            &changes.upserts,
-            changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
-        )
-        .chain(changes.derived.iter().cloned())
-        .collect();
-        let left_at = next.stamp_after_last();
-        changes.tombstones =
-            crate::changes::derive::tombstone_changes(&before, &next, changed, left_at);
-        if !changes.tombstones.is_empty() {
-            // The clock never issues a stamp at or behind a tombstone's.
-            next.next_stamp();
-            next.tombstones.apply(&changes.tombstones);
-        }
-        drop(before);
-        if changes.moves_position() {
-            // One transaction: the store's position moves by one (`Store::commit`).
-            next.position += 1;
         }
         self.committing = true;
         let batch = Uuid::new_v4();

@@ -256,6 +256,45 @@ pub fn touch(ws: &WorkspaceState, derived: &[Change], stamp: crate::time::Stamp)
     out
 }
 
+/// Completes a commit's change set with what it shows beyond the records it writes, and
+/// brings `after` (the state the commit makes) in line: the derived changes of records it
+/// does not write, touched with one new stamp and added to the upserts; then the
+/// tombstones of every record it takes out of what the API shows or brings back.
+/// `also_written` and `also_changed` name records the commit writes outside `upserts`
+/// and `deletes` (an import's packed candidate rows). The one place both a batch of
+/// writes and an import ask this, so the two agree.
+pub fn complete(
+    before: &WorkspaceState,
+    after: &mut WorkspaceState,
+    changes: &mut crate::store::ChangeSet,
+    also_written: impl IntoIterator<Item = (RecordKind, Uuid)>,
+    also_changed: impl IntoIterator<Item = Change>,
+) {
+    let written = written(changes).into_iter().chain(also_written);
+    changes.derived = derived(before, after, written);
+    if !changes.derived.is_empty() {
+        let stamp = after.next_stamp();
+        for record in touch(after, &changes.derived, stamp) {
+            after.put(record.clone());
+            changes.upserts.push(record);
+        }
+    }
+    let changed = crate::entries::direct(
+        &changes.upserts,
+        changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
+    )
+    .chain(also_changed)
+    .chain(changes.derived.iter().cloned());
+    let left_at = after.stamp_after_last();
+    let tombstones = tombstone_changes(before, after, changed, left_at);
+    if !tombstones.is_empty() {
+        // The clock never issues a stamp at or behind a tombstone's.
+        after.next_stamp();
+        after.tombstones.apply(&tombstones);
+    }
+    changes.tombstones = tombstones;
+}
+
 /// The kinds and ids of a change set's writes that [`derived`] looks at.
 pub fn written(changes: &crate::store::ChangeSet) -> Vec<(RecordKind, Uuid)> {
     changes

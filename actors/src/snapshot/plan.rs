@@ -233,34 +233,16 @@ pub fn plan_import(
     // And the records it takes out of what the API shows, or brings back (tombstones).
     let mut next = next;
     if let (Some(before), Some(after)) = (current, next.as_mut()) {
-        let written = crate::changes::derive::written(&changes).into_iter().chain(
+        crate::changes::derive::complete(
+            before,
+            after,
+            &mut changes,
             packed
                 .candidates
                 .iter()
                 .map(|c| (RecordKind::Candidate, c.id())),
+            packed.changes(),
         );
-        changes.derived = crate::changes::derive::derived(before, after, written);
-        if !changes.derived.is_empty() {
-            let stamp = after.next_stamp();
-            for record in crate::changes::derive::touch(after, &changes.derived, stamp) {
-                after.put(record.clone());
-                changes.upserts.push(record);
-            }
-        }
-        let changed = crate::entries::direct(
-            &changes.upserts,
-            changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),
-        )
-        .chain(packed.changes())
-        .chain(changes.derived.iter().cloned());
-        let left_at = after.stamp_after_last();
-        let tombstones = crate::changes::derive::tombstone_changes(before, after, changed, left_at);
-        if !tombstones.is_empty() {
-            // The clock never issues a stamp at or behind a tombstone's.
-            after.next_stamp();
-            after.tombstones.apply(&tombstones);
-        }
-        changes.tombstones = tombstones;
     }
 
     // A workspace's first commit logs nothing: no reader can be behind it, and a large

@@ -3,8 +3,9 @@
 //! A [`WriteOp`] arrives syntactically valid (the HTTP layer checked JSON types, unknown
 //! fields and formats); [`plan_write`] checks it against the workspace (parents, users,
 //! companies, references), stamps it, and applies it to a working copy of the state while
-//! recording the records to commit. The workspace actor runs it for every write of a
-//! batch against one working copy, commits the batch, and only then publishes.
+//! recording the records to commit. [`plan_batch`] runs it for every write of a batch
+//! against one working copy and completes the batch's change set; the workspace actor
+//! commits that and only then publishes.
 
 use crate::model::NoteRec;
 use crate::model::*;
@@ -15,9 +16,12 @@ use serde_json::Number;
 use std::sync::Arc;
 use uuid::Uuid;
 
+mod batch;
 mod notes;
 mod records;
 mod tasks;
+
+pub use batch::{plan_batch, PlannedBatch};
 
 use notes::*;
 use records::*;

@@ -539,3 +539,56 @@ fn every_write_is_stamped_after_the_previous_one() {
         last = stamp;
     }
 }
+
+#[test]
+fn a_batch_commits_what_it_accepts_with_what_that_shows_elsewhere() {
+    let state = example();
+    let rename = CompanyPatch {
+        name: Some(Change::Set("Fabrikam Ltd".into())),
+        ..Default::default()
+    };
+    let batch = vec![
+        (WriteOp::PatchCompany(uuid(FABRIKAM), rename), 1),
+        (WriteOp::CreateNote(new_note(ParentType::Company, JOB)), 2),
+        (WriteOp::DeleteTask(uuid(OPEN_TASK)), 3),
+    ];
+    let planned = plan_batch(&state, batch);
+    let accepted: Vec<u8> = planned.accepted.iter().map(|(_, t)| *t).collect();
+    let refused: Vec<u8> = planned.refused.iter().map(|(_, t)| *t).collect();
+    assert_eq!((accepted, refused), (vec![1, 3], vec![2]));
+    assert_eq!(field_of(&planned.refused[0].0), "parent_id");
+    // The company's contact shows its new name: a derived change, touched and upserted.
+    let hana = crate::entries::Change {
+        entity: Entity::Contacts,
+        id: crate::entries::LoggedId::Uuid(uuid(HANA)),
+    };
+    assert!(
+        planned.changes.derived.contains(&hana),
+        "{:?}",
+        planned.changes.derived
+    );
+    assert!(planned
+        .changes
+        .upserts
+        .iter()
+        .any(|r| matches!(r, Record::Contact(c) if c.id == uuid(HANA))));
+    // The task left what the API shows: a tombstone, in the change set and the state.
+    let task = crate::entries::Change {
+        entity: Entity::Tasks,
+        id: crate::entries::LoggedId::Uuid(uuid(OPEN_TASK)),
+    };
+    assert!(planned
+        .changes
+        .tombstones
+        .iter()
+        .any(|(c, left)| *c == task && left.is_some()));
+    assert!(planned.next.tombstones.contains(&task));
+    assert_eq!(planned.next.position, state.position + 1);
+    // Nothing accepted: nothing to commit, and the state as it was.
+    let none = plan_batch(
+        &state,
+        vec![(WriteOp::CreateNote(new_note(ParentType::Company, JOB)), ())],
+    );
+    assert!(none.accepted.is_empty() && none.changes.is_empty());
+    assert_eq!(none.next.position, state.position);
+}
