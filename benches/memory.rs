@@ -86,13 +86,11 @@ fn render_all(ws: &WorkspaceState) -> usize {
     struct All<'b>(&'b mut Vec<u8>);
     impl<'s> entities::EntityVisitor<'s> for All<'_> {
         type Out = usize;
-        fn visit<K, V, T, F>(self, table: actors::table::TableRef<'s, K, V>, view: F) -> usize
-        where
-            K: actors::table::TableKey,
-            V: ?Sized,
-            T: actors::rendered::Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
+        fn visit<K: actors::table::TableKey, V: ?Sized, T: actors::rendered::Rendered>(
+            self,
+            table: actors::table::TableRef<'s, K, V>,
+            view: impl Fn(&'s V) -> T + Copy,
+        ) -> usize {
             let mut n = 0;
             for (_, _, row) in table.rows_from(None, None) {
                 self.0.clear();

@@ -14,12 +14,11 @@ use crate::table::{TableKey, TableRef};
 pub trait EntityVisitor<'s> {
     type Out;
 
-    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
-    where
-        K: TableKey,
-        V: ?Sized,
-        T: Rendered,
-        F: Fn(&'s V) -> T + Copy;
+    fn visit<K: TableKey, V: ?Sized, T: Rendered>(
+        self,
+        table: TableRef<'s, K, V>,
+        view: impl Fn(&'s V) -> T + Copy,
+    ) -> Self::Out;
 }
 
 /// Runs `visitor` on `entity`'s table of `ws`.
@@ -48,13 +47,11 @@ pub fn count(ws: &WorkspaceState, entity: Entity) -> usize {
     struct Count;
     impl<'s> EntityVisitor<'s> for Count {
         type Out = usize;
-        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, _: F) -> usize
-        where
-            K: TableKey,
-            V: ?Sized,
-            T: Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
+        fn visit<K: TableKey, V: ?Sized, T: Rendered>(
+            self,
+            table: TableRef<'s, K, V>,
+            _: impl Fn(&'s V) -> T + Copy,
+        ) -> usize {
             table.visible_len()
         }
     }
@@ -88,6 +85,17 @@ pub fn write_visible(
     write_named(ws, entity, Named::Raw(raw_id), out)
 }
 
+/// [`write_visible`] of a record named by a UUID (every kind but attachments): what a
+/// write answers with the record it wrote.
+pub fn write_visible_uuid(
+    ws: &WorkspaceState,
+    entity: Entity,
+    id: uuid::Uuid,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<bool> {
+    write_named(ws, entity, Named::Uuid(id), out)
+}
+
 /// How a record is named: as the API writes its id, or by a UUID already parsed (the
 /// change log's), which UUID-keyed tables look up without writing it out.
 #[derive(Clone, Copy)]
@@ -108,13 +116,11 @@ fn write_named(
     }
     impl<'s> EntityVisitor<'s> for ById<'_> {
         type Out = serde_json::Result<bool>;
-        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
-        where
-            K: TableKey,
-            V: ?Sized,
-            T: Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
+        fn visit<K: TableKey, V: ?Sized, T: Rendered>(
+            self,
+            table: TableRef<'s, K, V>,
+            view: impl Fn(&'s V) -> T + Copy,
+        ) -> Self::Out {
             let row = match self.id {
                 Named::Raw(raw) => K::find(table, raw),
                 Named::Uuid(id) => K::find_uuid(table, id),

@@ -11,7 +11,7 @@
 //! memory, and what a view derives from other records (a stage's name, a user's status)
 //! is read fresh each time.
 
-use crate::time::Stamp;
+use crate::time::{reported_updated_at, Stamp};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -192,6 +192,15 @@ impl<'o> Obj<'o> {
             }
         }
         self
+    }
+
+    /// `created_at` and `updated_at` as a record reports them (the latter as
+    /// [`reported_updated_at`] has it).
+    pub fn times(&mut self, created_at: Stamp, updated_at: Stamp) -> &mut Self {
+        self.stamp("created_at", Some(created_at)).stamp(
+            "updated_at",
+            Some(reported_updated_at(created_at, updated_at)),
+        )
     }
 
     pub fn bool(&mut self, key: &str, v: bool) -> &mut Self {

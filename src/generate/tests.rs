@@ -682,13 +682,11 @@ fn every_generated_record_is_written_as_its_view_serialises() {
     struct Check(usize);
     impl<'s> EntityVisitor<'s> for &mut Check {
         type Out = ();
-        fn visit<K, V, T, F>(self, table: actors::table::TableRef<'s, K, V>, view: F)
-        where
-            K: actors::table::TableKey,
-            V: ?Sized,
-            T: Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
+        fn visit<K: actors::table::TableKey, V: ?Sized, T: Rendered>(
+            self,
+            table: actors::table::TableRef<'s, K, V>,
+            view: impl Fn(&'s V) -> T + Copy,
+        ) {
             for (_, _, row) in table.rows_from(None, None) {
                 let mut written = Vec::new();
                 row.write_json(view, &mut written).unwrap();

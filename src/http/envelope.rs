@@ -41,13 +41,6 @@ impl Envelope {
         Ok(e)
     }
 
-    /// An envelope whose data is one record, written by its view (as lists write it).
-    pub fn of_record(view: &impl Rendered) -> Result<Self, ApiError> {
-        let mut e = Envelope::new(512);
-        view.write_json(&mut e.0).map_err(ApiError::internal)?;
-        Ok(e)
-    }
-
     /// An envelope whose data is an array of records, written by their views.
     pub fn of_records<R: Rendered>(views: impl IntoIterator<Item = R>) -> Result<Self, ApiError> {
         let mut e = Envelope::new(4096);

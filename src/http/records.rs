@@ -106,13 +106,11 @@ struct Page<'a> {
 impl<'s> EntityVisitor<'s> for Page<'_> {
     type Out = Result<Vec<u8>, ApiError>;
 
-    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
-    where
-        K: TableKey,
-        V: ?Sized,
-        T: Rendered,
-        F: Fn(&'s V) -> T + Copy,
-    {
+    fn visit<K: TableKey, V: ?Sized, T: Rendered>(
+        self,
+        table: TableRef<'s, K, V>,
+        view: impl Fn(&'s V) -> T + Copy,
+    ) -> Self::Out {
         let p = self.params;
         let with_total = p.cursor.is_none();
         let after = match p.cursor {

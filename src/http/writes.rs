@@ -25,11 +25,8 @@ use super::request::RequestId;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actors::actor::{Write, WriteDone};
-use actors::entities::{self, EntityVisitor};
+use actors::entities;
 use actors::model::{candidate, company, contact, job, note, task, Entity, ParentType};
-use actors::query::CursorId;
-use actors::rendered::Rendered;
-use actors::table::{TableKey, TableRef};
 use actors::writes::*;
 use serde_json::json;
 use uuid::Uuid;
@@ -69,36 +66,22 @@ fn id_only(id: Uuid, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
     Envelope::of(&json!({ "id": id }))?.close(rid.as_str())
 }
 
-/// A written record as `GET` shows it, or `None` when the API does not show it
-/// (private).
-struct Shown<'a> {
-    id: Uuid,
-    rid: &'a RequestId,
-}
-
-impl<'s> EntityVisitor<'s> for Shown<'_> {
-    type Out = Option<Result<Vec<u8>, ApiError>>;
-
-    fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, view: F) -> Self::Out
-    where
-        K: TableKey,
-        V: ?Sized,
-        T: Rendered,
-        F: Fn(&'s V) -> T + Copy,
-    {
-        let rec = table.get_visible(&K::from_cursor_id(CursorId::Uuid(self.id))?)?;
-        Some(Envelope::of_record(&view(rec)).and_then(|e| e.close(self.rid.as_str())))
-    }
-}
-
 /// The answer to a write, rendered from the state its commit published.
 fn render_written(done: &WriteDone, rid: &RequestId) -> Result<Vec<u8>, ApiError> {
     match done.written {
         Written::Created(kind, id) | Written::Updated(kind, id) => {
-            let shown = kind
-                .entity()
-                .and_then(|e| entities::visit(&done.state, e, Shown { id, rid }));
-            shown.unwrap_or_else(|| id_only(id, rid))
+            // As `GET` shows it; a private note or task, never shown, answers its id.
+            let mut answer = Envelope::new(512);
+            let shown = match kind.entity() {
+                Some(e) => entities::write_visible_uuid(&done.state, e, id, answer.data_buf())
+                    .map_err(ApiError::internal)?,
+                None => false,
+            };
+            if shown {
+                answer.close(rid.as_str())
+            } else {
+                id_only(id, rid)
+            }
         }
         Written::Deleted(..) => Envelope::of(&json!({ "deleted": true }))?.close(rid.as_str()),
     }

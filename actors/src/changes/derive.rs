@@ -315,13 +315,11 @@ pub fn shown(ws: &WorkspaceState, entity: Entity, id: &LoggedId) -> bool {
     struct Shown<'a>(&'a LoggedId);
     impl<'s> EntityVisitor<'s> for Shown<'_> {
         type Out = bool;
-        fn visit<K, V, T, F>(self, table: TableRef<'s, K, V>, _: F) -> bool
-        where
-            K: TableKey,
-            V: ?Sized,
-            T: Rendered,
-            F: Fn(&'s V) -> T + Copy,
-        {
+        fn visit<K: TableKey, V: ?Sized, T: Rendered>(
+            self,
+            table: TableRef<'s, K, V>,
+            _: impl Fn(&'s V) -> T + Copy,
+        ) -> bool {
             K::from_cursor_id(self.0.into()).is_some_and(|k| table.visible_row(&k).is_some())
         }
     }

@@ -57,17 +57,7 @@ pub const FORMAT: u32 = 2;
 
 /// The tables in the order they are written and restored. Candidate rows come before
 /// attachments (a cv takes its timestamps from its candidate row).
-pub const TABLES: [RecordKind; 9] = [
-    RecordKind::User,
-    RecordKind::Stage,
-    RecordKind::Company,
-    RecordKind::Contact,
-    RecordKind::Job,
-    RecordKind::Candidate,
-    RecordKind::Note,
-    RecordKind::Task,
-    RecordKind::Attachment,
-];
+pub const TABLES: [RecordKind; 9] = RecordKind::ALL;
 
 /// Why a checkpoint was not used.
 #[derive(Debug, thiserror::Error)]

@@ -193,7 +193,7 @@ impl<W: Surroundings> Rendered for View<'_, W, AttachmentRec> {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         use layout as f;
         let (ws, a) = (self.ws, self.rec);
-        let (created_at, updated_at) = a.timestamps_in(ws);
+        let (created_at, updated_at) = a.times_in(ws);
         let t = a.packed().text_table();
         let text = |i: u8| t[usize::from(i)];
         let mut o = Obj::begin(out);
@@ -205,8 +205,7 @@ impl<W: Surroundings> Rendered for View<'_, W, AttachmentRec> {
             .u64("size", a.size())
             .serde("kind", &a.kind())
             .text("storage_ref", text(f::STORAGE_REF))
-            .stamp("created_at", Some(created_at))
-            .stamp("updated_at", Some(updated_at));
+            .times(created_at, updated_at);
         o.end();
         Ok(())
     }

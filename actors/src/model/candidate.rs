@@ -6,7 +6,7 @@ use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_DERIVED
 use crate::packed::rec::{accessors, id_bytes, number_text, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_packed, Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use std::sync::Arc;
@@ -409,11 +409,7 @@ impl<W: Surroundings> Rendered for View<'_, W, CandidateRec> {
                     .stamp("requested_at", c.consent_requested_at())
                     .stamp("expires_at", c.consent_expires_at());
             })
-            .stamp("created_at", Some(c.created_at()))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(c.created_at(), c.updated_at())),
-            );
+            .times(c.created_at(), c.updated_at());
         o.end();
         Ok(())
     }
@@ -457,11 +453,7 @@ impl<W: Surroundings> Rendered for ApplicationView<'_, W> {
                 c.rejected_at()
                     .filter(|_| c.outcome() == Some(Outcome::Rejected)),
             )
-            .stamp("created_at", Some(c.created_at()))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(c.created_at(), c.updated_at())),
-            );
+            .times(c.created_at(), c.updated_at());
         o.end();
         Ok(())
     }
@@ -473,6 +465,7 @@ impl<W: Surroundings> Rendered for ApplicationView<'_, W> {
 mod oracle {
     use super::*;
     use crate::model::shared::Emails;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]

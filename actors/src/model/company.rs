@@ -4,7 +4,7 @@ use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_STORED}
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -121,11 +121,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Company> {
             .str("status", c.status.as_deref())
             .bool("is_archived", c.is_archived)
             .uuid("owning_recruiter_id", c.owner_id)
-            .stamp("created_at", Some(c.created_at))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(c.created_at, c.updated_at)),
-            );
+            .times(c.created_at, c.updated_at);
         o.end();
         Ok(())
     }
@@ -136,6 +132,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Company> {
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]

@@ -5,7 +5,7 @@ use super::shared::{field, ApiField, Shape::*, Surroundings, View, OWNER_STORED}
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -171,11 +171,7 @@ impl<W: Surroundings> Rendered for View<'_, W, ContactRec> {
             .str("linkedin_url", c.linkedin_url.as_deref())
             .bool("is_main_contact", c.is_main_contact)
             .uuid("owning_recruiter_id", c.owner_id)
-            .stamp("created_at", Some(c.created_at))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(c.created_at, c.updated_at)),
-            );
+            .times(c.created_at, c.updated_at);
         o.end();
         Ok(())
     }
@@ -187,6 +183,7 @@ impl<W: Surroundings> Rendered for View<'_, W, ContactRec> {
 mod oracle {
     use super::*;
     use crate::model::shared::Emails;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]

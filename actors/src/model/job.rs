@@ -4,7 +4,7 @@ use super::shared::{field, ApiField, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, number_text, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use std::sync::Arc;
@@ -199,11 +199,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Job> {
                 j.assigned_recruiter_id.or(j.created_by),
             )
             .str("hiring_manager", j.hiring_manager.as_deref())
-            .stamp("created_at", Some(j.created_at))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(j.created_at, j.updated_at)),
-            );
+            .times(j.created_at, j.updated_at);
         o.end();
         Ok(())
     }
@@ -214,6 +210,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Job> {
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]

@@ -4,7 +4,7 @@ use super::shared::{field, sometimes, ApiField, ParentType, Shape::*, Surroundin
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_packed, Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -190,10 +190,7 @@ impl<W: Surroundings> Rendered for View<'_, W, NoteRec> {
         if parent_type == ParentType::Contact {
             o.uuid("company_id", note_company(ws, n));
         }
-        o.stamp("created_at", Some(n.created_at())).stamp(
-            "updated_at",
-            Some(reported_updated_at(n.created_at(), n.updated_at())),
-        );
+        o.times(n.created_at(), n.updated_at());
         o.end();
         Ok(())
     }
@@ -204,6 +201,7 @@ impl<W: Surroundings> Rendered for View<'_, W, NoteRec> {
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     /// `job_id` is present only on candidate notes, `company_id` only on contact notes: absent,

@@ -4,7 +4,7 @@ use super::shared::{field, ApiField, ParentType, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{prefetch_texts, Obj, Rendered};
-use crate::time::{reported_updated_at, Date, Stamp};
+use crate::time::{Date, Stamp};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -217,11 +217,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Task> {
                 t.completed_at.filter(|_| t.status == TaskStatus::Completed),
             )
             .bool("is_private", t.is_private)
-            .stamp("created_at", Some(t.created_at))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(t.created_at, t.updated_at)),
-            );
+            .times(t.created_at, t.updated_at);
         o.end();
         Ok(())
     }
@@ -232,6 +228,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Task> {
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]

@@ -6,7 +6,7 @@ use super::shared::{field, ApiField, Shape::*, Surroundings, View};
 use crate::packed::rec::{accessors, id_bytes, stamp_word, Rec};
 use crate::packed::Writer;
 use crate::rendered::{Obj, Rendered};
-use crate::time::{reported_updated_at, Stamp};
+use crate::time::Stamp;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -133,11 +133,7 @@ impl<W: Surroundings> Rendered for View<'_, W, User> {
             .bool("active", u.is_active())
             .str("role", u.role.as_deref())
             .null("external_id")
-            .stamp("created_at", Some(u.created_at))
-            .stamp(
-                "updated_at",
-                Some(reported_updated_at(u.created_at, u.updated_at)),
-            );
+            .times(u.created_at, u.updated_at);
         o.end();
         Ok(())
     }
@@ -148,6 +144,7 @@ impl<W: Surroundings> Rendered for View<'_, W, User> {
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;
+    use crate::time::reported_updated_at;
     use serde::Serializer;
 
     #[derive(Serialize)]
