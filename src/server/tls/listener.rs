@@ -161,7 +161,7 @@ impl HttpsOptions {
 /// address or making it non-blocking.
 pub fn https_server<F, I, S, B>(
     listener: std::net::TcpListener,
-    tls: ServerConfig,
+    mut tls: ServerConfig,
     app_factory: F,
     opts: HttpsOptions,
 ) -> io::Result<Server>
@@ -176,6 +176,67 @@ where
     S::Service: 'static,
     B: MessageBody + 'static,
 {
+    let (builder, connections) = server_builder(&opts)?;
+    let addr: SocketAddr = listener.local_addr()?;
+    let host = addr.to_string();
+    tls.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
+    let shutdown = builder.graceful_shutdown_signal();
+
+    // The API service: the per-connection steps of the module docs, in front of
+    // actix-http's HTTP/1.1 service.
+    builder
+        .listen(format!("recruitd-api-{addr}"), listener, move || {
+            let shutdown = shutdown.clone();
+            let host = host.clone();
+            let app = app_factory()
+                .into_factory()
+                .map_err(|err| err.into().error_response());
+
+            let http = HttpServiceBuilder::<GuardedIo<TlsStream<TcpStream>>, _>::default()
+                // On graceful shutdown, connections stop being kept alive and close after
+                // their current response instead of holding workers until the shutdown
+                // timeout.
+                .graceful_shutdown_signal(move || {
+                    let shutdown = shutdown.clone();
+                    async move { shutdown.notified().await }
+                })
+                .keep_alive(opts.keep_alive)
+                .client_request_timeout(opts.client_request_timeout)
+                .client_disconnect_timeout(opts.client_disconnect_timeout)
+                .secure()
+                .local_addr(addr)
+                // `AppConfig::default()` would claim plain HTTP on 127.0.0.1:8080, making
+                // `ConnectionInfo::scheme()` say "http". actix-web's own TLS listener builds
+                // this value with the crate-private `AppConfig::new`, which this wraps
+                // (public but semver-exempt: should it go, the build breaks loudly and
+                // `default()` is the fallback).
+                .h1(map_config(app, move |_| {
+                    AppConfig::__priv_test_new(true, host.clone(), addr)
+                }));
+
+            let connections = connections.clone();
+            let acceptor = acceptor.clone();
+            let opts = opts.clone();
+            fn_service(move |stream: TcpStream| {
+                let connections = connections.clone();
+                let acceptor = acceptor.clone();
+                let opts = opts.clone();
+                async move {
+                    admit(stream, &connections, &acceptor, &opts)
+                        .await
+                        .map_err(DispatchError::Io)
+                }
+            })
+            .and_then(http)
+        })
+        .map(ServerBuilder::run)
+}
+
+/// The server builder for `opts`, and the connection caps its listener keeps: checks
+/// the options, then sets what actix-server itself bounds. (Apart from the generic
+/// [`https_server`], which adds the service.)
+fn server_builder(opts: &HttpsOptions) -> io::Result<(ServerBuilder, Arc<Connections>)> {
     let mut builder = ServerBuilder::new();
     if let Some(workers) = opts.workers {
         // actix-server panics outside 1..=512; an operator's typo deserves an error.
@@ -208,85 +269,11 @@ where
         .max_concurrent_connections(connections.caps().total.saturating_add(REFUSALS_IN_FLIGHT))
         .shutdown_timeout(ceil_secs(opts.shutdown_timeout));
     builder = builder.disable_signals();
-    Ok(listen_https(builder, listener, tls, app_factory, &opts, connections)?.run())
+    Ok((builder, connections))
 }
 
 fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
-/// Adds the API service on `listener` to `builder`: the per-connection steps of the
-/// module docs in front of actix-http's HTTP/1.1 service.
-fn listen_https<F, I, S, B>(
-    builder: ServerBuilder,
-    listener: std::net::TcpListener,
-    mut tls: ServerConfig,
-    app_factory: F,
-    opts: &HttpsOptions,
-    connections: Arc<Connections>,
-) -> io::Result<ServerBuilder>
-where
-    F: Fn() -> I + Send + Clone + 'static,
-    I: IntoServiceFactory<S, Request>,
-    S: ServiceFactory<Request, Config = AppConfig> + 'static,
-    S::Error: Into<actix_web::Error> + 'static,
-    S::InitError: std::fmt::Debug,
-    S::Response: Into<Response<B>> + 'static,
-    <S::Service as Service<Request>>::Future: 'static,
-    S::Service: 'static,
-    B: MessageBody + 'static,
-{
-    let addr: SocketAddr = listener.local_addr()?;
-    let host = addr.to_string();
-    tls.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
-    let acceptor = TlsAcceptor::from(Arc::new(tls));
-    let shutdown = builder.graceful_shutdown_signal();
-    let opts = opts.clone();
-
-    builder.listen(format!("recruitd-api-{addr}"), listener, move || {
-        let shutdown = shutdown.clone();
-        let host = host.clone();
-        let app = app_factory()
-            .into_factory()
-            .map_err(|err| err.into().error_response());
-
-        let http = HttpServiceBuilder::<GuardedIo<TlsStream<TcpStream>>, _>::default()
-            // On graceful shutdown, connections stop being kept alive and close after
-            // their current response instead of holding workers until the shutdown
-            // timeout.
-            .graceful_shutdown_signal(move || {
-                let shutdown = shutdown.clone();
-                async move { shutdown.notified().await }
-            })
-            .keep_alive(opts.keep_alive)
-            .client_request_timeout(opts.client_request_timeout)
-            .client_disconnect_timeout(opts.client_disconnect_timeout)
-            .secure()
-            .local_addr(addr)
-            // `AppConfig::default()` would claim plain HTTP on 127.0.0.1:8080, making
-            // `ConnectionInfo::scheme()` say "http". actix-web's own TLS listener builds
-            // this value with the crate-private `AppConfig::new`, which this wraps
-            // (public but semver-exempt: should it go, the build breaks loudly and
-            // `default()` is the fallback).
-            .h1(map_config(app, move |_| {
-                AppConfig::__priv_test_new(true, host.clone(), addr)
-            }));
-
-        let connections = connections.clone();
-        let acceptor = acceptor.clone();
-        let opts = opts.clone();
-        fn_service(move |stream: TcpStream| {
-            let connections = connections.clone();
-            let acceptor = acceptor.clone();
-            let opts = opts.clone();
-            async move {
-                admit(stream, &connections, &acceptor, &opts)
-                    .await
-                    .map_err(DispatchError::Io)
-            }
-        })
-        .and_then(http)
-    })
 }
 
 /// Steps 1 to 3 of the module docs: the connection as the HTTP layer gets it, with its
