@@ -12,7 +12,7 @@ use crate::http::errors::{ApiError, ErrorKind};
 use crate::http::forwarding::respond;
 use crate::http::node;
 use crate::http::request::RequestId;
-use crate::http::{no_such_path, refuse_methods_but};
+use crate::http::{no_such_path, refuse_methods_but, AppServiceFactory};
 use actix_web::{middleware, web, HttpRequest, HttpResponse};
 use actors::keys::{parse_key_request, KeyService};
 use actors::loader::Loader;
@@ -269,17 +269,7 @@ async fn revoke_key(
     }
 }
 
-pub fn app(
-    state: web::Data<AdminState>,
-) -> actix_web::App<
-    impl actix_web::dev::ServiceFactory<
-        actix_web::dev::ServiceRequest,
-        Config = (),
-        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn app(state: web::Data<AdminState>) -> actix_web::App<impl AppServiceFactory> {
     actix_web::App::new()
         .app_data(state)
         // Key requests are small; an import's body is streamed (`import`), bounded by

@@ -54,6 +54,7 @@ pub mod state;
 pub mod subresources;
 pub mod writes;
 
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::{middleware, web, HttpRequest};
 use actors::model::Entity;
 use errors::ApiError;
@@ -264,18 +265,32 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-/// The whole API application, as each HTTPS worker builds it.
-pub fn app(
-    state: web::Data<state::AppState>,
-) -> actix_web::App<
-    impl actix_web::dev::ServiceFactory<
-        actix_web::dev::ServiceRequest,
+/// The service of an application this server runs (the API's, the admin interface's),
+/// as actix-web builds it from an `App`: named once, for the two `app` functions.
+pub trait AppServiceFactory:
+    ServiceFactory<
+    ServiceRequest,
+    Config = (),
+    Response = ServiceResponse,
+    Error = actix_web::Error,
+    InitError = (),
+>
+{
+}
+
+impl<T> AppServiceFactory for T where
+    T: ServiceFactory<
+        ServiceRequest,
         Config = (),
-        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Response = ServiceResponse,
         Error = actix_web::Error,
         InitError = (),
-    >,
-> {
+    >
+{
+}
+
+/// The whole API application, as each HTTPS worker builds it.
+pub fn app(state: web::Data<state::AppState>) -> actix_web::App<impl AppServiceFactory> {
     actix_web::App::new()
         .app_data(state)
         .configure(configure)
