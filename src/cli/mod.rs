@@ -125,10 +125,21 @@ pub struct AdminArgs {
     /// Address of the running server's admin interface.
     #[arg(long, default_value = crate::server::DEFAULT_ADMIN_LISTEN)]
     pub admin_listen: SocketAddr,
-    /// Bearer token of that admin interface (default: `<data-dir>/admin-token`).
+    #[command(flatten)]
+    pub admin_token: AdminToken,
+}
+
+/// The admin interface's bearer token, as given on the command line or in the
+/// environment: what `serve` answers to and what a key command presents. Without one,
+/// both use `<data-dir>/admin-token` (which `serve` generates once).
+#[derive(Args, Debug)]
+pub struct AdminToken {
+    /// Bearer token of the admin interface (default: `<data-dir>/admin-token`, which
+    /// `serve` generates once).
     #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// A file holding that token, so that it need not appear on a command line.
+    /// A file holding that token, so that it need not appear on a command line or in
+    /// the environment.
     #[arg(
         long,
         env = "RECRUITD_ADMIN_TOKEN_FILE",
@@ -137,13 +148,20 @@ pub struct AdminArgs {
     pub admin_token_file: Option<PathBuf>,
 }
 
+impl AdminToken {
+    /// The token given, read from its file when given as one.
+    pub fn given(&self) -> anyhow::Result<Option<String>> {
+        match &self.admin_token_file {
+            Some(path) => token_from_file(path).map(Some),
+            None => Ok(self.admin_token.clone()),
+        }
+    }
+}
+
 impl AdminArgs {
     /// The token of a server on this data dir, if one has ever run here (or was given).
     fn token(&self, data_dir: &std::path::Path) -> anyhow::Result<Option<String>> {
-        if let Some(path) = &self.admin_token_file {
-            return token_from_file(path).map(Some);
-        }
-        Ok(self.admin_token.clone().or_else(|| {
+        Ok(self.admin_token.given()?.or_else(|| {
             std::fs::read_to_string(data_dir.join("admin-token"))
                 .ok()
                 .map(|t| t.trim().to_string())
@@ -154,7 +172,7 @@ impl AdminArgs {
 
 /// The admin token held in `path` (surrounding whitespace, such as a final newline, is
 /// not part of it).
-pub(crate) fn token_from_file(path: &std::path::Path) -> anyhow::Result<String> {
+fn token_from_file(path: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the admin token file {}", path.display()))?;
     let token = text.trim();
@@ -203,18 +221,8 @@ pub struct ServeArgs {
     /// half of --max-connections. Connections past it are closed on arrival.
     #[arg(long, default_value_t = crate::server::tls::connections::DEFAULT_CONNECTIONS_PER_PEER as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections_per_peer: u64,
-    /// Bearer token of the admin interface (default: generated once into
-    /// `<data-dir>/admin-token`).
-    #[arg(long, env = "RECRUITD_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// A file holding the admin token, so that it need not appear on the command line or
-    /// in the environment.
-    #[arg(
-        long,
-        env = "RECRUITD_ADMIN_TOKEN_FILE",
-        conflicts_with = "admin_token"
-    )]
-    pub admin_token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub admin_token: AdminToken,
     /// HTTPS worker threads (default: one per CPU).
     #[arg(long)]
     pub workers: Option<usize>,

@@ -23,10 +23,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         // Descriptor counts: far below usize::MAX on every platform this runs on.
         max_connections: args.max_connections.map(|n| n as usize),
         max_connections_per_peer: args.max_connections_per_peer as usize,
-        admin_token: match &args.admin_token_file {
-            Some(path) => Some(super::token_from_file(path)?),
-            None => args.admin_token,
-        },
+        admin_token: args.admin_token.given()?,
         workers: args.workers,
         write_batch_max: args.write_batch_max as usize,
         checkpoint_interval: (args.checkpoint_interval > 0)
