@@ -221,10 +221,9 @@ struct PersonsOut<'a, 'h> {
 
 impl Serialize for PersonsOut<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.persons.len()))?;
-        for p in self.persons {
+        array(s, self.persons, |p| {
             let primary = p.primary();
-            seq.serialize_element(&PersonOut {
+            PersonOut {
                 person_id: p.person_id,
                 name: p.name(),
                 phone: primary.phone(),
@@ -235,10 +234,23 @@ impl Serialize for PersonsOut<'_, '_> {
                     rows: &p.rows,
                     with_stage: self.with_stage,
                 },
-            })?;
-        }
-        seq.end()
+            }
+        })
     }
+}
+
+/// Writes `items` as a JSON array, each as `out` shows it: the arrays of a search's
+/// answer, written straight from the state without collecting their entries first.
+fn array<'i, S: Serializer, T, O: Serialize>(
+    s: S,
+    items: &'i [T],
+    out: impl Fn(&'i T) -> O,
+) -> Result<S::Ok, S::Error> {
+    let mut seq = s.serialize_seq(Some(items.len()))?;
+    for item in items {
+        seq.serialize_element(&out(item))?;
+    }
+    seq.end()
 }
 
 #[derive(Serialize)]
@@ -259,60 +271,42 @@ struct RowsOut<'a, 'h> {
 
 impl Serialize for RowsOut<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.rows.len()))?;
-        for r in self.rows {
+        array(s, self.rows, |r| {
             let c: &CandidateRec = r;
-            if self.with_stage {
-                seq.serialize_element(&RowWithStage {
-                    candidate_row_id: c.id(),
-                    job_id: c.job_id(),
-                    is_primary_record: c.is_primary(),
-                    stage: stage(self.ws, c).and_then(|s| s.0),
-                })?;
-            } else {
-                seq.serialize_element(&Row {
-                    candidate_row_id: c.id(),
-                    job_id: c.job_id(),
-                    is_primary_record: c.is_primary(),
-                })?;
+            RowOut {
+                candidate_row_id: c.id(),
+                job_id: c.job_id(),
+                is_primary_record: c.is_primary(),
+                stage: self.with_stage.then(|| stage(self.ws, c).and_then(|s| s.0)),
             }
-        }
-        seq.end()
+        })
     }
 }
 
 #[derive(Serialize)]
-struct RowWithStage<'a> {
+struct RowOut<'a> {
     candidate_row_id: Uuid,
     job_id: Option<Uuid>,
     is_primary_record: bool,
-    stage: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct Row {
-    candidate_row_id: Uuid,
-    job_id: Option<Uuid>,
-    is_primary_record: bool,
+    /// Shown by a phone search only (`null` when the row has no stage); an email
+    /// search's rows have no such member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stage: Option<Option<&'a str>>,
 }
 
 struct ContactsOut<'a, 'h>(&'h [&'a Arc<ContactRec>]);
 
 impl Serialize for ContactsOut<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for c in self.0 {
-            seq.serialize_element(&ContactOut {
-                id: c.raw.id,
-                name: c.raw.name.as_deref(),
-                phone: c.phone.as_deref(),
-                email: email_of(c.raw.email.as_deref()),
-                company_id: c.raw.company_id,
-                // The stored owner as it stands, exactly as `GET /v1/contacts/{id}`.
-                owning_recruiter_id: c.raw.owner_id,
-            })?;
-        }
-        seq.end()
+        array(s, self.0, |c| ContactOut {
+            id: c.raw.id,
+            name: c.raw.name.as_deref(),
+            phone: c.phone.as_deref(),
+            email: email_of(c.raw.email.as_deref()),
+            company_id: c.raw.company_id,
+            // The stored owner as it stands, exactly as `GET /v1/contacts/{id}`.
+            owning_recruiter_id: c.raw.owner_id,
+        })
     }
 }
 
@@ -330,16 +324,12 @@ struct CompaniesOut<'a, 'h>(&'h [&'a Arc<Company>]);
 
 impl Serialize for CompaniesOut<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for c in self.0 {
-            seq.serialize_element(&CompanyOut {
-                id: c.id,
-                name: c.name.as_deref(),
-                phone: c.phone.as_deref(),
-                owning_recruiter_id: c.owner_id,
-            })?;
-        }
-        seq.end()
+        array(s, self.0, |c| CompanyOut {
+            id: c.id,
+            name: c.name.as_deref(),
+            phone: c.phone.as_deref(),
+            owning_recruiter_id: c.owner_id,
+        })
     }
 }
 
