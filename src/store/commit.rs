@@ -23,6 +23,47 @@ use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use uuid::Uuid;
 
+/// A statement as both adapters build it: sqlx's query on the database `DB`.
+pub(crate) type Statement<'q, DB> =
+    sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
+
+/// Binds an API key's columns to its upsert, in the order both adapters' statements
+/// name them: `id, workspace_id, secret_hash, scopes, created_by, revoked,
+/// rate_limit_per_minute`.
+pub(crate) fn bind_key<'q, DB: sqlx::Database>(
+    statement: Statement<'q, DB>,
+    k: &'q ApiKey,
+) -> Statement<'q, DB>
+where
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    statement
+        .bind(k.id.as_str())
+        .bind(k.workspace_id.to_string())
+        .bind(&k.secret_hash[..])
+        .bind(k.scopes.to_csv())
+        .bind(k.created_by.to_string())
+        .bind(k.revoked)
+        .bind(k.rate_limit_per_minute.map(i64::from))
+}
+
+/// Binds the workspace (`ws`, as stored) and a new tag drawn at random to the statement
+/// that moves its position on (see `actors::store::CommitPosition`).
+pub(crate) fn bind_new_position<'q, DB: sqlx::Database>(
+    statement: Statement<'q, DB>,
+    ws: &'q str,
+) -> Statement<'q, DB>
+where
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    statement.bind(ws).bind(Uuid::new_v4().to_string())
+}
+
 /// What one transaction writes.
 pub(crate) struct Part<'a> {
     pub workspace: Option<&'a Workspace>,

@@ -519,45 +519,35 @@ where
 
 /// Rebuilds an API key from its row.
 pub(crate) fn decode_key(row: KeyRow<'_>) -> Result<ApiKey, StoreError> {
-    let KeyRow {
-        id,
-        workspace_id,
-        secret_hash,
-        scopes,
-        created_by,
-        revoked,
-        rate_limit_per_minute,
-        created_at,
-    } = row;
+    let id = &row.id;
     let corrupt = |what: String| StoreError::Corrupt(format!("api key {id:?}: {what}"));
-    let workspace_id = Uuid::parse_str(workspace_id)
-        .map_err(|e| corrupt(format!("workspace_id {workspace_id:?}: {e}")))?;
-    let secret_hash: [u8; 32] = secret_hash
-        .try_into()
-        .map_err(|_| corrupt(format!("secret_hash has {} bytes", secret_hash.len())))?;
-    let scopes = Scopes::from_csv(scopes).map_err(|e| corrupt(format!("scopes: {e}")))?;
-    let created_by = Uuid::parse_str(created_by)
-        .map_err(|e| corrupt(format!("created_by {created_by:?}: {e}")))?;
-    let rate_limit_per_minute = rate_limit_per_minute
-        .map(u32::try_from)
-        .transpose()
-        .map_err(|e| corrupt(format!("rate_limit_per_minute: {e}")))?;
-    let created_at = created_at
-        .map(|t| {
-            chrono::DateTime::parse_from_rfc3339(t)
-                .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|e| corrupt(format!("created_at {t:?}: {e}")))
-        })
-        .transpose()?;
+    let text_uuid = |column: &str, text: &str| {
+        Uuid::parse_str(text).map_err(|e| corrupt(format!("{column} {text:?}: {e}")))
+    };
     Ok(ApiKey {
-        id,
-        workspace_id,
-        secret_hash,
-        scopes,
-        created_by,
-        revoked,
-        rate_limit_per_minute,
-        created_at,
+        workspace_id: text_uuid("workspace_id", row.workspace_id)?,
+        secret_hash: row
+            .secret_hash
+            .try_into()
+            .map_err(|_| corrupt(format!("secret_hash has {} bytes", row.secret_hash.len())))?,
+        scopes: Scopes::from_csv(row.scopes).map_err(|e| corrupt(format!("scopes: {e}")))?,
+        created_by: text_uuid("created_by", row.created_by)?,
+        revoked: row.revoked,
+        rate_limit_per_minute: row
+            .rate_limit_per_minute
+            .map(u32::try_from)
+            .transpose()
+            .map_err(|e| corrupt(format!("rate_limit_per_minute: {e}")))?,
+        created_at: row
+            .created_at
+            .map(|t| {
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|e| corrupt(format!("created_at {t:?}: {e}")))
+            })
+            .transpose()?,
+        // Last: the messages above name the key by it.
+        id: row.id,
     })
 }
 

@@ -2,7 +2,9 @@
 //! thousand rows per statement, a binary `COPY` for a fresh import's rows, and the
 //! writer lease's check ([`check_lease`]) that fences a commit.
 
-use super::super::commit::{parts_of, sorted_deletes, CommitStatements, Part};
+use super::super::commit::{
+    bind_key, bind_new_position, parts_of, sorted_deletes, CommitStatements, Part,
+};
 use super::super::fence::Fences;
 use super::super::in_key_order;
 use super::super::Upsert;
@@ -26,6 +28,15 @@ const UPSERT_CHUNK: usize = 5000;
 
 /// Ids per delete statement.
 pub(super) const DELETE_CHUNK: usize = 5000;
+
+/// Writes an API key (the columns `super::super::commit::bind_key` binds).
+const UPSERT_KEY: &str =
+    "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
+     revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (workspace_id, id) DO UPDATE SET \
+     secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, \
+     created_by = EXCLUDED.created_by, revoked = EXCLUDED.revoked, \
+     rate_limit_per_minute = EXCLUDED.rate_limit_per_minute";
 
 /// Counts a transaction that changes a workspace's records or description (see
 /// `Store::position`). Last in the transaction: the row lock it takes orders concurrent
@@ -241,24 +252,10 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
-             revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (workspace_id, id) DO UPDATE SET \
-             secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, \
-             created_by = EXCLUDED.created_by, revoked = EXCLUDED.revoked, \
-             rate_limit_per_minute = EXCLUDED.rate_limit_per_minute",
-        )
-        .bind(&k.id)
-        .bind(k.workspace_id.to_string())
-        .bind(&k.secret_hash[..])
-        .bind(k.scopes.to_csv())
-        .bind(k.created_by.to_string())
-        .bind(k.revoked)
-        .bind(k.rate_limit_per_minute.map(i64::from))
-        .execute(&mut *self.tx)
-        .await
-        .map_err(err("commit"))?;
+        bind_key(sqlx::query(UPSERT_KEY), k)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("commit"))?;
         Ok(())
     }
 
@@ -306,9 +303,7 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        sqlx::query(BUMP_POSITION)
-            .bind(ws)
-            .bind(Uuid::new_v4().to_string())
+        bind_new_position(sqlx::query(BUMP_POSITION), ws)
             .execute(&mut *self.tx)
             .await
             .map_err(err("commit"))?;

@@ -2,7 +2,7 @@
 //! writer's connection: records through SQLite's C interface (`super::rows`), the rest
 //! through sqlx.
 
-use super::super::commit::CommitStatements;
+use super::super::commit::{bind_key, bind_new_position, CommitStatements};
 use super::super::Upsert;
 use super::err;
 use actors::entries::EncodedEntries;
@@ -16,6 +16,15 @@ use uuid::Uuid;
 /// SQLite's limit (32,766 since 3.32), and make the per-statement cost (a round trip to
 /// sqlx's worker thread, a statement-cache lookup) negligible.
 pub(super) const DELETE_CHUNK: usize = 500;
+
+/// Writes an API key (the columns `super::super::commit::bind_key` binds).
+const UPSERT_KEY: &str =
+    "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
+     revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+     ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
+     secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
+     created_by = excluded.created_by, revoked = excluded.revoked, \
+     rate_limit_per_minute = excluded.rate_limit_per_minute";
 
 /// Counts a transaction that changes a workspace's records or description (see
 /// `Store::position`).
@@ -108,24 +117,10 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
-             revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-             ON CONFLICT (id) DO UPDATE SET workspace_id = excluded.workspace_id, \
-             secret_hash = excluded.secret_hash, scopes = excluded.scopes, \
-             created_by = excluded.created_by, revoked = excluded.revoked, \
-             rate_limit_per_minute = excluded.rate_limit_per_minute",
-        )
-        .bind(&k.id)
-        .bind(k.workspace_id.to_string())
-        .bind(&k.secret_hash[..])
-        .bind(k.scopes.to_csv())
-        .bind(k.created_by.to_string())
-        .bind(k.revoked)
-        .bind(k.rate_limit_per_minute.map(i64::from))
-        .execute(&mut *self.tx)
-        .await
-        .map_err(err("commit"))?;
+        bind_key(sqlx::query(UPSERT_KEY), k)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("commit"))?;
         Ok(())
     }
 
@@ -160,9 +155,7 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        sqlx::query(BUMP_POSITION)
-            .bind(ws)
-            .bind(Uuid::new_v4().to_string())
+        bind_new_position(sqlx::query(BUMP_POSITION), ws)
             .execute(&mut *self.tx)
             .await
             .map_err(err("commit"))?;
