@@ -51,6 +51,21 @@ where
         .bind(k.rate_limit_per_minute.map(i64::from))
 }
 
+/// Binds a workspace's columns to its upsert: `id, name, default_region`.
+pub(crate) fn bind_workspace<'q, DB: sqlx::Database>(
+    statement: Statement<'q, DB>,
+    w: &'q Workspace,
+) -> Statement<'q, DB>
+where
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    statement
+        .bind(w.id.to_string())
+        .bind(w.name.as_deref())
+        .bind(w.default_region.as_deref())
+}
+
 /// Binds the workspace (`ws`, as stored) and a new tag drawn at random to the statement
 /// that moves its position on (see `actors::store::CommitPosition`).
 pub(crate) fn bind_new_position<'q, DB: sqlx::Database>(

@@ -3,7 +3,8 @@
 //! writer lease's check ([`check_lease`]) that fences a commit.
 
 use super::super::commit::{
-    bind_key, bind_new_position, parts_of, sorted_deletes, CommitStatements, Part,
+    bind_key, bind_new_position, bind_workspace, parts_of, sorted_deletes, CommitStatements, Part,
+    Statement,
 };
 use super::super::fence::Fences;
 use super::super::in_key_order;
@@ -28,6 +29,12 @@ const UPSERT_CHUNK: usize = 5000;
 
 /// Ids per delete statement.
 pub(super) const DELETE_CHUNK: usize = 5000;
+
+/// Writes a workspace's row (the columns `super::super::commit::bind_workspace` binds).
+const UPSERT_WORKSPACE: &str =
+    "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
+     ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
+     default_region = EXCLUDED.default_region";
 
 /// Writes an API key (the columns `super::super::commit::bind_key` binds).
 const UPSERT_KEY: &str =
@@ -111,6 +118,17 @@ pub(super) struct PgStatements<'s> {
     pub(super) store: &'s PostgresStore,
 }
 
+impl PgStatements<'_> {
+    /// Runs one statement of the commit on its transaction.
+    async fn run(&mut self, statement: Statement<'_, sqlx::Postgres>) -> Result<(), StoreError> {
+        statement
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("commit"))?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl CommitStatements for PgStatements<'_> {
     /// The mark's answer names the transaction (backend pid and transaction id), recorded
@@ -159,33 +177,19 @@ impl CommitStatements for PgStatements<'_> {
     /// transactions, which a failed import may leave anyway.
     async fn settings(&mut self, part: &Part<'_>) -> Result<(), StoreError> {
         if part.bulk {
-            sqlx::query("SET LOCAL backend_flush_after = '256kB'")
-                .execute(&mut *self.tx)
-                .await
-                .map_err(err("commit"))?;
+            self.run(sqlx::query("SET LOCAL backend_flush_after = '256kB'"))
+                .await?;
         }
         if part.bulk && !part.last {
-            sqlx::query("SET LOCAL synchronous_commit = off")
-                .execute(&mut *self.tx)
-                .await
-                .map_err(err("commit"))?;
+            self.run(sqlx::query("SET LOCAL synchronous_commit = off"))
+                .await?;
         }
         Ok(())
     }
 
     async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
-             ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
-             default_region = EXCLUDED.default_region",
-        )
-        .bind(w.id.to_string())
-        .bind(w.name.as_deref())
-        .bind(w.default_region.as_deref())
-        .execute(&mut *self.tx)
-        .await
-        .map_err(err("commit"))?;
-        Ok(())
+        self.run(bind_workspace(sqlx::query(UPSERT_WORKSPACE), w))
+            .await
     }
 
     async fn upserts(
@@ -220,14 +224,14 @@ impl CommitStatements for PgStatements<'_> {
                 bodies.push(u.body());
             }
             let bodies: Vec<&str> = bodies.iter().map(|b| b.as_ref()).collect();
-            sqlx::query(UPSERT_RECORDS)
-                .bind(ws)
-                .bind(kinds)
-                .bind(ids)
-                .bind(bodies)
-                .execute(&mut *self.tx)
-                .await
-                .map_err(err("commit"))?;
+            self.run(
+                sqlx::query(UPSERT_RECORDS)
+                    .bind(ws)
+                    .bind(kinds)
+                    .bind(ids)
+                    .bind(bodies),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -240,23 +244,14 @@ impl CommitStatements for PgStatements<'_> {
         for chunk in deletes.chunks(DELETE_CHUNK) {
             let kinds: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
             let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
-            sqlx::query(DELETE_RECORDS)
-                .bind(ws)
-                .bind(kinds)
-                .bind(ids)
-                .execute(&mut *self.tx)
-                .await
-                .map_err(err("commit"))?;
+            self.run(sqlx::query(DELETE_RECORDS).bind(ws).bind(kinds).bind(ids))
+                .await?;
         }
         Ok(())
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        bind_key(sqlx::query(UPSERT_KEY), k)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
-        Ok(())
+        self.run(bind_key(sqlx::query(UPSERT_KEY), k)).await
     }
 
     async fn tombstones(
@@ -303,11 +298,8 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        bind_new_position(sqlx::query(BUMP_POSITION), ws)
-            .execute(&mut *self.tx)
+        self.run(bind_new_position(sqlx::query(BUMP_POSITION), ws))
             .await
-            .map_err(err("commit"))?;
-        Ok(())
     }
 
     async fn log_parts(
@@ -318,14 +310,14 @@ impl CommitStatements for PgStatements<'_> {
     ) -> Result<(), StoreError> {
         let numbers: Vec<i32> = (0..parts.len() as i32).collect();
         let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-        sqlx::query(INSERT_LOG_PARTS)
-            .bind(ws)
-            .bind(committed_at_ms)
-            .bind(&numbers)
-            .bind(&entries)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
+        self.run(
+            sqlx::query(INSERT_LOG_PARTS)
+                .bind(ws)
+                .bind(committed_at_ms)
+                .bind(&numbers)
+                .bind(&entries),
+        )
+        .await?;
         Ok(())
     }
 }

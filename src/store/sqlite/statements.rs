@@ -2,7 +2,9 @@
 //! writer's connection: records through SQLite's C interface (`super::rows`), the rest
 //! through sqlx.
 
-use super::super::commit::{bind_key, bind_new_position, CommitStatements};
+use super::super::commit::{
+    bind_key, bind_new_position, bind_workspace, CommitStatements, Statement,
+};
 use super::super::Upsert;
 use super::err;
 use actors::entries::EncodedEntries;
@@ -16,6 +18,12 @@ use uuid::Uuid;
 /// SQLite's limit (32,766 since 3.32), and make the per-statement cost (a round trip to
 /// sqlx's worker thread, a statement-cache lookup) negligible.
 pub(super) const DELETE_CHUNK: usize = 500;
+
+/// Writes a workspace's row (the columns `super::super::commit::bind_workspace` binds).
+const UPSERT_WORKSPACE: &str =
+    "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+     default_region = excluded.default_region";
 
 /// Writes an API key (the columns `super::super::commit::bind_key` binds).
 const UPSERT_KEY: &str =
@@ -38,38 +46,39 @@ pub(super) struct SqliteStatements<'c> {
     pub(super) tx: sqlx::Transaction<'c, sqlx::Sqlite>,
 }
 
+impl SqliteStatements<'_> {
+    /// Runs one statement of the commit on its transaction.
+    async fn run(&mut self, statement: Statement<'_, sqlx::Sqlite>) -> Result<(), StoreError> {
+        statement
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("commit"))?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl CommitStatements for SqliteStatements<'_> {
     /// The mark is read back on the writer's connection (`committed`), queued behind a
     /// commit whose answer was lost: the transaction needs no name of its own.
     async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> Result<(), StoreError> {
         if last {
-            sqlx::query(
-                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
-                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
+            self.run(
+                sqlx::query(
+                    "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
+                     ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
+                )
+                .bind(ws)
+                .bind(batch.to_string()),
             )
-            .bind(ws)
-            .bind(batch.to_string())
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
+            .await?;
         }
         Ok(())
     }
 
     async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
-             default_region = excluded.default_region",
-        )
-        .bind(w.id.to_string())
-        .bind(w.name.as_deref())
-        .bind(w.default_region.as_deref())
-        .execute(&mut *self.tx)
-        .await
-        .map_err(err("commit"))?;
-        Ok(())
+        self.run(bind_workspace(sqlx::query(UPSERT_WORKSPACE), w))
+            .await
     }
 
     /// Rows go in order, so a repeated id simply ends with its last version.
@@ -117,11 +126,7 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        bind_key(sqlx::query(UPSERT_KEY), k)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
-        Ok(())
+        self.run(bind_key(sqlx::query(UPSERT_KEY), k)).await
     }
 
     async fn tombstones(
@@ -155,11 +160,8 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        bind_new_position(sqlx::query(BUMP_POSITION), ws)
-            .execute(&mut *self.tx)
+        self.run(bind_new_position(sqlx::query(BUMP_POSITION), ws))
             .await
-            .map_err(err("commit"))?;
-        Ok(())
     }
 
     async fn log_parts(
@@ -169,17 +171,17 @@ impl CommitStatements for SqliteStatements<'_> {
         parts: &[EncodedEntries],
     ) -> Result<(), StoreError> {
         for (i, entries) in parts.iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
-                 SELECT ?1, position, ?2, ?3, ?4 FROM commit_positions WHERE workspace_id = ?1",
+            self.run(
+                sqlx::query(
+                    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
+                     SELECT ?1, position, ?2, ?3, ?4 FROM commit_positions WHERE workspace_id = ?1",
+                )
+                .bind(ws)
+                .bind(i as i64)
+                .bind(committed_at_ms)
+                .bind(entries.as_bytes()),
             )
-            .bind(ws)
-            .bind(i as i64)
-            .bind(committed_at_ms)
-            .bind(entries.as_bytes())
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
+            .await?;
         }
         Ok(())
     }
