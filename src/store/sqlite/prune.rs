@@ -1,22 +1,34 @@
 //! Retention's steps on SQLite (`crate::store::prune_changes`).
 
 use super::{err, SqliteStore};
+use crate::store::commit::Statement;
 use actors::store::StoreError;
 use async_trait::async_trait;
+
+impl SqliteStore {
+    /// Runs one of retention's statements on the writer; the rows it affected.
+    async fn write(
+        &self,
+        statement: Statement<'_, sqlx::Sqlite>,
+        context: &'static str,
+    ) -> Result<u64, StoreError> {
+        Ok(statement
+            .execute(&self.writer)
+            .await
+            .map_err(err(context))?
+            .rows_affected())
+    }
+}
 
 /// Retention's steps (`crate::store::prune_changes`): deletes on the one writer, each brief.
 #[async_trait]
 impl crate::store::LogPruning for SqliteStore {
     async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError> {
-        Ok(
+        let statement =
             sqlx::query("DELETE FROM tombstones WHERE workspace_id = ?1 AND deleted_at < ?2")
                 .bind(ws)
-                .bind(before_ms)
-                .execute(&self.writer)
-                .await
-                .map_err(err("pruning tombstones"))?
-                .rows_affected(),
-        )
+                .bind(before_ms);
+        self.write(statement, "pruning tombstones").await
     }
 
     async fn newest_position_before(
@@ -42,15 +54,13 @@ impl crate::store::LogPruning for SqliteStore {
     }
 
     async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError> {
-        sqlx::query(
+        let statement = sqlx::query(
             "UPDATE commit_positions SET pruned_through = max(pruned_through, ?2) \
              WHERE workspace_id = ?1",
         )
         .bind(ws)
-        .bind(through as i64)
-        .execute(&self.writer)
-        .await
-        .map_err(err("pruning the change log"))?;
+        .bind(through as i64);
+        self.write(statement, "pruning the change log").await?;
         Ok(())
     }
 
@@ -60,17 +70,14 @@ impl crate::store::LogPruning for SqliteStore {
         through: u64,
         limit: usize,
     ) -> Result<u64, StoreError> {
-        Ok(sqlx::query(
+        let statement = sqlx::query(
             "DELETE FROM change_log WHERE rowid IN (SELECT rowid FROM change_log \
              WHERE workspace_id = ?1 AND position <= ?2 LIMIT ?3)",
         )
         .bind(ws)
         .bind(through as i64)
-        .bind(limit as i64)
-        .execute(&self.writer)
-        .await
-        .map_err(err("pruning the change log"))?
-        .rows_affected())
+        .bind(limit as i64);
+        self.write(statement, "pruning the change log").await
     }
 
     async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError> {
