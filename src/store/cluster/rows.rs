@@ -146,6 +146,26 @@ fn since<R, T>(rows: Vec<(i64, Option<R>)>, to: impl Fn(R) -> Option<T>) -> Sinc
     }
 }
 
+/// A horizon read's row of three texts and a number (a lease, a holding), as the left
+/// join returns it: all `None` on the row of the horizon alone.
+type TextsAndNumber = (
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
+/// The rows of a horizon read of three texts and a number, for [`since`]: a row whose
+/// texts are there (the number may be null: a holding that holds no copy).
+fn texts_and_number(
+    rows: Vec<TextsAndNumber>,
+) -> Vec<(i64, Option<(String, String, String, Option<i64>)>)> {
+    rows.into_iter()
+        .map(|(x, a, b, c, n)| (x, a.zip(b).zip(c).map(|((a, b), c)| (a, b, c, n))))
+        .collect()
+}
+
 fn uuid(s: &str) -> Option<Uuid> {
     Uuid::parse_str(s).ok()
 }
@@ -155,6 +175,27 @@ fn texts(ids: &[Uuid]) -> Vec<String> {
 }
 
 impl Rows {
+    /// A horizon read (see the module's docs): `columns` of the rows of `table` (as
+    /// `t`) that transactions at or past `horizon` wrote, each beside the next horizon;
+    /// with no such row, one row of the next horizon alone.
+    async fn read_since<R>(
+        &self,
+        table: &str,
+        columns: &str,
+        horizon: i64,
+    ) -> Result<Vec<R>, PortError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        Ok(sqlx::query_as(&format!(
+            "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x) \
+             SELECT h.x, {columns} FROM h LEFT JOIN {table} t ON t.xid >= $1"
+        ))
+        .bind(horizon)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     async fn session(
         &self,
     ) -> Result<tokio::sync::MutexGuard<'_, Option<PgConnection>>, PortError> {
@@ -314,46 +355,32 @@ impl Rows {
         &self,
         horizon: i64,
     ) -> Result<Since<(Uuid, u64)>, PortError> {
-        let rows: Vec<(i64, Option<String>, Option<i64>)> = sqlx::query_as(
-            "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x) \
-             SELECT h.x, c.workspace_id, c.position FROM h \
-             LEFT JOIN commit_positions c ON c.xid >= $1",
-        )
-        .bind(horizon)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<(i64, Option<String>, Option<i64>)> = self
+            .read_since("commit_positions", "t.workspace_id, t.position", horizon)
+            .await?;
         let rows = rows.into_iter().map(|(x, w, p)| (x, w.zip(p))).collect();
         Ok(since(rows, |(w, p)| Some((uuid(&w)?, p as u64))))
     }
 
     pub(super) async fn leases_since(&self, horizon: i64) -> Result<Since<LeaseRow>, PortError> {
-        type Row = (
-            i64,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-        );
-        let rows: Vec<Row> = sqlx::query_as(
-            "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x) \
-             SELECT h.x, l.workspace_id, l.holder, l.incarnation, l.epoch FROM h \
-             LEFT JOIN workspace_leases l ON l.xid >= $1",
-        )
-        .bind(horizon)
-        .fetch_all(&self.pool)
-        .await?;
-        let rows = rows
-            .into_iter()
-            .map(|(x, w, h, i, e)| (x, w.zip(h).zip(i).zip(e)))
-            .collect();
-        Ok(since(rows, |(((w, holder), incarnation), epoch)| {
-            Some(LeaseRow {
-                workspace: uuid(&w)?,
-                holder,
-                incarnation,
-                epoch: epoch as u64,
-            })
-        }))
+        let rows: Vec<TextsAndNumber> = self
+            .read_since(
+                "workspace_leases",
+                "t.workspace_id, t.holder, t.incarnation, t.epoch",
+                horizon,
+            )
+            .await?;
+        Ok(since(
+            texts_and_number(rows),
+            |(w, holder, incarnation, epoch)| {
+                Some(LeaseRow {
+                    workspace: uuid(&w)?,
+                    holder,
+                    incarnation,
+                    epoch: epoch? as u64,
+                })
+            },
+        ))
     }
 
     pub(super) async fn take(
@@ -485,33 +512,24 @@ impl Rows {
         &self,
         horizon: i64,
     ) -> Result<Since<HoldingRow>, PortError> {
-        type Row = (
-            i64,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-        );
-        let rows: Vec<Row> = sqlx::query_as(
-            "WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x) \
-             SELECT h.x, c.workspace_id, c.node, c.incarnation, c.position FROM h \
-             LEFT JOIN cluster_holdings c ON c.xid >= $1",
-        )
-        .bind(horizon)
-        .fetch_all(&self.pool)
-        .await?;
-        let rows = rows
-            .into_iter()
-            .map(|(x, w, n, i, p)| (x, w.zip(n).zip(i).map(|((w, n), i)| (w, n, i, p))))
-            .collect();
-        Ok(since(rows, |(w, node, incarnation, position)| {
-            Some(HoldingRow {
-                workspace: uuid(&w)?,
-                node,
-                incarnation,
-                position: position.and_then(|p| u64::try_from(p).ok()),
-            })
-        }))
+        let rows: Vec<TextsAndNumber> = self
+            .read_since(
+                "cluster_holdings",
+                "t.workspace_id, t.node, t.incarnation, t.position",
+                horizon,
+            )
+            .await?;
+        Ok(since(
+            texts_and_number(rows),
+            |(w, node, incarnation, position)| {
+                Some(HoldingRow {
+                    workspace: uuid(&w)?,
+                    node,
+                    incarnation,
+                    position: position.and_then(|p| u64::try_from(p).ok()),
+                })
+            },
+        ))
     }
 
     pub(super) async fn drop_holdings(&self, me: &Me) -> Result<(), PortError> {
