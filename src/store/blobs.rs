@@ -22,7 +22,7 @@
 
 use actors::private_files;
 use actors::store::{
-    object_key, object_name, Blob, BlobMeta, BlobStore, Reclaimed, Store, StoreError,
+    object_key, object_name, Blob, BlobMeta, BlobStore, KeepKey, Reclaimed, Store, StoreError,
 };
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -130,7 +130,7 @@ impl BlobStore for StoreBlobs {
             let (ws, name) = key
                 .split_once('/')
                 .and_then(|(ws, name)| Some((Uuid::try_parse(ws).ok()?, name)))
-                .ok_or_else(|| StoreError::Other(format!("{key:?} is not an object key")))?;
+                .ok_or_else(|| not_an_object_key(key))?;
             by_workspace.entry(ws).or_default().push(name.to_owned());
         }
         let mut done = Reclaimed::default();
@@ -141,11 +141,7 @@ impl BlobStore for StoreBlobs {
         Ok(done)
     }
 
-    fn sweep(
-        &self,
-        workspace: Uuid,
-        keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
         let mut done = Reclaimed::default();
         let mut after = String::new();
         loop {
@@ -186,6 +182,11 @@ impl FileBlobs {
             Err(e) => Err(e),
         }
     }
+}
+
+/// What `delete` answers for a key that names no object.
+fn not_an_object_key(key: &str) -> StoreError {
+    StoreError::Other(format!("{key:?} is not an object key"))
 }
 
 /// The file of an object key, if the key is one this store can hold: `<workspace
@@ -386,8 +387,7 @@ impl BlobStore for FileBlobs {
     fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
         let mut done = Reclaimed::default();
         for key in keys {
-            let path = key_path(&self.root, key)
-                .ok_or_else(|| StoreError::Other(format!("{key:?} is not an object key")))?;
+            let path = key_path(&self.root, key).ok_or_else(|| not_an_object_key(key))?;
             let removed = remove_file(&path)
                 .map_err(|e| StoreError::Other(format!("removing blob {key}: {e}")))?;
             if let Some(bytes) = removed {
@@ -397,11 +397,7 @@ impl BlobStore for FileBlobs {
         Ok(done)
     }
 
-    fn sweep(
-        &self,
-        workspace: Uuid,
-        keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
         let fail = |e: std::io::Error| StoreError::Other(format!("sweeping blobs: {e}"));
         let dir = self.root.join(workspace.to_string());
         let entries = match std::fs::read_dir(&dir) {

@@ -105,6 +105,9 @@ pub fn digest_of_key(workspace: Uuid, key: &str) -> Option<[u8; 32]> {
     Some(digest)
 }
 
+/// Which object keys a sweep keeps ([`BlobStore::sweep`]): true for a key to keep.
+pub type KeepKey<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
 /// Where attachment bytes live. Bytes are written before the commit that records them,
 /// so a record never claims bytes the blob store lacks; they are removed only after the
 /// commit that drops the last record naming them (`crate::reclaim`).
@@ -143,11 +146,7 @@ pub trait BlobStore: Send + Sync + 'static {
     /// Removes every object of the workspace for which `keep(key)` is false, including
     /// whatever the store itself left unfinished there (a write a crash interrupted).
     /// Must not run while objects of the workspace are being written.
-    fn sweep(
-        &self,
-        workspace: Uuid,
-        keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<Reclaimed, StoreError>;
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError>;
 }
 
 /// Objects in memory by (workspace, attachment id); bytes shared with open readers.
@@ -213,11 +212,7 @@ impl BlobStore for MemoryBlobs {
         Ok(self.remove_where(|ws, id| keys.contains(object_key(ws, id).as_str())))
     }
 
-    fn sweep(
-        &self,
-        workspace: Uuid,
-        keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
         Ok(self.remove_where(|ws, id| ws == workspace && !keep(&object_key(ws, id))))
     }
 }

@@ -12,8 +12,8 @@ mod memory;
 mod tests;
 
 pub use blobs::{
-    digest_of_key, object_digest, object_key, object_name, Blob, BlobMeta, BlobStore, MemoryBlobs,
-    Reclaimed,
+    digest_of_key, object_digest, object_key, object_name, Blob, BlobMeta, BlobStore, KeepKey,
+    MemoryBlobs, Reclaimed,
 };
 pub use memory::MemoryStore;
 
