@@ -517,6 +517,18 @@ where
     }
 }
 
+/// A `commit_positions` row's position and tag, as both adapters read them.
+pub(crate) fn commit_position(
+    seq: i64,
+    tag: &str,
+) -> Result<actors::store::CommitPosition, StoreError> {
+    Ok(actors::store::CommitPosition {
+        seq: seq as u64,
+        tag: Uuid::parse_str(tag)
+            .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
+    })
+}
+
 /// Rebuilds an API key from its row.
 pub(crate) fn decode_key(row: KeyRow<'_>) -> Result<ApiKey, StoreError> {
     let id = &row.id;

@@ -28,8 +28,8 @@ mod statements;
 use super::commit::{parts_of, sorted_deletes};
 use super::fence::Fences;
 use super::{
-    decode_workspace, in_key_order, key_from_row, load_rows, map_error, ImportPacing,
-    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, map_error,
+    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
@@ -86,15 +86,6 @@ pub struct PostgresStore {
     /// (see [`super::fence`]): every commit checks its lease. `None`: commits unchecked
     /// (offline commands, which hold the store alone).
     fences: Option<Arc<Fences>>,
-}
-
-/// A `commit_positions` row's position and tag.
-fn commit_position(seq: i64, tag: &str) -> Result<CommitPosition, StoreError> {
-    Ok(CommitPosition {
-        seq: seq as u64,
-        tag: Uuid::parse_str(tag)
-            .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
-    })
 }
 
 /// Begins a transaction that writes `workspace`'s rows outside a commit (attachment

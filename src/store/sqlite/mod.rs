@@ -39,8 +39,8 @@ mod statements;
 
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
-    decode_workspace, in_key_order, key_from_row, load_rows, map_error, ImportPacing,
-    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, map_error,
+    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
@@ -579,14 +579,10 @@ impl Store for SqliteStore {
                 .fetch_optional(&self.readers)
                 .await
                 .map_err(err("reading the commit position"))?;
-        let Some((seq, tag)) = row else {
-            return Ok(CommitPosition::default());
-        };
-        Ok(CommitPosition {
-            seq: seq as u64,
-            tag: Uuid::parse_str(&tag)
-                .map_err(|e| StoreError::Other(format!("a commit position's tag: {e}")))?,
-        })
+        match row {
+            Some((seq, tag)) => commit_position(seq, &tag),
+            None => Ok(CommitPosition::default()),
+        }
     }
 
     async fn read_changes(
