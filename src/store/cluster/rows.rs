@@ -156,11 +156,12 @@ type TextsAndNumber = (
     Option<i64>,
 );
 
-/// The rows of a horizon read of three texts and a number, for [`since`]: a row whose
-/// texts are there (the number may be null: a holding that holds no copy).
-fn texts_and_number(
-    rows: Vec<TextsAndNumber>,
-) -> Vec<(i64, Option<(String, String, String, Option<i64>)>)> {
+/// A row of [`TextsAndNumber`] that is there: its three texts, and its number (which
+/// may be null: a holding that holds no copy).
+type ThreeTextsAndNumber = (String, String, String, Option<i64>);
+
+/// The rows of a horizon read of three texts and a number, for [`since`].
+fn texts_and_number(rows: Vec<TextsAndNumber>) -> Vec<(i64, Option<ThreeTextsAndNumber>)> {
     rows.into_iter()
         .map(|(x, a, b, c, n)| (x, a.zip(b).zip(c).map(|((a, b), c)| (a, b, c, n))))
         .collect()
