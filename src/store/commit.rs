@@ -27,56 +27,46 @@ use uuid::Uuid;
 pub(crate) type Statement<'q, DB> =
     sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
 
-/// Binds an API key's columns to its upsert, in the order both adapters' statements
-/// name them: `id, workspace_id, secret_hash, scopes, created_by, revoked,
-/// rate_limit_per_minute`.
-pub(crate) fn bind_key<'q, DB: sqlx::Database>(
+/// What both adapters bind alike to one of their statements.
+pub(crate) enum Bound<'q> {
+    /// A workspace's row: `id, name, default_region`.
+    Workspace(&'q Workspace),
+    /// An API key's row: `id, workspace_id, secret_hash, scopes, created_by, revoked,
+    /// rate_limit_per_minute`.
+    Key(&'q ApiKey),
+    /// The workspace (as stored) whose position moves on, and a new tag drawn at random
+    /// for it (see `actors::store::CommitPosition`).
+    NewPosition(&'q str),
+}
+
+/// Binds `values` to `statement`, in the order the adapters' statements name them.
+pub(crate) fn bind<'q, DB: sqlx::Database>(
     statement: Statement<'q, DB>,
-    k: &'q ApiKey,
+    values: Bound<'q>,
 ) -> Statement<'q, DB>
 where
     &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
-    statement
-        .bind(k.id.as_str())
-        .bind(k.workspace_id.to_string())
-        .bind(&k.secret_hash[..])
-        .bind(k.scopes.to_csv())
-        .bind(k.created_by.to_string())
-        .bind(k.revoked)
-        .bind(k.rate_limit_per_minute.map(i64::from))
-}
-
-/// Binds a workspace's columns to its upsert: `id, name, default_region`.
-pub(crate) fn bind_workspace<'q, DB: sqlx::Database>(
-    statement: Statement<'q, DB>,
-    w: &'q Workspace,
-) -> Statement<'q, DB>
-where
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    statement
-        .bind(w.id.to_string())
-        .bind(w.name.as_deref())
-        .bind(w.default_region.as_deref())
-}
-
-/// Binds the workspace (`ws`, as stored) and a new tag drawn at random to the statement
-/// that moves its position on (see `actors::store::CommitPosition`).
-pub(crate) fn bind_new_position<'q, DB: sqlx::Database>(
-    statement: Statement<'q, DB>,
-    ws: &'q str,
-) -> Statement<'q, DB>
-where
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    statement.bind(ws).bind(Uuid::new_v4().to_string())
+    match values {
+        Bound::Workspace(w) => statement
+            .bind(w.id.to_string())
+            .bind(w.name.as_deref())
+            .bind(w.default_region.as_deref()),
+        Bound::Key(k) => statement
+            .bind(k.id.as_str())
+            .bind(k.workspace_id.to_string())
+            .bind(&k.secret_hash[..])
+            .bind(k.scopes.to_csv())
+            .bind(k.created_by.to_string())
+            .bind(k.revoked)
+            .bind(k.rate_limit_per_minute.map(i64::from)),
+        Bound::NewPosition(ws) => statement.bind(ws).bind(Uuid::new_v4().to_string()),
+    }
 }
 
 /// What one transaction writes.

@@ -3,8 +3,7 @@
 //! writer lease's check ([`check_lease`]) that fences a commit.
 
 use super::super::commit::{
-    bind_key, bind_new_position, bind_workspace, parts_of, sorted_deletes, CommitStatements, Part,
-    Statement,
+    bind, parts_of, sorted_deletes, Bound, CommitStatements, Part, Statement,
 };
 use super::super::fence::Fences;
 use super::super::in_key_order;
@@ -30,13 +29,13 @@ const UPSERT_CHUNK: usize = 5000;
 /// Ids per delete statement.
 pub(super) const DELETE_CHUNK: usize = 5000;
 
-/// Writes a workspace's row (the columns `super::super::commit::bind_workspace` binds).
+/// Writes a workspace's row (the columns `commit::Bound::Workspace` names).
 const UPSERT_WORKSPACE: &str =
     "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
      ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
      default_region = EXCLUDED.default_region";
 
-/// Writes an API key (the columns `super::super::commit::bind_key` binds).
+/// Writes an API key (the columns `commit::Bound::Key` names).
 const UPSERT_KEY: &str =
     "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
      revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -188,7 +187,7 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
-        self.run(bind_workspace(sqlx::query(UPSERT_WORKSPACE), w))
+        self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
             .await
     }
 
@@ -251,7 +250,7 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        self.run(bind_key(sqlx::query(UPSERT_KEY), k)).await
+        self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
     }
 
     async fn tombstones(
@@ -298,7 +297,7 @@ impl CommitStatements for PgStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        self.run(bind_new_position(sqlx::query(BUMP_POSITION), ws))
+        self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
             .await
     }
 

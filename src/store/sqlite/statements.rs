@@ -2,9 +2,7 @@
 //! writer's connection: records through SQLite's C interface (`super::rows`), the rest
 //! through sqlx.
 
-use super::super::commit::{
-    bind_key, bind_new_position, bind_workspace, CommitStatements, Statement,
-};
+use super::super::commit::{bind, Bound, CommitStatements, Statement};
 use super::super::Upsert;
 use super::err;
 use actors::entries::EncodedEntries;
@@ -19,13 +17,13 @@ use uuid::Uuid;
 /// sqlx's worker thread, a statement-cache lookup) negligible.
 pub(super) const DELETE_CHUNK: usize = 500;
 
-/// Writes a workspace's row (the columns `super::super::commit::bind_workspace` binds).
+/// Writes a workspace's row (the columns `commit::Bound::Workspace` names).
 const UPSERT_WORKSPACE: &str =
     "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
      default_region = excluded.default_region";
 
-/// Writes an API key (the columns `super::super::commit::bind_key` binds).
+/// Writes an API key (the columns `commit::Bound::Key` names).
 const UPSERT_KEY: &str =
     "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
      revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
@@ -77,7 +75,7 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
-        self.run(bind_workspace(sqlx::query(UPSERT_WORKSPACE), w))
+        self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
             .await
     }
 
@@ -126,7 +124,7 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
-        self.run(bind_key(sqlx::query(UPSERT_KEY), k)).await
+        self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
     }
 
     async fn tombstones(
@@ -160,7 +158,7 @@ impl CommitStatements for SqliteStatements<'_> {
     }
 
     async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
-        self.run(bind_new_position(sqlx::query(BUMP_POSITION), ws))
+        self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
             .await
     }
 
