@@ -148,7 +148,7 @@ fn since<R, T>(rows: Vec<(i64, Option<R>)>, to: impl Fn(R) -> Option<T>) -> Sinc
 
 /// A horizon read's row of three texts and a number (a lease, a holding), as the left
 /// join returns it: all `None` on the row of the horizon alone.
-type TextsAndNumber = (
+type JoinedTextsAndNumber = (
     i64,
     Option<String>,
     Option<String>,
@@ -156,16 +156,9 @@ type TextsAndNumber = (
     Option<i64>,
 );
 
-/// A row of [`TextsAndNumber`] that is there: its three texts, and its number (which
+/// A row of [`JoinedTextsAndNumber`] that is there: its three texts, and its number (which
 /// may be null: a holding that holds no copy).
-type ThreeTextsAndNumber = (String, String, String, Option<i64>);
-
-/// The rows of a horizon read of three texts and a number, for [`since`].
-fn texts_and_number(rows: Vec<TextsAndNumber>) -> Vec<(i64, Option<ThreeTextsAndNumber>)> {
-    rows.into_iter()
-        .map(|(x, a, b, c, n)| (x, a.zip(b).zip(c).map(|((a, b), c)| (a, b, c, n))))
-        .collect()
-}
+type TextsAndNumber = (String, String, String, Option<i64>);
 
 fn uuid(s: &str) -> Option<Uuid> {
     Uuid::parse_str(s).ok()
@@ -176,6 +169,23 @@ fn texts(ids: &[Uuid]) -> Vec<String> {
 }
 
 impl Rows {
+    /// A horizon read of three texts and a number (a lease, a holding), each row that
+    /// is there as `to` makes it.
+    async fn three_texts_and_number_since<T>(
+        &self,
+        table: &str,
+        columns: &str,
+        horizon: i64,
+        to: impl Fn(TextsAndNumber) -> Option<T>,
+    ) -> Result<Since<T>, PortError> {
+        let rows: Vec<JoinedTextsAndNumber> = self.read_since(table, columns, horizon).await?;
+        let rows = rows
+            .into_iter()
+            .map(|(x, a, b, c, n)| (x, a.zip(b).zip(c).map(|((a, b), c)| (a, b, c, n))))
+            .collect();
+        Ok(since(rows, to))
+    }
+
     /// A horizon read (see the module's docs): `columns` of the rows of `table` (as
     /// `t`) that transactions at or past `horizon` wrote, each beside the next horizon;
     /// with no such row, one row of the next horizon alone.
@@ -364,24 +374,17 @@ impl Rows {
     }
 
     pub(super) async fn leases_since(&self, horizon: i64) -> Result<Since<LeaseRow>, PortError> {
-        let rows: Vec<TextsAndNumber> = self
-            .read_since(
-                "workspace_leases",
-                "t.workspace_id, t.holder, t.incarnation, t.epoch",
-                horizon,
-            )
-            .await?;
-        Ok(since(
-            texts_and_number(rows),
-            |(w, holder, incarnation, epoch)| {
-                Some(LeaseRow {
-                    workspace: uuid(&w)?,
-                    holder,
-                    incarnation,
-                    epoch: epoch? as u64,
-                })
-            },
-        ))
+        let columns = "t.workspace_id, t.holder, t.incarnation, t.epoch";
+        self.three_texts_and_number_since("workspace_leases", columns, horizon, |row| {
+            let (w, holder, incarnation, epoch) = row;
+            Some(LeaseRow {
+                workspace: uuid(&w)?,
+                holder,
+                incarnation,
+                epoch: epoch? as u64,
+            })
+        })
+        .await
     }
 
     pub(super) async fn take(
@@ -513,24 +516,17 @@ impl Rows {
         &self,
         horizon: i64,
     ) -> Result<Since<HoldingRow>, PortError> {
-        let rows: Vec<TextsAndNumber> = self
-            .read_since(
-                "cluster_holdings",
-                "t.workspace_id, t.node, t.incarnation, t.position",
-                horizon,
-            )
-            .await?;
-        Ok(since(
-            texts_and_number(rows),
-            |(w, node, incarnation, position)| {
-                Some(HoldingRow {
-                    workspace: uuid(&w)?,
-                    node,
-                    incarnation,
-                    position: position.and_then(|p| u64::try_from(p).ok()),
-                })
-            },
-        ))
+        let columns = "t.workspace_id, t.node, t.incarnation, t.position";
+        self.three_texts_and_number_since("cluster_holdings", columns, horizon, |row| {
+            let (w, node, incarnation, position) = row;
+            Some(HoldingRow {
+                workspace: uuid(&w)?,
+                node,
+                incarnation,
+                position: position.and_then(|p| u64::try_from(p).ok()),
+            })
+        })
+        .await
     }
 
     pub(super) async fn drop_holdings(&self, me: &Me) -> Result<(), PortError> {
