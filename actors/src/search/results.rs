@@ -212,6 +212,23 @@ fn email_of(raw: Option<&str>) -> Option<&str> {
     raw.filter(|e| !e.is_empty())
 }
 
+impl<'a> Hits<'a> {
+    /// The `candidates` array of an answer: the first `limit` persons, their rows with
+    /// their stages or without.
+    fn persons_out<'h>(
+        &'h self,
+        ws: &'a WorkspaceState,
+        limit: usize,
+        with_stage: bool,
+    ) -> PersonsOut<'a, 'h> {
+        PersonsOut {
+            ws,
+            persons: &self.persons[..self.persons.len().min(limit)],
+            with_stage,
+        }
+    }
+}
+
 /// The `candidates` array: one entry per person, trimmed to `limit`.
 struct PersonsOut<'a, 'h> {
     ws: &'a WorkspaceState,
@@ -360,14 +377,9 @@ impl Serialize for PhoneSearch<'_> {
         } else {
             st.skip_field("reason")?;
         }
-        let shown = self.hits.persons.len().min(self.limit);
         st.serialize_field(
             "candidates",
-            &PersonsOut {
-                ws: self.ws,
-                persons: &self.hits.persons[..shown],
-                with_stage: true,
-            },
+            &self.hits.persons_out(self.ws, self.limit, true),
         )?;
         st.serialize_field("contacts", &ContactsOut(&self.hits.contacts))?;
         st.serialize_field("companies", &CompaniesOut(&self.hits.companies))?;
@@ -380,14 +392,9 @@ impl Serialize for EmailSearch<'_> {
         let mut st = s.serialize_struct("EmailSearch", 4)?;
         st.serialize_field("query", self.query)?;
         st.serialize_field("match_confidence", self.confidence.as_str())?;
-        let shown = self.hits.persons.len().min(self.limit);
         st.serialize_field(
             "candidates",
-            &PersonsOut {
-                ws: self.ws,
-                persons: &self.hits.persons[..shown],
-                with_stage: false,
-            },
+            &self.hits.persons_out(self.ws, self.limit, false),
         )?;
         st.serialize_field("contacts", &ContactsOut(&self.hits.contacts))?;
         st.end()
