@@ -28,6 +28,17 @@ pub use sorted::SortedSet;
 
 use std::sync::Arc;
 
+/// Deltas are folded into their vector ([`OrderIndex`], [`SortedSet`]) once they hold
+/// more than this many entries, or a 32nd of the vector when that is more: folding
+/// copies the vector, so it is rare, and the deltas stay small next to it.
+const FOLD_AT_LEAST: usize = 1024;
+
+/// Whether deltas of `delta` entries over a vector of `base` are due to be folded into
+/// a new vector (see [`FOLD_AT_LEAST`]).
+fn fold_due(base: usize, delta: usize) -> bool {
+    delta > FOLD_AT_LEAST.max(base / 32)
+}
+
 /// An empty value of `T`, shared: one made per type (and thread), and cloned (for a
 /// persistent map, a reference count). A persistent map cloned from it copies its node
 /// on its first write, as any shared map does.

@@ -11,12 +11,8 @@ use imbl::{OrdMap, OrdSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// Deltas are folded into the vector once they hold more than this many entries, or a
-/// 32nd of the vector when that is more: folding copies the vector, so it is rare, and
-/// the deltas stay small next to it.
-const FOLD_AT_LEAST: usize = 1024;
-
 /// Positions in the order, with each entry's row number; see the module docs.
+#[derive(Clone)]
 pub struct OrderIndex<K> {
     base: Arc<[(Stamp, K, u32)]>,
     /// Entries of `base` that are gone.
@@ -25,23 +21,9 @@ pub struct OrderIndex<K> {
     added: OrdMap<(Stamp, K), u32>,
 }
 
-impl<K> Clone for OrderIndex<K> {
-    fn clone(&self) -> Self {
-        OrderIndex {
-            base: self.base.clone(),
-            removed: self.removed.clone(),
-            added: self.added.clone(),
-        }
-    }
-}
-
 impl<K: Ord + Clone + 'static> Default for OrderIndex<K> {
     fn default() -> Self {
-        OrderIndex {
-            base: Arc::from(Vec::new()),
-            removed: crate::cow::shared_empty(),
-            added: crate::cow::shared_empty(),
-        }
+        Self::of_sorted(Vec::new())
     }
 }
 
@@ -57,6 +39,11 @@ impl<K: Ord + Clone + 'static> OrderIndex<K> {
     /// An index of the given entries, in any order, built at once.
     pub fn build(mut entries: Vec<(Stamp, K, u32)>) -> Self {
         entries.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        Self::of_sorted(entries)
+    }
+
+    /// Of entries already in order, with no deltas.
+    fn of_sorted(entries: Vec<(Stamp, K, u32)>) -> Self {
         OrderIndex {
             base: Arc::from(entries),
             removed: crate::cow::shared_empty(),
@@ -105,17 +92,12 @@ impl<K: Ord + Clone + 'static> OrderIndex<K> {
     }
 
     fn fold_if_due(&mut self) {
-        let delta = self.removed.len() + self.added.len();
-        if delta > FOLD_AT_LEAST.max(self.base.len() / 32) {
+        if super::fold_due(self.base.len(), self.removed.len() + self.added.len()) {
             let entries: Vec<_> = self
                 .range(Bound::Unbounded)
                 .map(|(s, k, r)| (s, k.clone(), r))
                 .collect();
-            *self = OrderIndex {
-                base: Arc::from(entries),
-                removed: crate::cow::shared_empty(),
-                added: crate::cow::shared_empty(),
-            };
+            *self = Self::of_sorted(entries);
         }
     }
 

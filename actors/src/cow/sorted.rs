@@ -13,11 +13,8 @@ use imbl::OrdSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// Deltas are folded into the vector once they hold more than this many entries, or a
-/// 32nd of the vector when that is more (as for the sync order).
-const FOLD_AT_LEAST: usize = 1024;
-
 /// A sorted set; see the module docs.
+#[derive(Clone)]
 pub struct SortedSet<E> {
     base: Arc<[E]>,
     /// Entries of `base` that are gone.
@@ -26,23 +23,9 @@ pub struct SortedSet<E> {
     added: OrdSet<E>,
 }
 
-impl<E> Clone for SortedSet<E> {
-    fn clone(&self) -> Self {
-        SortedSet {
-            base: self.base.clone(),
-            removed: self.removed.clone(),
-            added: self.added.clone(),
-        }
-    }
-}
-
 impl<E: Ord + Clone + 'static> Default for SortedSet<E> {
     fn default() -> Self {
-        SortedSet {
-            base: Arc::from(Vec::new()),
-            removed: crate::cow::shared_empty(),
-            added: crate::cow::shared_empty(),
-        }
+        Self::of_sorted(Vec::new())
     }
 }
 
@@ -57,6 +40,11 @@ impl<E: Ord + Clone + 'static> SortedSet<E> {
     pub fn build(mut entries: Vec<E>) -> Self {
         entries.sort_unstable();
         entries.dedup();
+        Self::of_sorted(entries)
+    }
+
+    /// Of entries already in order, with no deltas.
+    fn of_sorted(entries: Vec<E>) -> Self {
         SortedSet {
             base: Arc::from(entries),
             removed: crate::cow::shared_empty(),
@@ -100,14 +88,9 @@ impl<E: Ord + Clone + 'static> SortedSet<E> {
     }
 
     fn fold_if_due(&mut self) {
-        let delta = self.removed.len() + self.added.len();
-        if delta > FOLD_AT_LEAST.max(self.base.len() / 32) {
+        if super::fold_due(self.base.len(), self.removed.len() + self.added.len()) {
             let entries: Vec<E> = self.iter().cloned().collect();
-            *self = SortedSet {
-                base: Arc::from(entries),
-                removed: crate::cow::shared_empty(),
-                added: crate::cow::shared_empty(),
-            };
+            *self = Self::of_sorted(entries);
         }
     }
 
