@@ -168,22 +168,48 @@ pub struct Metrics {
     reclaimed_bytes: Family<ReclaimLabels, Counter>,
     workspaces: Family<StateLabels, Gauge>,
     load_failures: Family<LoadFailureLabels, Gauge>,
-    index_keys: Family<IndexLabels, Gauge>,
-    index_bytes: Family<IndexLabels, Gauge>,
-    index_delta: Family<IndexLabels, Gauge>,
+    index: IndexGauges,
     connections: ConnectionMetrics,
     log_position: Family<WorkspaceLabels, Gauge>,
     pages_ahead: Family<OutcomeLabels, Counter>,
     tombstones: Family<WorkspaceLabels, Gauge>,
-    log_pruned_through: Family<WorkspaceLabels, Gauge>,
-    log_parts: Family<WorkspaceLabels, Gauge>,
-    log_bytes: Family<WorkspaceLabels, Gauge>,
-    log_pruned_parts: Family<WorkspaceLabels, Counter>,
-    tombstones_pruned: Family<WorkspaceLabels, Counter>,
+    retention: RetentionMetrics,
     prunes: HistogramFamily<OutcomeLabels>,
     forwarded: Family<ForwardLabels, Counter>,
     forward_seconds: HistogramFamily<ForwardLabels>,
     follower_lag: Histogram,
+}
+
+/// The sizes of a workspace's search indexes, by index, as of the last rendering.
+struct IndexGauges {
+    keys: Family<IndexLabels, Gauge>,
+    bytes: Family<IndexLabels, Gauge>,
+    delta: Family<IndexLabels, Gauge>,
+}
+
+/// What retention found of a workspace's change log, and what it removed.
+struct RetentionMetrics {
+    pruned_through: Family<WorkspaceLabels, Gauge>,
+    parts: Family<WorkspaceLabels, Gauge>,
+    bytes: Family<WorkspaceLabels, Gauge>,
+    pruned_parts: Family<WorkspaceLabels, Counter>,
+    tombstones_pruned: Family<WorkspaceLabels, Counter>,
+}
+
+/// Registers each metric as it is made, so that each is named once, where it is built.
+#[derive(Default)]
+struct Registrar(prometheus_client::registry::Registry);
+
+impl Registrar {
+    fn add<M: prometheus_client::registry::Metric + Clone>(
+        &mut self,
+        name: &str,
+        help: &str,
+        metric: M,
+    ) -> M {
+        self.0.register(name, help, metric.clone());
+        metric
+    }
 }
 
 impl Default for Metrics {
@@ -194,161 +220,45 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = prometheus_client::registry::Registry::default();
-        let m = Metrics {
-            requests: Family::default(),
-            latency: Family::new_with_constructor(request_histogram as fn() -> Histogram),
-            rate_limited: Family::default(),
-            commits: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
-            reclaimed_objects: Family::default(),
-            reclaimed_bytes: Family::default(),
-            workspaces: Family::default(),
-            load_failures: Family::default(),
-            index_keys: Family::default(),
-            index_bytes: Family::default(),
-            index_delta: Family::default(),
-            connections: ConnectionMetrics::default(),
-            log_position: Family::default(),
-            pages_ahead: Family::default(),
-            tombstones: Family::default(),
-            log_pruned_through: Family::default(),
-            log_parts: Family::default(),
-            log_bytes: Family::default(),
-            log_pruned_parts: Family::default(),
-            tombstones_pruned: Family::default(),
-            prunes: Family::new_with_constructor(commit_histogram as fn() -> Histogram),
-            forwarded: Family::default(),
-            forward_seconds: Family::new_with_constructor(request_histogram as fn() -> Histogram),
+        // Registered in the order written, which is the order of the rendered text.
+        let mut r = Registrar::default();
+        Metrics {
+            requests: r.add("recruitd_http_requests", "API requests answered", Family::default()),
+            latency: r.add("recruitd_http_request_duration_seconds", "Time from a request's arrival to its answer", Family::new_with_constructor(request_histogram as fn() -> Histogram)),
+            forwarded: r.add("recruitd_forwarded_requests", "Requests passed to the node that writes their workspace, by node and outcome", Family::default()),
+            forward_seconds: r.add("recruitd_forward_duration_seconds", "Time a request passed to another node took, its answer read", Family::new_with_constructor(request_histogram as fn() -> Histogram)),
             // Fine steps (×1.5 from 0.5 ms): the lag's percentiles are read from them.
-            follower_lag: Histogram::new(exponential_buckets(0.000_5, 1.5, 24)),
-            registry: prometheus_client::registry::Registry::default(),
-        };
-        registry.register(
-            "recruitd_http_requests",
-            "API requests answered",
-            m.requests.clone(),
-        );
-        registry.register(
-            "recruitd_http_request_duration_seconds",
-            "Time from a request's arrival to its answer",
-            m.latency.clone(),
-        );
-        registry.register(
-            "recruitd_forwarded_requests",
-            "Requests passed to the node that writes their workspace, by node and outcome",
-            m.forwarded.clone(),
-        );
-        registry.register(
-            "recruitd_forward_duration_seconds",
-            "Time a request passed to another node took, its answer read",
-            m.forward_seconds.clone(),
-        );
-        registry.register(
-            "recruitd_follower_lag_seconds",
-            "Per commit another node made, from when it was made to when this node's copy held it",
-            m.follower_lag.clone(),
-        );
-        registry.register(
-            "recruitd_rate_limited",
-            "Requests refused because the key's budget was spent",
-            m.rate_limited.clone(),
-        );
-        registry.register(
-            "recruitd_store_commit_duration_seconds",
-            "Store transactions of write batches and imports",
-            m.commits.clone(),
-        );
-        registry.register(
-            "recruitd_blobs_reclaimed_objects",
-            "Attachment objects removed from the blob store, by what removed them",
-            m.reclaimed_objects.clone(),
-        );
-        registry.register(
-            "recruitd_blobs_reclaimed_bytes",
-            "Bytes of attachment objects removed from the blob store, by what removed them",
-            m.reclaimed_bytes.clone(),
-        );
-        registry.register(
-            "recruitd_workspaces",
-            "Workspaces by load state",
-            m.workspaces.clone(),
-        );
-        registry.register(
-            "recruitd_workspace_load_failures",
-            "Failed load attempts in a row of a workspace not loaded yet (retried with backoff), by the last error's kind",
-            m.load_failures.clone(),
-        );
-        registry.register(
-            "recruitd_search_index_keys",
-            "Keys in a workspace's search index base",
-            m.index_keys.clone(),
-        );
-        registry.register(
-            "recruitd_search_index_bytes",
-            "Bytes of a workspace's search index base (fst, offsets, postings)",
-            m.index_bytes.clone(),
-        );
-        registry.register(
-            "recruitd_search_index_delta_keys",
-            "Keys changed since a workspace's search index base was built",
-            m.index_delta.clone(),
-        );
-        registry.register(
-            "recruitd_api_connections",
-            "API connections open now, TLS handshakes in progress included",
-            m.connections.open.clone(),
-        );
-        registry.register(
-            "recruitd_api_connections_refused",
-            "API connections closed on arrival because a cap was reached, by the cap",
-            m.connections.refused.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_position",
-            "A workspace's last commit position: the change feed's newest point",
-            m.log_position.clone(),
-        );
-        registry.register(
-            "recruitd_tombstones",
-            "Tombstones a workspace holds (records that left the API, within retention)",
-            m.tombstones.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_pruned_through",
-            "The position a workspace's change log is pruned through: older tokens must resync (as of the last pruning)",
-            m.log_pruned_through.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_parts",
-            "Parts in a workspace's change log (as of the last pruning)",
-            m.log_parts.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_bytes",
-            "Bytes of a workspace's change log entries (as of the last pruning)",
-            m.log_bytes.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_pruned_parts",
-            "Change log parts removed by retention",
-            m.log_pruned_parts.clone(),
-        );
-        registry.register(
-            "recruitd_tombstones_pruned",
-            "Tombstones removed from the store by retention",
-            m.tombstones_pruned.clone(),
-        );
-        registry.register(
-            "recruitd_change_log_prune_duration_seconds",
-            "Time to prune one workspace's change log and tombstones, by outcome",
-            m.prunes.clone(),
-        );
-        registry.register(
-            "recruitd_feed_pages_ahead",
-            "Change feed pages made before they were asked for, by outcome (taken, unused)",
-            m.pages_ahead.clone(),
-        );
-        Metrics { registry, ..m }
+            follower_lag: r.add("recruitd_follower_lag_seconds", "Per commit another node made, from when it was made to when this node's copy held it", Histogram::new(exponential_buckets(0.000_5, 1.5, 24))),
+            rate_limited: r.add("recruitd_rate_limited", "Requests refused because the key's budget was spent", Family::default()),
+            commits: r.add("recruitd_store_commit_duration_seconds", "Store transactions of write batches and imports", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
+            reclaimed_objects: r.add("recruitd_blobs_reclaimed_objects", "Attachment objects removed from the blob store, by what removed them", Family::default()),
+            reclaimed_bytes: r.add("recruitd_blobs_reclaimed_bytes", "Bytes of attachment objects removed from the blob store, by what removed them", Family::default()),
+            workspaces: r.add("recruitd_workspaces", "Workspaces by load state", Family::default()),
+            load_failures: r.add("recruitd_workspace_load_failures", "Failed load attempts in a row of a workspace not loaded yet (retried with backoff), by the last error's kind", Family::default()),
+            index: IndexGauges {
+                keys: r.add("recruitd_search_index_keys", "Keys in a workspace's search index base", Family::default()),
+                bytes: r.add("recruitd_search_index_bytes", "Bytes of a workspace's search index base (fst, offsets, postings)", Family::default()),
+                delta: r.add("recruitd_search_index_delta_keys", "Keys changed since a workspace's search index base was built", Family::default()),
+            },
+            connections: {
+                let connections = ConnectionMetrics::default();
+                r.add("recruitd_api_connections", "API connections open now, TLS handshakes in progress included", connections.open.clone());
+                r.add("recruitd_api_connections_refused", "API connections closed on arrival because a cap was reached, by the cap", connections.refused.clone());
+                connections
+            },
+            log_position: r.add("recruitd_change_log_position", "A workspace's last commit position: the change feed's newest point", Family::default()),
+            tombstones: r.add("recruitd_tombstones", "Tombstones a workspace holds (records that left the API, within retention)", Family::default()),
+            retention: RetentionMetrics {
+                pruned_through: r.add("recruitd_change_log_pruned_through", "The position a workspace's change log is pruned through: older tokens must resync (as of the last pruning)", Family::default()),
+                parts: r.add("recruitd_change_log_parts", "Parts in a workspace's change log (as of the last pruning)", Family::default()),
+                bytes: r.add("recruitd_change_log_bytes", "Bytes of a workspace's change log entries (as of the last pruning)", Family::default()),
+                pruned_parts: r.add("recruitd_change_log_pruned_parts", "Change log parts removed by retention", Family::default()),
+                tombstones_pruned: r.add("recruitd_tombstones_pruned", "Tombstones removed from the store by retention", Family::default()),
+            },
+            prunes: r.add("recruitd_change_log_prune_duration_seconds", "Time to prune one workspace's change log and tombstones, by outcome", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
+            pages_ahead: r.add("recruitd_feed_pages_ahead", "Change feed pages made before they were asked for, by outcome (taken, unused)", Family::default()),
+            registry: r.0,
+        }
     }
 
     /// A feed page made ahead was `taken` by its request, or went `unused`.
@@ -364,15 +274,24 @@ impl Metrics {
         let l = WorkspaceLabels {
             workspace: workspace.to_string(),
         };
-        self.log_pruned_through
+        self.retention
+            .pruned_through
             .get_or_create(&l)
             .set(p.through as i64);
-        self.log_parts.get_or_create(&l).set(p.parts_left as i64);
-        self.log_bytes.get_or_create(&l).set(p.bytes_left as i64);
-        self.log_pruned_parts
+        self.retention
+            .parts
+            .get_or_create(&l)
+            .set(p.parts_left as i64);
+        self.retention
+            .bytes
+            .get_or_create(&l)
+            .set(p.bytes_left as i64);
+        self.retention
+            .pruned_parts
             .get_or_create(&l)
             .inc_by(p.parts_removed);
-        self.tombstones_pruned
+        self.retention
+            .tombstones_pruned
             .get_or_create(&l)
             .inc_by(p.tombstones_removed);
         self.prunes
@@ -465,9 +384,9 @@ impl Metrics {
                             workspace: id.to_string(),
                             index,
                         };
-                        self.index_keys.get_or_create(&l).set(keys as i64);
-                        self.index_bytes.get_or_create(&l).set(bytes as i64);
-                        self.index_delta.get_or_create(&l).set(delta as i64);
+                        self.index.keys.get_or_create(&l).set(keys as i64);
+                        self.index.bytes.get_or_create(&l).set(bytes as i64);
+                        self.index.delta.get_or_create(&l).set(delta as i64);
                     }
                 }
             }
