@@ -205,8 +205,7 @@ impl<W: Surroundings> Rendered for View<'_, W, Job> {
     }
 }
 
-/// The view as serde writes it: the reference [`Rendered`] is held equal to (by the
-/// tests of `rendered`), written the plain way.
+// The serde copy of the view (see `rendered`).
 #[cfg(any(test, feature = "oracle"))]
 mod oracle {
     use super::*;

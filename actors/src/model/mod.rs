@@ -2,8 +2,10 @@
 //! its raw fields (the snapshot's and the store's form), its packed layout in memory
 //! (`Rec<T>`: `pack`, `raw`, typed accessors), the fields a client may write, and its
 //! JSON as the API shows it: the members (`API_FIELDS`, from which the OpenAPI document's
-//! schema is built) and the view's writer (`Rendered`, with a serde copy kept in tests as
-//! the reference). ARCHITECTURE.md says how to add a field.
+//! schema is built) and the view's writer (`Rendered`). Each file's `mod oracle` is the
+//! same view written the plain way, with serde: the reference the writer is held equal
+//! to by the tests of `rendered`, compiled for tests only. ARCHITECTURE.md says how to
+//! add a field.
 //!
 //! This module holds what spans the kinds: the API's entities, the store's record kinds,
 //! a record of any kind ([`Record`]), the workspace, and API keys and their scopes.
