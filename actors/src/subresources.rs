@@ -144,7 +144,7 @@ impl WorkspaceState {
             .flat_map(|p| self.attachments_by_parent.of(p))
             .filter_map(|row| {
                 let (id, a) = self.attachments.visible_at_row(row)?;
-                Some((self.attachment_timestamps(a).0, id, a))
+                Some((a.timestamps_in(self).0, id, a))
             })
             .collect();
         let total = all.len();

@@ -125,7 +125,8 @@ impl Rec<Attachment> {
         self.kind() == AttachmentKind::Cv && self.parent_type() == ParentType::Candidate
     }
 
-    /// `(created_at, updated_at)` as stored: a candidate's cv takes its row's.
+    /// `(created_at, updated_at)` as stored, and the attachment's place in the sync
+    /// order: a candidate's cv takes its row's.
     pub fn times_in<W: Surroundings + ?Sized>(&self, ws: &W) -> (Stamp, Stamp) {
         if self.is_candidate_cv() {
             if let Some(times) = ws.candidate_row_times(self.parent_id()) {

@@ -188,7 +188,7 @@ impl WorkspaceState {
             .rows()
             .filter(|(_, _, r)| r.rec.is_candidate_cv())
             .filter_map(|(_, id, r)| {
-                let (c, u) = self.attachment_times(&r.rec);
+                let (c, u) = r.rec.times_in(self);
                 let at = reported_updated_at(c, u);
                 (r.order() != Some(at)).then(|| (id.clone(), at))
             })

@@ -428,18 +428,6 @@ impl WorkspaceState {
         }
     }
 
-    /// The sync position of an attachment: `cv` attachments of a candidate take the
-    /// candidate row's timestamps.
-    fn attachment_times(&self, a: &AttachmentRec) -> (Stamp, Stamp) {
-        a.times_in(self)
-    }
-
-    /// `created_at` and `updated_at` as an attachment reports them.
-    pub fn attachment_timestamps(&self, a: &AttachmentRec) -> (Stamp, Stamp) {
-        let (c, u) = self.attachment_times(a);
-        (c, reported_updated_at(c, u))
-    }
-
     fn put_attachment(&mut self, a: Attachment) {
         self.put_attachment_rec(AttachmentRec::pack(&a));
     }
@@ -448,7 +436,7 @@ impl WorkspaceState {
     pub(crate) fn put_attachment_rec(&mut self, rec: Arc<AttachmentRec>) {
         let id: Arc<str> = Arc::from(rec.id());
         let old = self.attachments.get(&id).cloned();
-        let (c, u) = self.attachment_times(&rec);
+        let (c, u) = rec.times_in(self);
         self.bump_clock(u);
         self.attachments
             .put(id.clone(), rec.clone(), Some(reported_updated_at(c, u)));
@@ -484,7 +472,7 @@ impl WorkspaceState {
             else {
                 continue;
             };
-            let (c, u) = self.attachment_times(&a);
+            let (c, u) = a.times_in(self);
             self.attachments
                 .reorder(&id, Some(reported_updated_at(c, u)));
         }

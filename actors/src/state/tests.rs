@@ -202,7 +202,7 @@ fn the_indexes_answer_what_the_records_say() {
         .unwrap()
         .clone();
     assert_eq!(
-        state.attachment_timestamps(&cv).1,
+        cv.timestamps_in(&state).1,
         Stamp::from_millis(CHANGE_TRACKING_START.millis() + 99_000_000)
     );
     // Applications: the rows with a job, in the sync order, and only those.
