@@ -65,12 +65,12 @@ pub fn write_visible_logged(
     id: &crate::entries::LoggedId,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
-    use crate::entries::LoggedId;
-    let id = match id {
-        LoggedId::Text(raw) => Named::Raw(raw),
-        LoggedId::Uuid(uuid) => Named::Uuid(*uuid),
-    };
-    write_named(ws, entity, id, out)
+    find(ws, entity, id.into(), Some(out))
+}
+
+/// Whether the API shows the record of `entity` the change log names in `ws`.
+pub fn shown_logged(ws: &WorkspaceState, entity: Entity, id: &crate::entries::LoggedId) -> bool {
+    find(ws, entity, id.into(), None).unwrap_or(false)
 }
 
 /// Appends, as JSON, the record of `entity` that `raw_id` (an id as the API writes it)
@@ -82,7 +82,7 @@ pub fn write_visible(
     raw_id: &str,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
-    write_named(ws, entity, Named::Raw(raw_id), out)
+    find(ws, entity, Named::Raw(raw_id), Some(out))
 }
 
 /// [`write_visible`] of a record named by a UUID (every kind but attachments): what a
@@ -93,7 +93,7 @@ pub fn write_visible_uuid(
     id: uuid::Uuid,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
-    write_named(ws, entity, Named::Uuid(id), out)
+    find(ws, entity, Named::Uuid(id), Some(out))
 }
 
 /// How a record is named: as the API writes its id, or by a UUID already parsed (the
@@ -104,15 +104,26 @@ enum Named<'a> {
     Uuid(uuid::Uuid),
 }
 
-fn write_named(
+impl<'a> From<&'a crate::entries::LoggedId> for Named<'a> {
+    fn from(id: &'a crate::entries::LoggedId) -> Self {
+        match id {
+            crate::entries::LoggedId::Text(raw) => Named::Raw(raw),
+            crate::entries::LoggedId::Uuid(uuid) => Named::Uuid(*uuid),
+        }
+    }
+}
+
+/// Whether the API shows the record of `entity` that `id` names; with `out`, appends it
+/// as JSON there when it does.
+fn find(
     ws: &WorkspaceState,
     entity: Entity,
     id: Named<'_>,
-    out: &mut Vec<u8>,
+    out: Option<&mut Vec<u8>>,
 ) -> serde_json::Result<bool> {
     struct ById<'a> {
         id: Named<'a>,
-        out: &'a mut Vec<u8>,
+        out: Option<&'a mut Vec<u8>>,
     }
     impl<'s> EntityVisitor<'s> for ById<'_> {
         type Out = serde_json::Result<bool>;
@@ -125,9 +136,9 @@ fn write_named(
                 Named::Raw(raw) => K::find(table, raw),
                 Named::Uuid(id) => K::find_uuid(table, id),
             };
-            match row {
-                Some(row) => row.write_json(view, self.out).map(|()| true),
-                None => Ok(false),
+            match (row, self.out) {
+                (Some(row), Some(out)) => row.write_json(view, out).map(|()| true),
+                (row, _) => Ok(row.is_some()),
             }
         }
     }

@@ -4,6 +4,7 @@
 //! knows the workspace's state.
 
 use crate::model::{Entity, Record, RecordKind};
+use std::collections::HashSet;
 use uuid::Uuid;
 
 /// Entries per log part: a part is one row of the store's log, read whole.
@@ -226,6 +227,39 @@ where
     }
     parts.retain(|p| !p.is_empty());
     parts
+}
+
+/// The storage kind a logged change's record is kept as.
+fn kind_of(entity: Entity) -> RecordKind {
+    match entity {
+        Entity::Candidates | Entity::Applications => RecordKind::Candidate,
+        Entity::Contacts => RecordKind::Contact,
+        Entity::Companies => RecordKind::Company,
+        Entity::Jobs => RecordKind::Job,
+        Entity::Notes => RecordKind::Note,
+        Entity::Tasks => RecordKind::Task,
+        Entity::Attachments => RecordKind::Attachment,
+        Entity::Users => RecordKind::User,
+    }
+}
+
+/// The stored records the changes name, each once, in the order of [`RecordKind::ALL`].
+pub fn stored_keys(changes: &[Change]) -> Vec<(RecordKind, String)> {
+    let mut keys: Vec<(RecordKind, String)> = changes
+        .iter()
+        .map(|c| (kind_of(c.entity), c.id.to_string()))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    keys.sort_by_key(|(kind, id)| (rank(*kind), id.clone()));
+    keys
+}
+
+fn rank(kind: RecordKind) -> usize {
+    RecordKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

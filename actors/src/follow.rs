@@ -20,10 +20,10 @@
 //! which writes no log) or whose log has been pruned past its position cannot bridge
 //! the gap from the log: it loads the workspace afresh ([`Read::Reload`]).
 
-use crate::entries::Change;
+use crate::entries::{stored_keys, Change};
 use crate::model::{Record, RecordKind};
 use crate::state::WorkspaceState;
-use crate::store::{Current, Store, StoreError};
+use crate::store::{Current, LogWindow, Store, StoreError};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
@@ -54,40 +54,6 @@ pub struct Stretch {
     pub current: Current,
 }
 
-/// The storage kind a logged change's record is kept as.
-fn kind_of(entity: crate::model::Entity) -> RecordKind {
-    use crate::model::Entity;
-    match entity {
-        Entity::Candidates | Entity::Applications => RecordKind::Candidate,
-        Entity::Contacts => RecordKind::Contact,
-        Entity::Companies => RecordKind::Company,
-        Entity::Jobs => RecordKind::Job,
-        Entity::Notes => RecordKind::Note,
-        Entity::Tasks => RecordKind::Task,
-        Entity::Attachments => RecordKind::Attachment,
-        Entity::Users => RecordKind::User,
-    }
-}
-
-/// The stored records the changes name, each once, in the order of [`RecordKind::ALL`].
-pub fn keys_of(changes: &[Change]) -> Vec<(RecordKind, String)> {
-    let mut keys: Vec<(RecordKind, String)> = changes
-        .iter()
-        .map(|c| (kind_of(c.entity), c.id.to_string()))
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
-    keys.sort_by_key(|(kind, id)| (rank(*kind), id.clone()));
-    keys
-}
-
-fn rank(kind: RecordKind) -> usize {
-    RecordKind::ALL
-        .iter()
-        .position(|k| *k == kind)
-        .unwrap_or(usize::MAX)
-}
-
 /// Reads what the commits of `workspace` after position `after` changed.
 pub async fn read(store: &dyn Store, workspace: Uuid, after: u64) -> Result<Read, StoreError> {
     let position = store.position(workspace).await?.seq;
@@ -102,7 +68,14 @@ pub async fn read(store: &dyn Store, workspace: Uuid, after: u64) -> Result<Read
     let mut committed_at_ms = Vec::new();
     loop {
         let read = store
-            .read_changes(workspace, from, position, PARTS_PER_READ)
+            .read_changes(
+                workspace,
+                LogWindow {
+                    after: from,
+                    upto: position,
+                    max_parts: PARTS_PER_READ,
+                },
+            )
             .await?;
         if read.pruned_through > after {
             return Ok(Read::Reload);
@@ -128,9 +101,7 @@ pub async fn read(store: &dyn Store, workspace: Uuid, after: u64) -> Result<Read
         }
     }
     let changes: Vec<Change> = changes.into_iter().collect();
-    let current = store
-        .read_current(workspace, &keys_of(&changes), &changes)
-        .await?;
+    let current = store.read_current(workspace, &changes).await?;
     Ok(Read::Changes(Stretch {
         position,
         committed_at_ms,
@@ -172,7 +143,7 @@ pub fn apply(state: &mut WorkspaceState, stretch: Stretch) {
         .into_iter()
         .map(|r| ((r.kind(), r.id_string()), r))
         .collect();
-    let keys = keys_of(&changes);
+    let keys = stored_keys(&changes);
     // Deletions first, dependents before what they hang on; then puts, in load order.
     for (kind, id) in keys.iter().rev() {
         if !found.contains_key(&(*kind, id.clone())) {

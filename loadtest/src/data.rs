@@ -64,18 +64,21 @@ fn digits(s: &str) -> String {
 /// Removes a trailing extension (`ext. 12`, `ext 12`, `x12`, `#12`): the API documents
 /// that stored numbers lose it before they are matched.
 pub(crate) fn strip_extension(raw: &str) -> &str {
-    let lower = raw.to_ascii_lowercase();
-    let mut seen_digit = false;
-    for (i, c) in lower.char_indices() {
-        if c.is_ascii_digit() {
-            seen_digit = true;
-            continue;
-        }
-        if seen_digit && (c == '#' || c == 'x' || lower[i..].starts_with("ext")) {
-            return raw[..i].trim_end();
-        }
-    }
-    raw
+    // The extension starts at the first marker after the number has begun.
+    let Some(first_digit) = raw.find(|c: char| c.is_ascii_digit()) else {
+        return raw;
+    };
+    let marks_extension = |at: usize| {
+        let rest = &raw.as_bytes()[at..];
+        matches!(rest[0].to_ascii_lowercase(), b'#' | b'x')
+            || rest
+                .get(..3)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"ext"))
+    };
+    (first_digit..raw.len())
+        .filter(|&i| raw.is_char_boundary(i))
+        .find(|&i| marks_extension(i))
+        .map_or(raw, |at| raw[..at].trim_end())
 }
 
 #[derive(Deserialize)]

@@ -191,7 +191,7 @@ where
 {
     let mut rows = rows.peekable();
     let mut tombstones = tombstones
-        .filter(|(_, id)| !actors::changes::derive::shown(ws, entity, id))
+        .filter(|(_, id)| !entities::shown_logged(ws, entity, id))
         .peekable();
     let (mut n, mut last) = (0, None);
     while n < limit {

@@ -21,6 +21,7 @@
 //! is left alone.
 
 use actors::private_files;
+use actors::store::StoreResult;
 use actors::store::{
     object_key, object_name, Blob, BlobMeta, BlobStore, KeepKey, Reclaimed, Store, StoreError,
 };
@@ -85,14 +86,14 @@ impl StoreBlobs {
 }
 
 impl BlobStore for StoreBlobs {
-    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> StoreResult<()> {
         let name = object_name(attachment_id);
         self.wait(self.store.put_blobs(workspace, &[(name.clone(), bytes)]))?;
         self.drop_files(workspace, std::iter::once(name));
         Ok(())
     }
 
-    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> StoreResult<()> {
         let mut named: Vec<(String, &[u8])> = items
             .iter()
             .map(|(id, bytes)| (object_name(id), bytes.as_slice()))
@@ -105,7 +106,7 @@ impl BlobStore for StoreBlobs {
         Ok(())
     }
 
-    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<BlobMeta>> {
         let name = object_name(attachment_id);
         match self.wait(self.store.blob_len(workspace, &name))? {
             Some(len) => Ok(Some(BlobMeta { len })),
@@ -113,7 +114,7 @@ impl BlobStore for StoreBlobs {
         }
     }
 
-    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<Blob>> {
         let name = object_name(attachment_id);
         match self.wait(self.store.blob(workspace, &name))? {
             Some(bytes) => Ok(Some(Blob {
@@ -124,7 +125,7 @@ impl BlobStore for StoreBlobs {
         }
     }
 
-    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+    fn delete(&self, keys: &[String]) -> StoreResult<Reclaimed> {
         let mut by_workspace: BTreeMap<Uuid, Vec<String>> = BTreeMap::new();
         for key in keys {
             let (ws, name) = key
@@ -141,7 +142,7 @@ impl BlobStore for StoreBlobs {
         Ok(done)
     }
 
-    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> StoreResult<Reclaimed> {
         let mut done = Reclaimed::default();
         let mut after = String::new();
         loop {
@@ -276,12 +277,12 @@ fn sync_file_system(file: &std::fs::File) -> std::io::Result<()> {
 }
 
 impl BlobStore for FileBlobs {
-    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> StoreResult<()> {
         write_atomically(&self.path_of(workspace, attachment_id), bytes)
             .map_err(|e| StoreError::Other(format!("writing blob of {attachment_id}: {e}")))
     }
 
-    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<BlobMeta>> {
         match std::fs::metadata(self.path_of(workspace, attachment_id)) {
             Ok(m) if m.is_file() => Ok(Some(BlobMeta { len: m.len() })),
             Ok(_) => Ok(None),
@@ -292,7 +293,7 @@ impl BlobStore for FileBlobs {
         }
     }
 
-    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<Blob>> {
         let fail =
             |e: std::io::Error| StoreError::Other(format!("reading blob of {attachment_id}: {e}"));
         let file = match std::fs::File::open(self.path_of(workspace, attachment_id)) {
@@ -320,7 +321,7 @@ impl BlobStore for FileBlobs {
     /// and a replaced name keeps its old bytes until the rename. After a crash a name
     /// has either its whole new bytes, its old ones, or (a name no record has yet) any
     /// prefix, which the next write of it replaces and the sweep takes meanwhile.
-    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> StoreResult<()> {
         if items.len() < BATCH_SYNC_THRESHOLD {
             for (id, bytes) in items {
                 self.put(workspace, id, bytes)?;
@@ -340,7 +341,7 @@ impl BlobStore for FileBlobs {
                 .chunks(chunk)
                 .map(|items| {
                     let tmp_extension = &tmp_extension;
-                    scope.spawn(move || -> Result<Vec<(PathBuf, PathBuf)>, StoreError> {
+                    scope.spawn(move || -> StoreResult<Vec<(PathBuf, PathBuf)>> {
                         let mut staged = Vec::new();
                         for (id, bytes) in items {
                             let path = self.path_of(workspace, id);
@@ -384,7 +385,7 @@ impl BlobStore for FileBlobs {
             .map_err(|e| fail("syncing the directory", e))
     }
 
-    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+    fn delete(&self, keys: &[String]) -> StoreResult<Reclaimed> {
         let mut done = Reclaimed::default();
         for key in keys {
             let path = key_path(&self.root, key).ok_or_else(|| not_an_object_key(key))?;
@@ -397,7 +398,7 @@ impl BlobStore for FileBlobs {
         Ok(done)
     }
 
-    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> StoreResult<Reclaimed> {
         let fail = |e: std::io::Error| StoreError::Other(format!("sweeping blobs: {e}"));
         let dir = self.root.join(workspace.to_string());
         let entries = match std::fs::read_dir(&dir) {

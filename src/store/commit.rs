@@ -18,7 +18,8 @@
 use super::Upsert;
 use actors::entries::{Change, EncodedEntries};
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::{ChangeSet, StoreError};
+use actors::store::ChangeSet;
+use actors::store::StoreResult;
 use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -177,43 +178,33 @@ pub(crate) fn parts_of<'a>(
 pub(crate) trait CommitStatements: Send {
     /// Names the transaction under its batch and, in the batch's last transaction
     /// (`last`), writes the batch's mark.
-    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> Result<(), StoreError>;
+    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> StoreResult<()>;
 
     /// Refuses the transaction when this node does not hold the workspace's writer
     /// lease (a store several nodes share); nothing by default.
-    async fn fence(&mut self, _workspace: Uuid, _ws: &str) -> Result<(), StoreError> {
+    async fn fence(&mut self, _workspace: Uuid, _ws: &str) -> StoreResult<()> {
         Ok(())
     }
 
     /// The transaction's own settings for `part` (an import's pacing); none by default.
-    async fn settings(&mut self, _part: &Part<'_>) -> Result<(), StoreError> {
+    async fn settings(&mut self, _part: &Part<'_>) -> StoreResult<()> {
         Ok(())
     }
 
-    async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError>;
+    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()>;
 
     /// The records, in key order; `fresh`: none is in the store yet.
-    async fn upserts(
-        &mut self,
-        ws: &str,
-        upserts: &[Upsert<'_>],
-        fresh: bool,
-    ) -> Result<(), StoreError>;
+    async fn upserts(&mut self, ws: &str, upserts: &[Upsert<'_>], fresh: bool) -> StoreResult<()>;
 
     /// The records, in key order.
-    async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)])
-        -> Result<(), StoreError>;
+    async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)]) -> StoreResult<()>;
 
-    async fn key(&mut self, key: &ApiKey) -> Result<(), StoreError>;
+    async fn key(&mut self, key: &ApiKey) -> StoreResult<()>;
 
-    async fn tombstones(
-        &mut self,
-        ws: &str,
-        tombstones: &[TombstoneChange],
-    ) -> Result<(), StoreError>;
+    async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()>;
 
     /// Moves the workspace's position on by one.
-    async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError>;
+    async fn bump_position(&mut self, ws: &str) -> StoreResult<()>;
 
     /// The change log's parts at the position just bumped.
     async fn log_parts(
@@ -221,7 +212,7 @@ pub(crate) trait CommitStatements: Send {
         ws: &str,
         committed_at_ms: i64,
         parts: &[EncodedEntries],
-    ) -> Result<(), StoreError>;
+    ) -> StoreResult<()>;
 }
 
 /// One transaction's steps (see the module's docs), on `tx`, which the caller opened and
@@ -230,7 +221,7 @@ pub(crate) async fn write_part(
     tx: &mut dyn CommitStatements,
     workspace: Uuid,
     part: &Part<'_>,
-) -> Result<(), StoreError> {
+) -> StoreResult<()> {
     let ws = workspace.to_string();
     if let Some(batch) = part.batch {
         tx.mark(&ws, batch, part.last).await?;

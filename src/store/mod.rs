@@ -32,6 +32,7 @@ pub mod postgres;
 pub mod sqlite;
 
 use actors::model::{ApiKey, Record, RecordKind, Scopes, Workspace};
+use actors::store::StoreResult;
 use actors::store::{Store, StoreError};
 use std::path::Path;
 use std::sync::Arc;
@@ -198,7 +199,7 @@ pub(crate) fn postgres_unreachable(
 
 /// Reads a stored record back; a body that does not parse, an unknown kind or a body
 /// whose id differs from its row's id is `Corrupt`, naming kind and id.
-pub(crate) fn decode_record(kind: &str, id: &str, body: &str) -> Result<Record, StoreError> {
+pub(crate) fn decode_record(kind: &str, id: &str, body: &str) -> StoreResult<Record> {
     let k = RecordKind::parse(kind)
         .ok_or_else(|| StoreError::Corrupt(format!("record {kind}/{id}: unknown kind")))?;
     let record = Record::from_json(k, body)
@@ -334,7 +335,7 @@ pub(crate) fn decode_workspace(
     id: &str,
     name: Option<String>,
     default_region: Option<String>,
-) -> Result<Workspace, StoreError> {
+) -> StoreResult<Workspace> {
     let id = Uuid::parse_str(id)
         .map_err(|e| StoreError::Corrupt(format!("workspace id {id:?}: {e}")))?;
     Ok(Workspace {
@@ -359,7 +360,7 @@ pub(crate) struct KeyRow<'a> {
 /// Reads an API key from a row of the key columns (`id, workspace_id, secret_hash,
 /// scopes, created_by, revoked, rate_limit_per_minute, created_at`), whichever database
 /// it came from.
-pub(crate) fn key_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<ApiKey, StoreError>
+pub(crate) fn key_from_row<'r, R: sqlx::Row>(row: &'r R) -> StoreResult<ApiKey>
 where
     usize: sqlx::ColumnIndex<R>,
     String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -398,7 +399,7 @@ struct RowBatch {
 }
 
 /// A decoded row: its workspace (nil for a load of one) and its record.
-type Decoded = (Uuid, Result<Record, StoreError>);
+type Decoded = (Uuid, StoreResult<Record>);
 
 impl RowBatch {
     fn push(&mut self, workspace: Uuid, kind: &str, id: &str, body: &str) {
@@ -434,33 +435,17 @@ impl RowBatch {
     }
 }
 
-/// The load loop of both adapters: rows of `(kind, id, body)`, streamed as the database
+/// The load loop of both adapters: rows of `(kind, id, body)`, or with `with_workspace`
+/// of `(workspace_id, kind, id, body)` of several workspaces, streamed as the database
 /// sends them, decoded in batches of [`DECODE_BATCH`] on every core while the previous
 /// batch goes to `sink` on this thread (no whole-workspace buffer). Records reach `sink`
-/// in the order the rows came.
+/// in the order the rows came, each with its workspace (nil without `with_workspace`).
 pub(crate) async fn load_rows<R, S>(
-    rows: S,
-    sink: actors::store::RecordSink<'_>,
-    fail: impl Fn(sqlx::Error) -> StoreError,
-) -> Result<(), StoreError>
-where
-    S: futures_util::Stream<Item = Result<R, sqlx::Error>> + Unpin,
-    R: sqlx::Row,
-    usize: sqlx::ColumnIndex<R>,
-    for<'r> &'r str: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    load_rows_with(rows, false, &mut |_, r| sink(r), fail).await
-}
-
-/// As [`load_rows`]; with `with_workspace`, for rows of `(workspace_id, kind, id,
-/// body)` of several workspaces, `sink` being told each record's workspace (nil
-/// without).
-pub(crate) async fn load_rows_with<R, S>(
     mut rows: S,
     with_workspace: bool,
     sink: &mut (dyn FnMut(Uuid, Record) + Send),
     fail: impl Fn(sqlx::Error) -> StoreError,
-) -> Result<(), StoreError>
+) -> StoreResult<()>
 where
     S: futures_util::Stream<Item = Result<R, sqlx::Error>> + Unpin,
     R: sqlx::Row,
@@ -470,7 +455,7 @@ where
     use futures_util::TryStreamExt;
     let first = usize::from(with_workspace);
     let mut decoded: Vec<Decoded> = Vec::new();
-    let mut put = |decoded: Vec<Decoded>| -> Result<(), StoreError> {
+    let mut put = |decoded: Vec<Decoded>| -> StoreResult<()> {
         for (w, r) in decoded {
             sink(w, r?);
         }
@@ -518,10 +503,7 @@ where
 }
 
 /// A `commit_positions` row's position and tag, as both adapters read them.
-pub(crate) fn commit_position(
-    seq: i64,
-    tag: &str,
-) -> Result<actors::store::CommitPosition, StoreError> {
+pub(crate) fn commit_position(seq: i64, tag: &str) -> StoreResult<actors::store::CommitPosition> {
     Ok(actors::store::CommitPosition {
         seq: seq as u64,
         tag: Uuid::parse_str(tag)
@@ -530,7 +512,7 @@ pub(crate) fn commit_position(
 }
 
 /// Rebuilds an API key from its row.
-pub(crate) fn decode_key(row: KeyRow<'_>) -> Result<ApiKey, StoreError> {
+pub(crate) fn decode_key(row: KeyRow<'_>) -> StoreResult<ApiKey> {
     let id = &row.id;
     let corrupt = |what: String| StoreError::Corrupt(format!("api key {id:?}: {what}"));
     let text_uuid = |column: &str, text: &str| {
@@ -679,50 +661,97 @@ pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart 
 /// kilobytes): short enough that commits never wait long behind a prune.
 pub(crate) const PRUNE_PARTS_PER_TX: usize = 64;
 
-/// The steps of retention, each in an adapter's own SQL; their order and batching are
-/// [`prune_changes`]'s, the same for both stores. `ws` is the workspace id as stored.
+/// Retention's statements in one adapter's SQL. Each binds the workspace id (as stored)
+/// first, then the numbers its field names.
+pub(crate) struct PruneStatements {
+    /// Deletes the tombstones of records that left before a time.
+    pub delete_tombstones_before: &'static str,
+    /// The newest position with a log part committed before a time (null: none).
+    pub newest_position_before: &'static str,
+    /// Moves the pruned-through mark up to a position (never down).
+    pub mark_pruned_through: &'static str,
+    /// Deletes at most a number of parts at or before a position.
+    pub delete_parts_through: &'static str,
+    /// The parts left, and the bytes of their entries.
+    pub log_size: &'static str,
+}
+
+/// What an adapter gives retention: its statements, and how it runs them. Their order
+/// and batching are [`prune_changes`]'s, the same for both stores. `ws` is the
+/// workspace id as stored.
 #[async_trait::async_trait]
 pub(crate) trait LogPruning {
-    /// Removes the tombstones of records that left before `before_ms`; how many.
-    async fn delete_tombstones_before(&self, ws: &str, before_ms: i64) -> Result<u64, StoreError>;
-    /// The newest position with a log part committed before `before_ms`, if any.
-    async fn newest_position_before(
-        &self,
-        ws: &str,
-        before_ms: i64,
-    ) -> Result<Option<u64>, StoreError>;
+    type Db: sqlx::Database;
+    const STATEMENTS: PruneStatements;
+    /// Runs a write of [`PruneStatements`] with `ws` and the numbers `n` bound, in a
+    /// transaction of its own as a commit's writes are kept apart; the rows it touched.
+    async fn prune_write(&self, ws: &str, sql: &'static str, n: &[i64]) -> StoreResult<u64>;
+    /// Where the reads of [`PruneStatements`] run.
+    fn readers(&self) -> &sqlx::Pool<Self::Db>;
+    /// A failed read, as the adapter judges its errors.
+    fn failed(e: sqlx::Error) -> StoreError;
     /// The position the log is pruned through (0: never pruned).
-    async fn pruned_through(&self, ws: &str) -> Result<u64, StoreError>;
-    /// Moves the pruned-through mark up to `through` (never down).
-    async fn mark_pruned_through(&self, ws: &str, through: u64) -> Result<(), StoreError>;
-    /// Deletes at most `limit` parts at or before `through`, in one transaction; how many.
-    async fn delete_parts_through(
-        &self,
-        ws: &str,
-        through: u64,
-        limit: usize,
-    ) -> Result<u64, StoreError>;
-    /// The parts left, and the bytes of their entries.
-    async fn log_size(&self, ws: &str) -> Result<(u64, u64), StoreError>;
+    async fn pruned_through(&self, ws: &str) -> StoreResult<u64>;
+}
+
+/// Runs a read of [`PruneStatements`] with `ws` and `numbers` bound: its one row's
+/// columns, as counts or positions.
+async fn read_numbers<DB>(
+    pool: &sqlx::Pool<DB>,
+    ws: &str,
+    sql: &'static str,
+    numbers: &[i64],
+) -> Result<Vec<Option<u64>>, sqlx::Error>
+where
+    DB: sqlx::Database,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    use sqlx::Row;
+    let query = numbers
+        .iter()
+        .fold(sqlx::query(sql).bind(ws), |q, n| q.bind(*n));
+    let row = query.fetch_one(pool).await?;
+    (0..row.len())
+        .map(|i| Ok(row.try_get::<Option<i64>, _>(i)?.map(|n| n as u64)))
+        .collect()
 }
 
 /// `Store::prune_changes` over an adapter's steps: the tombstones, then the mark (a
 /// reader that finds parts missing is told it is behind), then the parts, a few per
 /// transaction so that no commit waits long behind the prune.
-pub(crate) async fn prune_changes(
-    log: &impl LogPruning,
+pub(crate) async fn prune_changes<L: LogPruning>(
+    log: &L,
     workspace: Uuid,
     before_ms: i64,
-) -> Result<actors::store::Pruned, StoreError> {
+) -> StoreResult<actors::store::Pruned>
+where
+    for<'q> <L::Db as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, L::Db>,
+    for<'c> &'c mut <L::Db as sqlx::Database>::Connection: sqlx::Executor<'c, Database = L::Db>,
+    for<'q> &'q str: sqlx::Encode<'q, L::Db> + sqlx::Type<L::Db>,
+    i64: for<'q> sqlx::Encode<'q, L::Db> + for<'r> sqlx::Decode<'r, L::Db> + sqlx::Type<L::Db>,
+    usize: sqlx::ColumnIndex<<L::Db as sqlx::Database>::Row>,
+{
     let ws = workspace.to_string();
-    let tombstones_removed = log.delete_tombstones_before(&ws, before_ms).await?;
+    let sql = &L::STATEMENTS;
+    let tombstones_removed = log
+        .prune_write(&ws, sql.delete_tombstones_before, &[before_ms])
+        .await?;
     let mut parts_removed = 0;
-    let through = match log.newest_position_before(&ws, before_ms).await? {
+    let newest = read_numbers(log.readers(), &ws, sql.newest_position_before, &[before_ms])
+        .await
+        .map_err(L::failed)?;
+    let through = match newest.first().copied().flatten() {
         Some(through) => {
-            log.mark_pruned_through(&ws, through).await?;
+            log.prune_write(&ws, sql.mark_pruned_through, &[through as i64])
+                .await?;
             loop {
+                let limit = PRUNE_PARTS_PER_TX as i64;
                 let deleted = log
-                    .delete_parts_through(&ws, through, PRUNE_PARTS_PER_TX)
+                    .prune_write(&ws, sql.delete_parts_through, &[through as i64, limit])
                     .await?;
                 if deleted == 0 {
                     break;
@@ -733,7 +762,11 @@ pub(crate) async fn prune_changes(
         }
         None => log.pruned_through(&ws).await?,
     };
-    let (parts_left, bytes_left) = log.log_size(&ws).await?;
+    let size = read_numbers(log.readers(), &ws, sql.log_size, &[])
+        .await
+        .map_err(L::failed)?;
+    let column = |i: usize| size.get(i).copied().flatten().unwrap_or(0);
+    let (parts_left, bytes_left) = (column(0), column(1));
     Ok(actors::store::Pruned {
         through,
         parts_removed,
@@ -746,7 +779,7 @@ pub(crate) async fn prune_changes(
 /// Tombstone rows as both stores read them (entity index, id, deleted_at).
 pub(crate) fn tombstone_rows(
     rows: Vec<(i64, String, i64)>,
-) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
+) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
     rows.into_iter()
         .map(|(entity, id, at)| {
             let entity = actors::entries::entity_of_index(entity)

@@ -3,7 +3,7 @@
 
 use super::*;
 use actors::model::{Scope, Scopes};
-use actors::store::{ChangeSet, Reclaimed};
+use actors::store::{ChangeSet, LogWindow, Reclaimed};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -524,7 +524,17 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
     // Keys alone move nothing and log nothing.
     let position = store.position(w).await.unwrap().seq;
     assert_eq!(position, 2, "{}", b.name);
-    let read = store.read_changes(w, (0, 0), position, 100).await.unwrap();
+    let read = store
+        .read_changes(
+            w,
+            LogWindow {
+                after: (0, 0),
+                upto: position,
+                max_parts: 100,
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(read.pruned_through, 0);
     let got = entries(&read);
     assert_eq!(got.len(), 2, "{}: {got:?}", b.name);
@@ -553,15 +563,39 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
     );
     // Bounds: after (1, last part) and up to 1 reads nothing; after position 1 reads 2.
     assert!(store
-        .read_changes(w, (1, u32::MAX), 1, 100)
+        .read_changes(
+            w,
+            LogWindow {
+                after: (1, u32::MAX),
+                upto: 1,
+                max_parts: 100
+            }
+        )
         .await
         .unwrap()
         .parts
         .is_empty());
-    let after_one = store.read_changes(w, (1, u32::MAX), 2, 100).await.unwrap();
+    let after_one = store
+        .read_changes(
+            w,
+            LogWindow {
+                after: (1, u32::MAX),
+                upto: 2,
+                max_parts: 100,
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(entries(&after_one)[0].0, 2);
     assert!(store
-        .read_changes(ws(WS2), (0, 0), 100, 100)
+        .read_changes(
+            ws(WS2),
+            LogWindow {
+                after: (0, 0),
+                upto: 100,
+                max_parts: 100
+            }
+        )
         .await
         .unwrap()
         .parts
@@ -588,7 +622,17 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
     let mut logged = Vec::new();
     let mut after = (2, u32::MAX);
     loop {
-        let read = store.read_changes(w, after, end, 3).await.unwrap();
+        let read = store
+            .read_changes(
+                w,
+                LogWindow {
+                    after,
+                    upto: end,
+                    max_parts: 3,
+                },
+            )
+            .await
+            .unwrap();
         let Some(last) = read.parts.last() else { break };
         after = (last.position, last.part);
         for part in &read.parts {
@@ -607,7 +651,17 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
     assert_eq!(pruned.through, end, "{}", b.name);
     assert_eq!(pruned.parts_removed, kept.parts_left, "{}", b.name);
     assert_eq!((pruned.parts_left, pruned.bytes_left), (0, 0), "{}", b.name);
-    let read = store.read_changes(w, (0, 0), end, 100).await.unwrap();
+    let read = store
+        .read_changes(
+            w,
+            LogWindow {
+                after: (0, 0),
+                upto: end,
+                max_parts: 100,
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(read.pruned_through, end, "{}", b.name);
     assert!(read.parts.is_empty());
     // Later commits are logged as before.
@@ -622,7 +676,14 @@ async fn the_change_log_follows_the_commits(b: &Backend) {
         .await
         .unwrap();
     let read = store
-        .read_changes(w, (end, u32::MAX), end + 1, 100)
+        .read_changes(
+            w,
+            LogWindow {
+                after: (end, u32::MAX),
+                upto: end + 1,
+                max_parts: 100,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(read.parts.len(), 1);
@@ -1865,7 +1926,14 @@ async fn postgres_commits_need_the_writer_lease() {
     }
     assert_eq!(
         other
-            .read_changes(w, (0, 0), u64::MAX, 10)
+            .read_changes(
+                w,
+                LogWindow {
+                    after: (0, 0),
+                    upto: u64::MAX,
+                    max_parts: 10
+                }
+            )
             .await
             .unwrap()
             .pruned_through,

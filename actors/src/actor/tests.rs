@@ -8,6 +8,7 @@ use crate::model::ParentType;
 use crate::model::{ApiKey, Workspace};
 use crate::snapshot::parse_slice;
 use crate::state::WorkspaceState;
+use crate::store::StoreResult;
 use crate::store::{
     ChangeSet, CommitPosition, MemoryBlobs, MemoryStore, RecordSink, Store, StoreError,
 };
@@ -37,13 +38,13 @@ struct SlowStore {
 
 #[async_trait::async_trait]
 impl Store for SlowStore {
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+    async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
         self.inner.workspaces().await
     }
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
         self.inner.load_records(workspace, sink).await
     }
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         tokio::time::sleep(self.delay).await;
         let stall = self.stall_ms.load(Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(stall)).await;
@@ -59,7 +60,7 @@ impl Store for SlowStore {
             _ => std::future::pending().await,
         }
     }
-    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         let busy = self.import_busy_ms.load(Ordering::SeqCst);
         if busy > 0 {
             #[cfg(target_os = "linux")]
@@ -74,45 +75,40 @@ impl Store for SlowStore {
     async fn read_changes(
         &self,
         workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<crate::store::LogRead, StoreError> {
-        self.inner
-            .read_changes(workspace, after, upto, max_parts)
-            .await
+        window: crate::store::LogWindow,
+    ) -> StoreResult<crate::store::LogRead> {
+        self.inner.read_changes(workspace, window).await
     }
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(crate::entries::Change, crate::time::Stamp)>, StoreError> {
+    ) -> StoreResult<Vec<(crate::entries::Change, crate::time::Stamp)>> {
         self.inner.tombstones(workspace).await
     }
     async fn prune_changes(
         &self,
         workspace: Uuid,
         before_ms: i64,
-    ) -> Result<crate::store::Pruned, StoreError> {
+    ) -> StoreResult<crate::store::Pruned> {
         self.inner.prune_changes(workspace, before_ms).await
     }
     async fn read_current(
         &self,
         workspace: Uuid,
-        keys: &[(crate::model::RecordKind, String)],
         changes: &[crate::entries::Change],
-    ) -> Result<crate::store::Current, StoreError> {
-        self.inner.read_current(workspace, keys, changes).await
+    ) -> StoreResult<crate::store::Current> {
+        self.inner.read_current(workspace, changes).await
     }
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool> {
         self.inner.committed(workspace, batch).await
     }
-    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+    async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
         self.inner.position(workspace).await
     }
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+    async fn keys(&self) -> StoreResult<Vec<ApiKey>> {
         self.inner.keys().await
     }
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<ApiKey>> {
         self.inner.revoke_key(id).await
     }
 }

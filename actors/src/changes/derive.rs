@@ -2,12 +2,10 @@
 //! representation moved because another record did) and the tombstones it sets and
 //! clears, from the workspace's states before and after the commit.
 
-use crate::entities::{self, EntityVisitor};
+use crate::entities;
 use crate::entries::{Change, LoggedId};
 use crate::model::{Entity, ParentType, Record, RecordKind};
-use crate::rendered::Rendered;
 use crate::state::WorkspaceState;
-use crate::table::{TableKey, TableRef};
 use crate::time::Stamp;
 use crate::tombstones::TombstoneChange;
 use std::collections::HashSet;
@@ -310,22 +308,6 @@ pub fn written(changes: &crate::store::ChangeSet) -> Vec<(RecordKind, Uuid)> {
         .collect()
 }
 
-/// Whether the API shows the record `id` of `entity` in `ws`.
-pub fn shown(ws: &WorkspaceState, entity: Entity, id: &LoggedId) -> bool {
-    struct Shown<'a>(&'a LoggedId);
-    impl<'s> EntityVisitor<'s> for Shown<'_> {
-        type Out = bool;
-        fn visit<K: TableKey, V: ?Sized, T: Rendered>(
-            self,
-            table: TableRef<'s, K, V>,
-            _: impl Fn(&'s V) -> T + Copy,
-        ) -> bool {
-            K::from_cursor_id(self.0.into()).is_some_and(|k| table.visible_row(&k).is_some())
-        }
-    }
-    entities::visit(ws, entity, Shown(id))
-}
-
 /// The tombstones a commit sets and clears: of `changed` (every record it changed,
 /// directly or not; repeats are harmless), those shown in `before` and not in `after`
 /// left at `now`; those tombstoned in `before` and shown in `after` are back.
@@ -339,11 +321,13 @@ pub fn tombstone_changes(
     for change in changed {
         // One lookup for most: a record not shown before and not tombstoned (every
         // record of a first import) can neither leave nor come back.
-        if shown(before, change.entity, &change.id) {
-            if !shown(after, change.entity, &change.id) {
+        if entities::shown_logged(before, change.entity, &change.id) {
+            if !entities::shown_logged(after, change.entity, &change.id) {
                 out.push((change, Some(now)));
             }
-        } else if before.tombstones.contains(&change) && shown(after, change.entity, &change.id) {
+        } else if before.tombstones.contains(&change)
+            && entities::shown_logged(after, change.entity, &change.id)
+        {
             out.push((change, None));
         }
     }

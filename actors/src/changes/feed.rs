@@ -7,7 +7,7 @@ use crate::entities;
 use crate::entries::{decode, Change, LoggedId};
 use crate::model::Entity;
 use crate::state::WorkspaceState;
-use crate::store::{Store, StoreError};
+use crate::store::{LogWindow, Store, StoreError};
 use crate::time::Stamp;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -180,7 +180,14 @@ pub async fn feed_pick(
             }
             let ask = parts_to_read(limit - picked.len(), parts_read, entries_read);
             let read = store
-                .read_changes(ws.id(), after, ws.position, ask)
+                .read_changes(
+                    ws.id(),
+                    LogWindow {
+                        after,
+                        upto: ws.position,
+                        max_parts: ask,
+                    },
+                )
                 .await
                 .map_err(FeedError::Store)?;
             // Parts at or below `pruned_through` are gone: a point inside that very
@@ -214,7 +221,14 @@ pub async fn feed_pick(
                     || !pending.is_empty()
                     || exhausted == Some(false)
                     || !store
-                        .read_changes(ws.id(), (part.position, part.part), ws.position, 1)
+                        .read_changes(
+                            ws.id(),
+                            LogWindow {
+                                after: (part.position, part.part),
+                                upto: ws.position,
+                                max_parts: 1,
+                            },
+                        )
                         .await
                         .map_err(FeedError::Store)?
                         .parts

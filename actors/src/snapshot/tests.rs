@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::StoreResult;
 use crate::store::{object_key, StoreError};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -531,10 +532,10 @@ struct SlowBlobs {
 }
 
 impl crate::store::BlobStore for SlowBlobs {
-    fn put(&self, ws: uuid::Uuid, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    fn put(&self, ws: uuid::Uuid, id: &str, bytes: &[u8]) -> StoreResult<()> {
         self.inner.put(ws, id, bytes)
     }
-    fn put_many(&self, ws: uuid::Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    fn put_many(&self, ws: uuid::Uuid, items: &[(String, Vec<u8>)]) -> StoreResult<()> {
         std::thread::sleep(std::time::Duration::from_millis(200));
         if self.fail {
             return Err(StoreError::Other("disk full".into()));
@@ -543,20 +544,20 @@ impl crate::store::BlobStore for SlowBlobs {
             .iter()
             .try_for_each(|(id, bytes)| self.inner.put(ws, id, bytes))
     }
-    fn stat(&self, ws: uuid::Uuid, id: &str) -> Result<Option<crate::store::BlobMeta>, StoreError> {
+    fn stat(&self, ws: uuid::Uuid, id: &str) -> StoreResult<Option<crate::store::BlobMeta>> {
         self.inner.stat(ws, id)
     }
-    fn open(&self, ws: uuid::Uuid, id: &str) -> Result<Option<crate::store::Blob>, StoreError> {
+    fn open(&self, ws: uuid::Uuid, id: &str) -> StoreResult<Option<crate::store::Blob>> {
         self.inner.open(ws, id)
     }
-    fn delete(&self, keys: &[String]) -> Result<crate::store::Reclaimed, StoreError> {
+    fn delete(&self, keys: &[String]) -> StoreResult<crate::store::Reclaimed> {
         self.inner.delete(keys)
     }
     fn sweep(
         &self,
         ws: uuid::Uuid,
         keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<crate::store::Reclaimed, StoreError> {
+    ) -> StoreResult<crate::store::Reclaimed> {
         self.inner.sweep(ws, keep)
     }
 }
@@ -573,17 +574,17 @@ struct CheckingStore {
 
 #[async_trait::async_trait]
 impl crate::store::Store for CheckingStore {
-    async fn workspaces(&self) -> Result<Vec<crate::model::Workspace>, StoreError> {
+    async fn workspaces(&self) -> StoreResult<Vec<crate::model::Workspace>> {
         self.inner.workspaces().await
     }
     async fn load_records(
         &self,
         ws: uuid::Uuid,
         sink: crate::store::RecordSink<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         self.inner.load_records(ws, sink).await
     }
-    async fn commit(&self, ws: uuid::Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit(&self, ws: uuid::Uuid, changes: &ChangeSet) -> StoreResult<()> {
         for r in &changes.upserts {
             let with_bytes = |a: &crate::model::Attachment| self.with_bytes.contains(&a.id);
             if let crate::model::Record::Attachment(a) = r {
@@ -600,37 +601,33 @@ impl crate::store::Store for CheckingStore {
     async fn read_changes(
         &self,
         workspace: uuid::Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<crate::store::LogRead, StoreError> {
-        self.inner
-            .read_changes(workspace, after, upto, max_parts)
-            .await
+        window: crate::store::LogWindow,
+    ) -> StoreResult<crate::store::LogRead> {
+        self.inner.read_changes(workspace, window).await
     }
     async fn tombstones(
         &self,
         workspace: uuid::Uuid,
-    ) -> Result<Vec<(crate::entries::Change, crate::time::Stamp)>, StoreError> {
+    ) -> StoreResult<Vec<(crate::entries::Change, crate::time::Stamp)>> {
         self.inner.tombstones(workspace).await
     }
     async fn prune_changes(
         &self,
         workspace: uuid::Uuid,
         before_ms: i64,
-    ) -> Result<crate::store::Pruned, StoreError> {
+    ) -> StoreResult<crate::store::Pruned> {
         self.inner.prune_changes(workspace, before_ms).await
     }
-    async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> Result<bool, StoreError> {
+    async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> StoreResult<bool> {
         self.inner.committed(ws, batch).await
     }
-    async fn position(&self, ws: uuid::Uuid) -> Result<crate::store::CommitPosition, StoreError> {
+    async fn position(&self, ws: uuid::Uuid) -> StoreResult<crate::store::CommitPosition> {
         self.inner.position(ws).await
     }
-    async fn keys(&self) -> Result<Vec<crate::model::ApiKey>, StoreError> {
+    async fn keys(&self) -> StoreResult<Vec<crate::model::ApiKey>> {
         self.inner.keys().await
     }
-    async fn revoke_key(&self, id: &str) -> Result<Option<crate::model::ApiKey>, StoreError> {
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<crate::model::ApiKey>> {
         self.inner.revoke_key(id).await
     }
 }

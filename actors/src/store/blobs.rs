@@ -3,7 +3,7 @@
 //! two are separate stores to the domain (bytes are written before the commit that
 //! records them, and removed after the one that drops them).
 
-use super::StoreError;
+use super::StoreResult;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -121,11 +121,11 @@ pub type KeepKey<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 /// its async workers.
 pub trait BlobStore: Send + Sync + 'static {
     /// Stores (or replaces) the bytes of one attachment, durably.
-    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError>;
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> StoreResult<()>;
 
     /// Stores many attachments, durably once it returns. Stores override this when a
     /// batch can be made durable more cheaply than item by item.
-    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    fn put_many(&self, workspace: Uuid, items: &[(String, Vec<u8>)]) -> StoreResult<()> {
         for (id, bytes) in items {
             self.put(workspace, id, bytes)?;
         }
@@ -133,20 +133,20 @@ pub trait BlobStore: Send + Sync + 'static {
     }
 
     /// The object's metadata; `None` when the store holds no bytes for the attachment.
-    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError>;
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<BlobMeta>>;
 
     /// Opens the object for reading; `None` when the store holds no bytes for it.
-    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError>;
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<Blob>>;
 
     /// Removes objects by key; a key the store does not hold is skipped. What was
     /// removed. A removal need not be durable: one a crash undoes leaves an object nothing
     /// names, which the next sweep takes.
-    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError>;
+    fn delete(&self, keys: &[String]) -> StoreResult<Reclaimed>;
 
     /// Removes every object of the workspace for which `keep(key)` is false, including
     /// whatever the store itself left unfinished there (a write a crash interrupted).
     /// Must not run while objects of the workspace are being written.
-    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError>;
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> StoreResult<Reclaimed>;
 }
 
 /// Objects in memory by (workspace, attachment id); bytes shared with open readers.
@@ -177,14 +177,14 @@ impl MemoryBlobs {
 }
 
 impl BlobStore for MemoryBlobs {
-    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    fn put(&self, workspace: Uuid, attachment_id: &str, bytes: &[u8]) -> StoreResult<()> {
         self.inner
             .lock()
             .insert((workspace, attachment_id.to_string()), Arc::from(bytes));
         Ok(())
     }
 
-    fn stat(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<BlobMeta>, StoreError> {
+    fn stat(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<BlobMeta>> {
         Ok(self
             .inner
             .lock()
@@ -194,7 +194,7 @@ impl BlobStore for MemoryBlobs {
             }))
     }
 
-    fn open(&self, workspace: Uuid, attachment_id: &str) -> Result<Option<Blob>, StoreError> {
+    fn open(&self, workspace: Uuid, attachment_id: &str) -> StoreResult<Option<Blob>> {
         // The bytes are shared, not copied: a reader keeps the version it opened.
         let bytes = self
             .inner
@@ -207,12 +207,12 @@ impl BlobStore for MemoryBlobs {
         }))
     }
 
-    fn delete(&self, keys: &[String]) -> Result<Reclaimed, StoreError> {
+    fn delete(&self, keys: &[String]) -> StoreResult<Reclaimed> {
         let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
         Ok(self.remove_where(|ws, id| keys.contains(object_key(ws, id).as_str())))
     }
 
-    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> Result<Reclaimed, StoreError> {
+    fn sweep(&self, workspace: Uuid, keep: KeepKey<'_>) -> StoreResult<Reclaimed> {
         Ok(self.remove_where(|ws, id| ws == workspace && !keep(&object_key(ws, id))))
     }
 }

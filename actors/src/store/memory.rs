@@ -1,9 +1,10 @@
 //! `MemoryStore`: the Store port in memory, for the domain's own tests. Apart from the
 //! port so that the port reads as the contract alone.
 
+use super::StoreResult;
 use super::{
-    now_ms, ChangeSet, CommitPosition, Current, LogPart, LogRead, Pruned, RecordSink, Store,
-    StoreError,
+    now_ms, ChangeSet, CommitPosition, Current, LogPart, LogRead, LogWindow, Pruned, RecordSink,
+    Store, StoreError,
 };
 use crate::entries::Change;
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
@@ -40,7 +41,7 @@ impl MemoryStore {
         Arc::new(Self::default())
     }
 
-    fn check(&self) -> Result<(), StoreError> {
+    fn check(&self) -> StoreResult<()> {
         if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
             Err(StoreError::Unavailable("memory store set to fail".into()))
         } else {
@@ -51,12 +52,12 @@ impl MemoryStore {
 
 #[async_trait]
 impl Store for MemoryStore {
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+    async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
         self.check()?;
         Ok(self.inner.lock().workspaces.values().cloned().collect())
     }
 
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
         self.check()?;
         let records: Vec<Record> = self
             .inner
@@ -70,7 +71,7 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         self.check()?;
         let mut g = self.inner.lock();
         if let Some(w) = &changes.workspace {
@@ -116,23 +117,17 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn read_changes(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<LogRead, StoreError> {
+    async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
         use std::ops::Bound;
         self.check()?;
         let g = self.inner.lock();
         let parts = g
             .log
             .range((
-                Bound::Excluded((workspace, after.0, after.1)),
-                Bound::Included((workspace, upto, u32::MAX)),
+                Bound::Excluded((workspace, window.after.0, window.after.1)),
+                Bound::Included((workspace, window.upto, u32::MAX)),
             ))
-            .take(max_parts)
+            .take(window.max_parts)
             .map(|(_, p)| p.clone())
             .collect();
         Ok(LogRead {
@@ -141,12 +136,8 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn read_current(
-        &self,
-        workspace: Uuid,
-        keys: &[(RecordKind, String)],
-        changes: &[Change],
-    ) -> Result<Current, StoreError> {
+    async fn read_current(&self, workspace: Uuid, changes: &[Change]) -> StoreResult<Current> {
+        let keys = &crate::entries::stored_keys(changes);
         self.check()?;
         let g = self.inner.lock();
         Ok(Current {
@@ -168,7 +159,7 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError> {
+    async fn tombstones(&self, workspace: Uuid) -> StoreResult<Vec<(Change, Stamp)>> {
         self.check()?;
         Ok(self
             .inner
@@ -180,7 +171,7 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<Pruned, StoreError> {
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> StoreResult<Pruned> {
         self.check()?;
         let mut g = self.inner.lock();
         let tombstones = g.tombstones.len();
@@ -212,7 +203,7 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+    async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
         self.check()?;
         Ok(self
             .inner
@@ -223,17 +214,17 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool> {
         self.check()?;
         Ok(self.inner.lock().marks.get(&workspace) == Some(&batch))
     }
 
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+    async fn keys(&self) -> StoreResult<Vec<ApiKey>> {
         self.check()?;
         Ok(self.inner.lock().keys.values().cloned().collect())
     }
 
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<ApiKey>> {
         self.check()?;
         let mut g = self.inner.lock();
         Ok(g.keys.get_mut(id).map(|k| {

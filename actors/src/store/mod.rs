@@ -23,6 +23,9 @@ use crate::time::Stamp;
 use async_trait::async_trait;
 use uuid::Uuid;
 
+/// What the store's calls answer.
+pub type StoreResult<T> = Result<T, StoreError>;
+
 /// Why the store failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -136,6 +139,15 @@ pub struct Current {
     pub tombstones: Vec<(Change, Stamp)>,
 }
 
+/// Which parts of the change log a read asks for: those after `(position, part)` `after`
+/// (in that order) up to position `upto` included, at most `max_parts` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogWindow {
+    pub after: (u64, u32),
+    pub upto: u64,
+    pub max_parts: usize,
+}
+
 /// A read of the change log: the parts asked for, and how far the log has been pruned
 /// (parts at or below `pruned_through` are gone).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -170,16 +182,16 @@ pub type RecordSink<'a> = &'a mut (dyn FnMut(Record) + Send);
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Every workspace the store holds.
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError>;
+    async fn workspaces(&self) -> StoreResult<Vec<Workspace>>;
 
     /// One workspace's row, when the store holds it. Stores override this with a read
     /// of that row alone.
-    async fn workspace(&self, id: Uuid) -> Result<Option<Workspace>, StoreError> {
+    async fn workspace(&self, id: Uuid) -> StoreResult<Option<Workspace>> {
         Ok(self.workspaces().await?.into_iter().find(|w| w.id == id))
     }
 
     /// Streams every record of a workspace into `sink`.
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError>;
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()>;
 
     /// Streams the records of one kind of a workspace into `sink` (e.g. its users, to
     /// check a key's creator without loading the whole workspace). Stores override this
@@ -189,7 +201,7 @@ pub trait Store: Send + Sync + 'static {
         workspace: Uuid,
         kind: crate::model::RecordKind,
         sink: RecordSink<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         self.load_records(workspace, &mut |r| {
             if r.kind() == kind {
                 sink(r)
@@ -205,7 +217,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         workspaces: &[Uuid],
         sink: &mut (dyn FnMut(Uuid, Record) + Send),
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         for &w in workspaces {
             self.load_records(w, &mut |r| sink(w, r)).await?;
         }
@@ -214,7 +226,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// The commit positions of several workspaces, in their order (see
     /// [`position`](Self::position)). Stores override this with one read.
-    async fn positions(&self, workspaces: &[Uuid]) -> Result<Vec<CommitPosition>, StoreError> {
+    async fn positions(&self, workspaces: &[Uuid]) -> StoreResult<Vec<CommitPosition>> {
         let mut out = Vec::with_capacity(workspaces.len());
         for &w in workspaces {
             out.push(self.position(w).await?);
@@ -224,10 +236,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// The tombstones of several workspaces, in their order (see
     /// [`tombstones`](Self::tombstones)). Stores override this with one read.
-    async fn tombstones_of(
-        &self,
-        workspaces: &[Uuid],
-    ) -> Result<Vec<Vec<(Change, Stamp)>>, StoreError> {
+    async fn tombstones_of(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Vec<(Change, Stamp)>>> {
         let mut out = Vec::with_capacity(workspaces.len());
         for &w in workspaces {
             out.push(self.tombstones(w).await?);
@@ -236,14 +245,14 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Applies a change set to one workspace atomically: all of it or nothing.
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError>;
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()>;
 
     /// Applies an import's change set. Unlike [`commit`](Self::commit), a store may split
     /// it into several transactions, so that a large import never holds other
     /// workspaces' commits behind it for long (SQLite has one writer). When it fails,
     /// any part of it may be in the store: the caller must not publish its planned
     /// state, but reload the workspace from what the store holds.
-    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         self.commit(workspace, changes).await
     }
 
@@ -251,38 +260,27 @@ pub trait Store: Send + Sync + 'static {
     /// report (cut off at a deadline, connection lost). The answer must be final: never
     /// "no" while the batch's transaction could still commit. An adapter that cannot be
     /// sure yet waits, or fails with `Unavailable`, and is asked again.
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError>;
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool>;
 
     /// Where the workspace's commits stand: every transaction that changes its records or
     /// description moves this on, in that transaction, so two equal readings mean the
     /// workspace did not change in between. What a checkpoint of the in-memory state is
     /// validated against.
-    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError>;
+    async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition>;
 
-    /// The change log's parts after `(position, part)` (in that order) up to position
-    /// `upto` included, at most `max_parts` of them, and how far the log is pruned.
-    async fn read_changes(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<LogRead, StoreError>;
+    /// The change log's parts in `window`, and how far the log is pruned.
+    async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead>;
 
     /// The workspace's tombstones (see [`crate::tombstones`]).
-    async fn tombstones(&self, workspace: Uuid) -> Result<Vec<(Change, Stamp)>, StoreError>;
+    async fn tombstones(&self, workspace: Uuid) -> StoreResult<Vec<(Change, Stamp)>>;
 
     /// What a server that follows another's commits of the workspace reads to catch up
-    /// (several servers on one store, see [`crate::follow`]): the records `keys` names
-    /// as the store holds them now (a key with no record was deleted), every pipeline
-    /// stage, the workspace's row, and those of `changes` that have a tombstone.
-    async fn read_current(
-        &self,
-        workspace: Uuid,
-        keys: &[(RecordKind, String)],
-        changes: &[Change],
-    ) -> Result<Current, StoreError> {
-        let _ = (workspace, keys, changes);
+    /// (several servers on one store, see [`crate::follow`]): the records `changes`
+    /// name ([`stored_keys`](crate::entries::stored_keys)) as the store holds them now
+    /// (one missing was deleted), every pipeline stage, the workspace's row, and those of
+    /// `changes` that have a tombstone.
+    async fn read_current(&self, workspace: Uuid, changes: &[Change]) -> StoreResult<Current> {
+        let _ = (workspace, changes);
         Err(StoreError::Other(
             "this store is never shared by several servers: nothing to follow".into(),
         ))
@@ -292,13 +290,13 @@ pub trait Store: Send + Sync + 'static {
     /// and the tombstones older than that, and says what it removed and what is left
     /// (see [`Pruned`]). Pruning never blocks a commit for long: stores delete in small
     /// transactions.
-    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> Result<Pruned, StoreError>;
+    async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> StoreResult<Pruned>;
 
     /// Every API key, of every workspace.
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError>;
+    async fn keys(&self) -> StoreResult<Vec<ApiKey>>;
 
     /// Marks a key revoked; the key as it now stands, or `None` for an unknown id.
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError>;
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<ApiKey>>;
 
     /// Closes the store cleanly (e.g. folds SQLite's write-ahead log into the database so
     /// the next open is quick). Later calls fail as `Unavailable`.
@@ -315,46 +313,33 @@ pub trait Store: Send + Sync + 'static {
     // the defaults say it keeps none.
 
     /// Stores (or replaces) objects, durably once it returns.
-    async fn put_blobs(
-        &self,
-        workspace: Uuid,
-        items: &[(String, &[u8])],
-    ) -> Result<(), StoreError> {
+    async fn put_blobs(&self, workspace: Uuid, items: &[(String, &[u8])]) -> StoreResult<()> {
         let _ = (workspace, items);
         Err(no_blobs())
     }
 
     /// An object's length, when the store holds it.
-    async fn blob_len(&self, workspace: Uuid, name: &str) -> Result<Option<u64>, StoreError> {
+    async fn blob_len(&self, workspace: Uuid, name: &str) -> StoreResult<Option<u64>> {
         let _ = (workspace, name);
         Err(no_blobs())
     }
 
     /// An object's bytes, when the store holds it.
-    async fn blob(&self, workspace: Uuid, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn blob(&self, workspace: Uuid, name: &str) -> StoreResult<Option<Vec<u8>>> {
         let _ = (workspace, name);
         Err(no_blobs())
     }
 
     /// Removes objects (names the store does not hold are skipped); what was removed.
-    async fn delete_blobs(
-        &self,
-        workspace: Uuid,
-        names: &[String],
-    ) -> Result<Reclaimed, StoreError> {
+    async fn delete_blobs(&self, workspace: Uuid, names: &[String]) -> StoreResult<Reclaimed> {
         let _ = (workspace, names);
         Err(no_blobs())
     }
 
     /// Names of the workspace's objects after `after` in byte order, at most `limit` of
     /// them (a sweep pages through a workspace's objects rather than list them whole).
-    async fn blob_names(
-        &self,
-        workspace: Uuid,
-        after: &str,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        let _ = (workspace, after, limit);
+    async fn blob_names(&self, ws: Uuid, after: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let _ = (ws, after, limit);
         Err(no_blobs())
     }
 }

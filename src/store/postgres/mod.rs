@@ -32,7 +32,10 @@ use super::{
     ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
-use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
+use actors::store::StoreResult;
+use actors::store::{
+    ChangeSet, CommitPosition, LogRead, LogWindow, Reclaimed, RecordSink, Store, StoreError,
+};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -97,7 +100,7 @@ async fn fenced_tx<'a>(
     fences: Option<&Fences>,
     workspace: Uuid,
     fail: &impl Fn(sqlx::Error) -> StoreError,
-) -> Result<sqlx::Transaction<'a, sqlx::Postgres>, StoreError> {
+) -> StoreResult<sqlx::Transaction<'a, sqlx::Postgres>> {
     let mut tx = pool.begin().await.map_err(fail)?;
     if let Some(fences) = fences {
         check_lease(&mut tx, &workspace.to_string(), workspace, fences).await?;
@@ -106,7 +109,7 @@ async fn fenced_tx<'a>(
 }
 
 /// A workspace id as the store keeps it, read back.
-fn workspace_id(ws: &str) -> Result<Uuid, StoreError> {
+fn workspace_id(ws: &str) -> StoreResult<Uuid> {
     Uuid::parse_str(ws).map_err(|_| StoreError::Corrupt(format!("workspace id {ws:?}")))
 }
 
@@ -115,7 +118,7 @@ async fn workspace_row<'e>(
     db: impl sqlx::PgExecutor<'e>,
     ws: &str,
     fail: impl Fn(sqlx::Error) -> StoreError,
-) -> Result<Option<Workspace>, StoreError> {
+) -> StoreResult<Option<Workspace>> {
     let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT workspace_id, name, default_region FROM workspaces WHERE workspace_id = $1",
     )
@@ -267,11 +270,7 @@ impl Store for PostgresStore {
         self.pool.is_closed()
     }
 
-    async fn put_blobs(
-        &self,
-        workspace: Uuid,
-        items: &[(String, &[u8])],
-    ) -> Result<(), StoreError> {
+    async fn put_blobs(&self, workspace: Uuid, items: &[(String, &[u8])]) -> StoreResult<()> {
         let fail = err("writing attachment bytes");
         let ws = workspace.to_string();
         // Statements of a few megabytes, each its own transaction: nothing names the
@@ -296,7 +295,7 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn blob_len(&self, workspace: Uuid, name: &str) -> Result<Option<u64>, StoreError> {
+    async fn blob_len(&self, workspace: Uuid, name: &str) -> StoreResult<Option<u64>> {
         let len: Option<i32> = sqlx::query_scalar(
             "SELECT octet_length(bytes) FROM blobs WHERE workspace_id = $1 AND name = $2",
         )
@@ -308,7 +307,7 @@ impl Store for PostgresStore {
         Ok(len.map(|l| l as u64))
     }
 
-    async fn blob(&self, workspace: Uuid, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn blob(&self, workspace: Uuid, name: &str) -> StoreResult<Option<Vec<u8>>> {
         sqlx::query_scalar("SELECT bytes FROM blobs WHERE workspace_id = $1 AND name = $2")
             .bind(workspace.to_string())
             .bind(name)
@@ -317,11 +316,7 @@ impl Store for PostgresStore {
             .map_err(err("reading attachment bytes"))
     }
 
-    async fn delete_blobs(
-        &self,
-        workspace: Uuid,
-        names: &[String],
-    ) -> Result<Reclaimed, StoreError> {
+    async fn delete_blobs(&self, workspace: Uuid, names: &[String]) -> StoreResult<Reclaimed> {
         let fail = err("removing attachment bytes");
         let ws = workspace.to_string();
         let mut done = Reclaimed::default();
@@ -342,16 +337,11 @@ impl Store for PostgresStore {
         Ok(done)
     }
 
-    async fn blob_names(
-        &self,
-        workspace: Uuid,
-        after: &str,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    async fn blob_names(&self, ws: Uuid, after: &str, limit: usize) -> StoreResult<Vec<String>> {
         sqlx::query_scalar(
             "SELECT name FROM blobs WHERE workspace_id = $1 AND name > $2 ORDER BY name LIMIT $3",
         )
-        .bind(workspace.to_string())
+        .bind(ws.to_string())
         .bind(after)
         .bind(limit as i64)
         .fetch_all(&self.pool)
@@ -359,7 +349,7 @@ impl Store for PostgresStore {
         .map_err(err("listing attachment bytes"))
     }
 
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+    async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
         let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT workspace_id, name, default_region FROM workspaces ORDER BY workspace_id",
         )
@@ -371,25 +361,25 @@ impl Store for PostgresStore {
             .collect()
     }
 
-    async fn workspace(&self, id: Uuid) -> Result<Option<Workspace>, StoreError> {
+    async fn workspace(&self, id: Uuid) -> StoreResult<Option<Workspace>> {
         workspace_row(&self.pool, &id.to_string(), err("reading a workspace")).await
     }
 
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
         let ws = workspace.to_string();
         // `fetch` reads rows off the socket as they arrive: the server streams the
         // result and TCP flow control holds it back while the sink is busy.
         let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
             .bind(&ws)
             .fetch(&self.pool);
-        load_rows(rows, sink, err("loading records")).await
+        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
     }
 
     async fn load_records_of(
         &self,
         workspaces: &[Uuid],
         sink: &mut (dyn FnMut(Uuid, Record) + Send),
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         if let [w] = workspaces {
             // A workspace alone (a large one, or a reload): its own read, with no
             // workspace column to carry and parse for each of its rows.
@@ -401,10 +391,10 @@ impl Store for PostgresStore {
         )
         .bind(&ids)
         .fetch(&self.pool);
-        super::load_rows_with(rows, true, sink, err("loading records")).await
+        super::load_rows(rows, true, sink, err("loading records")).await
     }
 
-    async fn positions(&self, workspaces: &[Uuid]) -> Result<Vec<CommitPosition>, StoreError> {
+    async fn positions(&self, workspaces: &[Uuid]) -> StoreResult<Vec<CommitPosition>> {
         let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
         let rows: Vec<(String, i64, String)> = sqlx::query_as(
             "SELECT workspace_id, position, tag FROM commit_positions WHERE workspace_id = ANY($1)",
@@ -427,7 +417,7 @@ impl Store for PostgresStore {
     async fn tombstones_of(
         &self,
         workspaces: &[Uuid],
-    ) -> Result<Vec<Vec<(actors::entries::Change, actors::time::Stamp)>>, StoreError> {
+    ) -> StoreResult<Vec<Vec<(actors::entries::Change, actors::time::Stamp)>>> {
         let ids: Vec<String> = workspaces.iter().map(Uuid::to_string).collect();
         let rows: Vec<(String, i16, String, i64)> = sqlx::query_as(
             "SELECT workspace_id, entity, id, deleted_at FROM tombstones \
@@ -452,17 +442,17 @@ impl Store for PostgresStore {
         workspace: Uuid,
         kind: RecordKind,
         sink: RecordSink<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         let ws = workspace.to_string();
         let rows =
             sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1 AND kind = $2")
                 .bind(&ws)
                 .bind(kind.as_str())
                 .fetch(&self.pool);
-        load_rows(rows, sink, err("loading records")).await
+        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
     }
 
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         if changes.is_empty() {
             return Ok(());
         }
@@ -489,7 +479,7 @@ impl Store for PostgresStore {
     /// last in a first import (`ChangeSet::unlogged`: no server finds the workspace
     /// before all of it is in); the mark and keys last. Every transaction is tracked
     /// under the batch, so `committed` settles whichever is in doubt.
-    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.write_changes(workspace, changes).await;
         }
@@ -512,13 +502,7 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn read_changes(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<LogRead, StoreError> {
+    async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
         let fail = err("reading the change log");
         let ws = workspace.to_string();
         let rows: Vec<(i64, i32, i64, Vec<u8>)> = sqlx::query_as(
@@ -527,10 +511,10 @@ impl Store for PostgresStore {
              ORDER BY position, part LIMIT $5",
         )
         .bind(&ws)
-        .bind(after.0 as i64)
-        .bind(i64::from(after.1))
-        .bind(upto as i64)
-        .bind(max_parts as i64)
+        .bind(window.after.0 as i64)
+        .bind(i64::from(window.after.1))
+        .bind(window.upto as i64)
+        .bind(window.max_parts as i64)
         .fetch_all(&self.pool)
         .await
         .map_err(&fail)?;
@@ -549,7 +533,7 @@ impl Store for PostgresStore {
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
+    ) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
         let rows: Vec<(i16, String, i64)> =
             sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1")
                 .bind(workspace.to_string())
@@ -564,9 +548,9 @@ impl Store for PostgresStore {
     async fn read_current(
         &self,
         workspace: Uuid,
-        keys: &[(RecordKind, String)],
         changes: &[actors::entries::Change],
-    ) -> Result<actors::store::Current, StoreError> {
+    ) -> StoreResult<actors::store::Current> {
+        let keys = &actors::entries::stored_keys(changes);
         let fail = err("reading records to follow");
         let ws = workspace.to_string();
         let mut tx = self.pool.begin().await.map_err(&fail)?;
@@ -592,7 +576,7 @@ impl Store for PostgresStore {
             .bind(&ids)
             .bind(RecordKind::Stage.as_str())
             .fetch(&mut *tx);
-            load_rows(rows, &mut |r| found.push(r), &fail).await?;
+            load_rows(rows, false, &mut |_, r| found.push(r), &fail).await?;
         }
         let (stages, records) = found
             .into_iter()
@@ -624,7 +608,7 @@ impl Store for PostgresStore {
         &self,
         workspace: Uuid,
         before_ms: i64,
-    ) -> Result<actors::store::Pruned, StoreError> {
+    ) -> StoreResult<actors::store::Pruned> {
         super::prune_changes(self, workspace, before_ms).await
     }
 
@@ -641,7 +625,7 @@ impl Store for PostgresStore {
     /// batch not recorded at all has ended: either its commit reported its outcome, or
     /// it never got an answer to its first statement, so never sent COMMIT; the mark
     /// tells which.
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool> {
         let waiting_since = std::time::Instant::now();
         loop {
             let recorded = self.in_flight.lock().get(&batch).cloned();
@@ -677,7 +661,7 @@ impl Store for PostgresStore {
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 
-    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+    async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
         let row: Option<(i64, String)> =
             sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = $1")
                 .bind(workspace.to_string())
@@ -690,7 +674,7 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+    async fn keys(&self) -> StoreResult<Vec<ApiKey>> {
         let rows = sqlx::query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id"))
             .fetch_all(&self.pool)
             .await
@@ -698,7 +682,7 @@ impl Store for PostgresStore {
         rows.iter().map(key_from_row).collect()
     }
 
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<ApiKey>> {
         let row = sqlx::query(&format!(
             "UPDATE api_keys SET revoked = TRUE WHERE id = $1 RETURNING {KEY_COLUMNS}"
         ))

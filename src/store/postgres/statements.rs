@@ -13,6 +13,7 @@ use actors::entries::EncodedEntries;
 use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::ChangeSet;
 use actors::store::StoreError;
+use actors::store::StoreResult;
 use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -82,7 +83,7 @@ pub(super) async fn check_lease(
     ws: &str,
     workspace: Uuid,
     fences: &Fences,
-) -> Result<(), StoreError> {
+) -> StoreResult<()> {
     let fail = err("checking the writer lease");
     let refused = || {
         StoreError::Fenced(format!(
@@ -119,7 +120,7 @@ pub(super) struct PgStatements<'s> {
 
 impl PgStatements<'_> {
     /// Runs one statement of the commit on its transaction.
-    async fn run(&mut self, statement: Statement<'_, sqlx::Postgres>) -> Result<(), StoreError> {
+    async fn run(&mut self, statement: Statement<'_, sqlx::Postgres>) -> StoreResult<()> {
         statement
             .execute(&mut *self.tx)
             .await
@@ -134,7 +135,7 @@ impl CommitStatements for PgStatements<'_> {
     /// before anything else can stall, so that `committed` can settle this batch with a
     /// certain answer if its outcome is never reported. Its row lock also orders
     /// concurrent committers of one workspace.
-    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> Result<(), StoreError> {
+    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> StoreResult<()> {
         let (pid, xid): (i32, String) = if last {
             sqlx::query_as(
                 "INSERT INTO commit_marks (workspace_id, batch_id) VALUES ($1, $2) \
@@ -162,7 +163,7 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn fence(&mut self, workspace: Uuid, ws: &str) -> Result<(), StoreError> {
+    async fn fence(&mut self, workspace: Uuid, ws: &str) -> StoreResult<()> {
         match &self.store.fences {
             Some(fences) => check_lease(&mut self.tx, ws, workspace, fences).await,
             None => Ok(()),
@@ -174,7 +175,7 @@ impl CommitStatements for PgStatements<'_> {
     /// flush: the last one's flush covers them (the WAL is flushed in order), so the
     /// call is durable when it returns. A crash before it loses some of the import's
     /// transactions, which a failed import may leave anyway.
-    async fn settings(&mut self, part: &Part<'_>) -> Result<(), StoreError> {
+    async fn settings(&mut self, part: &Part<'_>) -> StoreResult<()> {
         if part.bulk {
             self.run(sqlx::query("SET LOCAL backend_flush_after = '256kB'"))
                 .await?;
@@ -186,17 +187,12 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
+    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()> {
         self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
             .await
     }
 
-    async fn upserts(
-        &mut self,
-        ws: &str,
-        upserts: &[Upsert<'_>],
-        fresh: bool,
-    ) -> Result<(), StoreError> {
+    async fn upserts(&mut self, ws: &str, upserts: &[Upsert<'_>], fresh: bool) -> StoreResult<()> {
         if fresh {
             return copy_records(&mut self.tx, ws, upserts)
                 .await
@@ -235,11 +231,7 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn deletes(
-        &mut self,
-        ws: &str,
-        deletes: &[(RecordKind, &str)],
-    ) -> Result<(), StoreError> {
+    async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)]) -> StoreResult<()> {
         for chunk in deletes.chunks(DELETE_CHUNK) {
             let kinds: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
             let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
@@ -249,15 +241,11 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
+    async fn key(&mut self, k: &ApiKey) -> StoreResult<()> {
         self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
     }
 
-    async fn tombstones(
-        &mut self,
-        ws: &str,
-        tombstones: &[TombstoneChange],
-    ) -> Result<(), StoreError> {
+    async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()> {
         let fail = err("commit");
         let (mut set, mut cleared) = (Vec::new(), Vec::new());
         for (change, left) in tombstones {
@@ -296,7 +284,7 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
+    async fn bump_position(&mut self, ws: &str) -> StoreResult<()> {
         self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
             .await
     }
@@ -306,7 +294,7 @@ impl CommitStatements for PgStatements<'_> {
         ws: &str,
         committed_at_ms: i64,
         parts: &[EncodedEntries],
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         let numbers: Vec<i32> = (0..parts.len() as i32).collect();
         let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
         self.run(
@@ -418,7 +406,7 @@ impl PostgresStore {
         &self,
         workspace: Uuid,
         changes: &ChangeSet,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
         for part in parts_of(changes, &upserts, &deletes, None) {
@@ -429,11 +417,7 @@ impl PostgresStore {
 
     /// `write_part`, with the transaction tracked in `in_flight` under its batch until
     /// its outcome is known (see `committed`).
-    pub(super) async fn write_tracked(
-        &self,
-        workspace: Uuid,
-        part: Part<'_>,
-    ) -> Result<(), StoreError> {
+    pub(super) async fn write_tracked(&self, workspace: Uuid, part: Part<'_>) -> StoreResult<()> {
         let batch = part.batch;
         let _guard = batch.map(|batch| {
             self.in_flight.lock().insert(batch, InFlight::Starting);
@@ -455,7 +439,7 @@ impl PostgresStore {
 
     /// One transaction of `part`: the commit sequence (`super::commit`) over
     /// [`PgStatements`].
-    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
+    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> StoreResult<()> {
         let fail = err("commit");
         let tx = self.pool.begin().await.map_err(&fail)?;
         let mut statements = PgStatements { tx, store: self };
@@ -471,7 +455,7 @@ impl PostgresStore {
         &self,
         pid: i32,
         xid: &str,
-    ) -> Result<Option<bool>, StoreError> {
+    ) -> StoreResult<Option<bool>> {
         let fail = err("settling an unconfirmed commit");
         loop {
             let status: Option<String> = sqlx::query_scalar("SELECT pg_xact_status($1::xid8)")

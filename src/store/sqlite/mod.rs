@@ -43,7 +43,10 @@ use super::{
     ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::{ChangeSet, CommitPosition, LogRead, Reclaimed, RecordSink, Store, StoreError};
+use actors::store::StoreResult;
+use actors::store::{
+    ChangeSet, CommitPosition, LogRead, LogWindow, Reclaimed, RecordSink, Store, StoreError,
+};
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -271,7 +274,7 @@ impl SqliteStore {
     /// (`Store::commit_import`). With a rollback journal, a commit that skips a sync
     /// risks the file itself on power loss, not just the latest transactions: every
     /// transaction syncs.
-    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> Result<(), StoreError> {
+    async fn write_part(&self, workspace: Uuid, part: Part<'_>) -> StoreResult<()> {
         let fail = err("commit");
         let mut conn = self.writer.acquire().await.map_err(&fail)?;
         if !part.bulk || part.last || self.import_fold_every.is_none() {
@@ -301,7 +304,7 @@ impl SqliteStore {
         conn: &mut sqlx::pool::PoolConnection<sqlx::Sqlite>,
         workspace: Uuid,
         part: Part<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         use sqlx::Connection;
         let fail = err("commit");
         // IMMEDIATE takes the write lock up front: if a writer in another process holds
@@ -393,11 +396,7 @@ impl Store for SqliteStore {
         self.readers.is_closed()
     }
 
-    async fn put_blobs(
-        &self,
-        workspace: Uuid,
-        items: &[(String, &[u8])],
-    ) -> Result<(), StoreError> {
+    async fn put_blobs(&self, workspace: Uuid, items: &[(String, &[u8])]) -> StoreResult<()> {
         use sqlx::Connection;
         let fail = err("writing attachment bytes");
         let ws = workspace.to_string();
@@ -425,7 +424,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn blob_len(&self, workspace: Uuid, name: &str) -> Result<Option<u64>, StoreError> {
+    async fn blob_len(&self, workspace: Uuid, name: &str) -> StoreResult<Option<u64>> {
         let len: Option<i64> = sqlx::query_scalar(
             "SELECT length(bytes) FROM blobs WHERE workspace_id = ?1 AND name = ?2",
         )
@@ -437,7 +436,7 @@ impl Store for SqliteStore {
         Ok(len.map(|l| l as u64))
     }
 
-    async fn blob(&self, workspace: Uuid, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn blob(&self, workspace: Uuid, name: &str) -> StoreResult<Option<Vec<u8>>> {
         sqlx::query_scalar("SELECT bytes FROM blobs WHERE workspace_id = ?1 AND name = ?2")
             .bind(workspace.to_string())
             .bind(name)
@@ -446,11 +445,7 @@ impl Store for SqliteStore {
             .map_err(err("reading attachment bytes"))
     }
 
-    async fn delete_blobs(
-        &self,
-        workspace: Uuid,
-        names: &[String],
-    ) -> Result<Reclaimed, StoreError> {
+    async fn delete_blobs(&self, workspace: Uuid, names: &[String]) -> StoreResult<Reclaimed> {
         let fail = err("removing attachment bytes");
         let ws = workspace.to_string();
         let mut done = Reclaimed::default();
@@ -470,16 +465,11 @@ impl Store for SqliteStore {
         Ok(done)
     }
 
-    async fn blob_names(
-        &self,
-        workspace: Uuid,
-        after: &str,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    async fn blob_names(&self, ws: Uuid, after: &str, limit: usize) -> StoreResult<Vec<String>> {
         sqlx::query_scalar(
             "SELECT name FROM blobs WHERE workspace_id = ?1 AND name > ?2 ORDER BY name LIMIT ?3",
         )
-        .bind(workspace.to_string())
+        .bind(ws.to_string())
         .bind(after)
         .bind(limit as i64)
         .fetch_all(&self.readers)
@@ -487,7 +477,7 @@ impl Store for SqliteStore {
         .map_err(err("listing attachment bytes"))
     }
 
-    async fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+    async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
         let rows: Vec<(String, Option<String>, Option<String>)> =
             sqlx::query_as("SELECT id, name, default_region FROM workspaces ORDER BY id")
                 .fetch_all(&self.readers)
@@ -498,12 +488,12 @@ impl Store for SqliteStore {
             .collect()
     }
 
-    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> Result<(), StoreError> {
+    async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
         let ws = workspace.to_string();
         let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
             .bind(&ws)
             .fetch(&self.readers);
-        load_rows(rows, sink, err("loading records")).await
+        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
     }
 
     async fn load_kind(
@@ -511,17 +501,17 @@ impl Store for SqliteStore {
         workspace: Uuid,
         kind: RecordKind,
         sink: RecordSink<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         let ws = workspace.to_string();
         let rows =
             sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1 AND kind = ?2")
                 .bind(&ws)
                 .bind(kind.as_str())
                 .fetch(&self.readers);
-        load_rows(rows, sink, err("loading records")).await
+        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
     }
 
-    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         if changes.is_empty() {
             return Ok(());
         }
@@ -539,7 +529,7 @@ impl Store for SqliteStore {
     /// such transaction. The workspace row goes first (a later import that failed part
     /// way leaves a workspace still found and loaded), or last in a first import
     /// (`ChangeSet::unlogged`), the mark and keys last.
-    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> Result<(), StoreError> {
+    async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         if changes.upserts.len() + changes.deletes.len() <= self.import_tx_records {
             return self.commit(workspace, changes).await;
         }
@@ -560,7 +550,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn committed(&self, workspace: Uuid, batch: Uuid) -> Result<bool, StoreError> {
+    async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool> {
         // The writer connection: a read of the last committed state, never queued behind
         // a long load on the readers.
         let mark: Option<String> =
@@ -572,7 +562,7 @@ impl Store for SqliteStore {
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 
-    async fn position(&self, workspace: Uuid) -> Result<CommitPosition, StoreError> {
+    async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
         let row: Option<(i64, String)> =
             sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = ?1")
                 .bind(workspace.to_string())
@@ -585,13 +575,7 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn read_changes(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-        max_parts: usize,
-    ) -> Result<LogRead, StoreError> {
+    async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
         let fail = err("reading the change log");
         let ws = workspace.to_string();
         let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(
@@ -600,10 +584,10 @@ impl Store for SqliteStore {
              ORDER BY position, part LIMIT ?5",
         )
         .bind(&ws)
-        .bind(after.0 as i64)
-        .bind(after.1 as i64)
-        .bind(upto as i64)
-        .bind(max_parts as i64)
+        .bind(window.after.0 as i64)
+        .bind(window.after.1 as i64)
+        .bind(window.upto as i64)
+        .bind(window.max_parts as i64)
         .fetch_all(&self.readers)
         .await
         .map_err(&fail)?;
@@ -619,7 +603,7 @@ impl Store for SqliteStore {
     async fn tombstones(
         &self,
         workspace: Uuid,
-    ) -> Result<Vec<(actors::entries::Change, actors::time::Stamp)>, StoreError> {
+    ) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
         let rows: Vec<(i64, String, i64)> =
             sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = ?1")
                 .bind(workspace.to_string())
@@ -633,11 +617,11 @@ impl Store for SqliteStore {
         &self,
         workspace: Uuid,
         before_ms: i64,
-    ) -> Result<actors::store::Pruned, StoreError> {
+    ) -> StoreResult<actors::store::Pruned> {
         super::prune_changes(self, workspace, before_ms).await
     }
 
-    async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+    async fn keys(&self) -> StoreResult<Vec<ApiKey>> {
         let rows = sqlx::query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id"))
             .fetch_all(&self.readers)
             .await
@@ -645,7 +629,7 @@ impl Store for SqliteStore {
         rows.iter().map(key_from_row).collect()
     }
 
-    async fn revoke_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
+    async fn revoke_key(&self, id: &str) -> StoreResult<Option<ApiKey>> {
         let row = sqlx::query(&format!(
             "UPDATE api_keys SET revoked = TRUE WHERE id = ?1 RETURNING {KEY_COLUMNS}"
         ))

@@ -7,7 +7,7 @@ use super::super::Upsert;
 use super::err;
 use actors::entries::EncodedEntries;
 use actors::model::{ApiKey, RecordKind, Workspace};
-use actors::store::StoreError;
+use actors::store::StoreResult;
 use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -46,7 +46,7 @@ pub(super) struct SqliteStatements<'c> {
 
 impl SqliteStatements<'_> {
     /// Runs one statement of the commit on its transaction.
-    async fn run(&mut self, statement: Statement<'_, sqlx::Sqlite>) -> Result<(), StoreError> {
+    async fn run(&mut self, statement: Statement<'_, sqlx::Sqlite>) -> StoreResult<()> {
         statement
             .execute(&mut *self.tx)
             .await
@@ -59,7 +59,7 @@ impl SqliteStatements<'_> {
 impl CommitStatements for SqliteStatements<'_> {
     /// The mark is read back on the writer's connection (`committed`), queued behind a
     /// commit whose answer was lost: the transaction needs no name of its own.
-    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> Result<(), StoreError> {
+    async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> StoreResult<()> {
         if last {
             self.run(
                 sqlx::query(
@@ -74,18 +74,13 @@ impl CommitStatements for SqliteStatements<'_> {
         Ok(())
     }
 
-    async fn workspace_row(&mut self, w: &Workspace) -> Result<(), StoreError> {
+    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()> {
         self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
             .await
     }
 
     /// Rows go in order, so a repeated id simply ends with its last version.
-    async fn upserts(
-        &mut self,
-        ws: &str,
-        upserts: &[Upsert<'_>],
-        _fresh: bool,
-    ) -> Result<(), StoreError> {
+    async fn upserts(&mut self, ws: &str, upserts: &[Upsert<'_>], _fresh: bool) -> StoreResult<()> {
         let mut handle = self.tx.lock_handle().await.map_err(err("commit"))?;
         let db = handle.as_raw_handle();
         let write = || {
@@ -104,11 +99,7 @@ impl CommitStatements for SqliteStatements<'_> {
 
     /// Grouped by kind (the deletes come sorted by it), so that each statement is a
     /// plain primary-key `IN` lookup.
-    async fn deletes(
-        &mut self,
-        ws: &str,
-        deletes: &[(RecordKind, &str)],
-    ) -> Result<(), StoreError> {
+    async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)]) -> StoreResult<()> {
         for of_kind in deletes.chunk_by(|a, b| a.0 == b.0) {
             let kind = of_kind[0].0;
             for chunk in of_kind.chunks(DELETE_CHUNK) {
@@ -123,15 +114,11 @@ impl CommitStatements for SqliteStatements<'_> {
         Ok(())
     }
 
-    async fn key(&mut self, k: &ApiKey) -> Result<(), StoreError> {
+    async fn key(&mut self, k: &ApiKey) -> StoreResult<()> {
         self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
     }
 
-    async fn tombstones(
-        &mut self,
-        ws: &str,
-        tombstones: &[TombstoneChange],
-    ) -> Result<(), StoreError> {
+    async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()> {
         for (change, left) in tombstones {
             let entity = i64::from(change.entity.tag());
             let id = change.id.to_string();
@@ -157,7 +144,7 @@ impl CommitStatements for SqliteStatements<'_> {
         Ok(())
     }
 
-    async fn bump_position(&mut self, ws: &str) -> Result<(), StoreError> {
+    async fn bump_position(&mut self, ws: &str) -> StoreResult<()> {
         self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
             .await
     }
@@ -167,7 +154,7 @@ impl CommitStatements for SqliteStatements<'_> {
         ws: &str,
         committed_at_ms: i64,
         parts: &[EncodedEntries],
-    ) -> Result<(), StoreError> {
+    ) -> StoreResult<()> {
         for (i, entries) in parts.iter().enumerate() {
             self.run(
                 sqlx::query(
