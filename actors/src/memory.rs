@@ -17,14 +17,16 @@ pub fn return_free_memory() {
     }
 }
 
-/// Records a load must hold for [`after_load`] to trim: a small workspace's load frees
-/// a few kilobytes, not worth a walk of the whole heap (which, with thousands of
-/// workspaces loaded, takes longer than the load).
-const TRIM_AFTER_RECORDS: usize = 50_000;
+/// Records a load or an import must hold for [`after_bulk`] to trim. A small one frees a
+/// few kilobytes, not worth a walk of the whole heap: with a million people loaded, or
+/// thousands of workspaces, the walk takes milliseconds, holds the allocator's locks
+/// that every other thread's allocations wait on, and hands back pages the next
+/// allocations fault in again.
+pub const TRIM_AFTER_RECORDS: usize = 50_000;
 
-/// Returns the free pages after a load of `records` records, when it was large enough
-/// to have left many (see [`TRIM_AFTER_RECORDS`]).
-pub fn after_load(records: usize) {
+/// Returns the free pages after a load or an import of `records` records, when it was
+/// large enough to have left many (see [`TRIM_AFTER_RECORDS`]).
+pub fn after_bulk(records: usize) {
     if records >= TRIM_AFTER_RECORDS {
         return_free_memory();
     }

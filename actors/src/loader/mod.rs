@@ -157,7 +157,7 @@ impl Loader {
         let state = self.load(workspace).await?;
         let records = state.stored_records();
         let installed = self.registry.install_if_absent(state).is_some();
-        crate::memory::after_load(records);
+        crate::memory::after_bulk(records);
         if installed {
             tracing::info!(workspace = %id, records, elapsed_ms = started.elapsed().as_millis() as u64, "workspace loaded");
         }
@@ -212,7 +212,7 @@ impl Loader {
                         let id = state.id();
                         let records = state.stored_records();
                         let handle = self.registry.install(state);
-                        crate::memory::after_load(records);
+                        crate::memory::after_bulk(records);
                         // Off the path to ready: the actor sweeps the blob store before
                         // it takes any import (the only writer of blobs). Where the gate
                         // says no, whoever set it sweeps later, and says so.

@@ -75,6 +75,11 @@ pub enum ApplyError {
 }
 
 impl ImportPlan {
+    /// The records the import writes or deletes.
+    fn records(&self) -> usize {
+        self.changes.upserts.len() + self.changes.deletes.len() + self.packed.len()
+    }
+
     /// Writes the plan: blobs, store, key ring (see the module doc). `batch` names the
     /// commit for `Store::committed`. Blocking I/O (the blob writes): run it where a
     /// thread may block.
@@ -95,6 +100,7 @@ impl ImportPlan {
         beside: impl FnOnce(&WorkspaceState) -> T + Send + 'static,
     ) -> Result<(Applied, Option<T>), ApplyError> {
         let id = self.workspace.id;
+        let records = self.records();
         let blobs = std::mem::take(&mut self.blobs);
         let blob_count = blobs.len();
         let blob_store = env.blobs.clone();
@@ -107,11 +113,12 @@ impl ImportPlan {
         let mut blobs = BlobWrite {
             writing: Some(writing),
             took: None,
+            records,
         };
         let packed = Arc::new(std::mem::take(&mut self.packed));
         // What the parse and the plan freed (the document's buffers, the snapshot's
         // arrays) goes back to the system before the commit and the next state add theirs.
-        crate::memory::return_free_memory();
+        crate::memory::after_bulk(records);
         // The small kinds' records, handed to the builder of the next state once the
         // commit is done with them.
         let (small_kinds, small_kinds_committed) = std::sync::mpsc::sync_channel(1);
@@ -185,6 +192,7 @@ impl ImportPlan {
         let base = self.next_base.take()?;
         let workspace = self.workspace.clone();
         let deletes = self.changes.deletes.clone();
+        let records = self.changes.upserts.len() + deletes.len() + packed.len();
         Some(tokio::task::spawn_blocking(move || {
             let upserts = small_kinds.recv().ok()?;
             let started = std::time::Instant::now();
@@ -200,7 +208,7 @@ impl ImportPlan {
             );
             drop(packed);
             // The index builds' sort vectors.
-            crate::memory::return_free_memory();
+            crate::memory::after_bulk(records);
             tracing::debug!(
                 workspace = %workspace.id,
                 next_ms = started.elapsed().as_millis() as u64,
@@ -221,6 +229,8 @@ struct BlobWrite {
     writing: Option<tokio::task::JoinHandle<Result<std::time::Duration, StoreError>>>,
     /// How long the write took, once it has succeeded.
     took: Option<std::time::Duration>,
+    /// The import's size (see [`crate::memory::after_bulk`]).
+    records: usize,
 }
 
 impl BlobWrite {
@@ -232,7 +242,7 @@ impl BlobWrite {
                 .unwrap_or_else(|e| Err(StoreError::Other(format!("the blob writer failed: {e}"))));
             self.took = Some(result?);
             // The attachments' bytes, freed by the writer.
-            crate::memory::return_free_memory();
+            crate::memory::after_bulk(self.records);
         }
         Ok(())
     }
