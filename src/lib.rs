@@ -19,6 +19,8 @@
 //!   and the blob store on disk.
 //! - [`generate`]: the synthetic-data generator behind `recruitd generate` and the demo.
 //! - [`clock`]: the wall clock, or a manual one in tests (signed URLs' expiry).
+//! - [`webhooks`]: the rules webhook deliveries follow (signatures, secrets, retries,
+//!   the addresses a receiver may have).
 
 pub mod admin;
 pub mod cli;
@@ -29,3 +31,4 @@ pub mod http;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;

@@ -1,0 +1,18 @@
+//! Webhooks: a workspace's change feed, as `GET /v1/changes` gives it, pushed to
+//! integrators' endpoints, signed, in commit order, never lost.
+//!
+//! The rules a delivery follows, each in a file of its own (only [`address::resolve`]
+//! does I/O: a name lookup):
+//! - [`secret`]: an endpoint's signing secret (`whsec_` and 32 random bytes), never
+//!   printed by `Debug`.
+//! - [`signature`]: the Standard Webhooks signature of a delivery
+//!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
+//! - [`retry`]: when a failed delivery is tried again (5 s, then doubling with jitter,
+//!   at most an hour apart) and when its endpoint is given up on (72 hours).
+//! - [`address`]: which URLs an endpoint may have, and which addresses a delivery may
+//!   connect to (public ones, unless the server admits insecure endpoints for tests).
+
+pub mod address;
+pub mod retry;
+pub mod secret;
+pub mod signature;
