@@ -1,8 +1,8 @@
 //! Webhooks: a workspace's change feed, as `GET /v1/changes` gives it, pushed to
 //! integrators' endpoints, signed, in commit order, never lost.
 //!
-//! The rules a delivery follows, each in a file of its own (only [`address::resolve`]
-//! does I/O: a name lookup):
+//! The rules a delivery follows, each in a file of its own (free of I/O but for
+//! [`address::resolve`], a name lookup, and [`send`]):
 //! - [`secret`]: an endpoint's signing secret (`whsec_` and 32 random bytes), never
 //!   printed by `Debug`.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
@@ -11,8 +11,11 @@
 //!   at most an hour apart) and when its endpoint is given up on (72 hours).
 //! - [`address`]: which URLs an endpoint may have, and which addresses a delivery may
 //!   connect to (public ones, unless the server admits insecure endpoints for tests).
+//! - [`send`]: one attempt: the name resolved and checked, a connection to a checked
+//!   address, a signed POST, no redirect followed, at most 64 KiB of the answer read.
 
 pub mod address;
 pub mod retry;
 pub mod secret;
+pub mod send;
 pub mod signature;
