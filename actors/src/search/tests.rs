@@ -83,10 +83,16 @@ fn candidate_rec(
     mobile: Option<String>,
     email: Option<String>,
 ) -> Record {
+    candidate_rec_of(n, r, n, (phone, mobile, email))
+}
+
+/// Row `r` first made for person `n`, now of person `of`.
+fn candidate_rec_of(n: usize, r: usize, of: usize, numbers: Numbers) -> Record {
+    let (phone, mobile, email) = numbers;
     let job = (r > 0).then(|| id(5, r, 0));
     Record::Candidate(Box::new(
         serde_json::from_value(json!({
-            "id": row(n, r), "person_id": person(n), "job_id": job,
+            "id": row(n, r), "person_id": person(of), "job_id": job,
             "name": format!("Person {n}"), "phone": phone, "mobile": mobile, "email": email,
             "created_at": stamp(), "updated_at": stamp()
         }))
@@ -131,9 +137,16 @@ fn email() -> impl Strategy<Value = String> {
     })
 }
 
+/// A row's phone, mobile and e-mail.
+type Numbers = (Option<String>, Option<String>, Option<String>);
+
 #[derive(Clone, Debug)]
 enum Op {
     Row(usize, usize, Option<String>, Option<String>, Option<String>),
+    /// The row written again with the numbers it has (as a derived change touches it).
+    Again(usize, usize),
+    /// The row, with the numbers it has, moved to another person.
+    Moved(usize, usize, usize),
     DeleteRow(usize, usize),
     Contact(usize, Option<String>, Option<String>, Option<String>),
     DeleteContact(usize),
@@ -152,6 +165,8 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (0usize..4, 0usize..3, n(), n(), e())
             .prop_map(|(p, r, a, b, c)| Op::Row(p, r, a, b, c)),
         2 => (0usize..4, 0usize..3).prop_map(|(p, r)| Op::DeleteRow(p, r)),
+        2 => (0usize..4, 0usize..3).prop_map(|(p, r)| Op::Again(p, r)),
+        1 => (0usize..4, 0usize..3, 0usize..4).prop_map(|(p, r, m)| Op::Moved(p, r, m)),
         3 => (0usize..3, n(), n(), e()).prop_map(|(c, a, b, e)| Op::Contact(c, a, b, e)),
         1 => (0usize..3).prop_map(Op::DeleteContact),
         2 => (0usize..3, n()).prop_map(|(k, p)| Op::Company(k, p)),
@@ -313,10 +328,28 @@ proptest! {
     ) {
         let mut s = state();
         let mut pending: Option<(super::SearchRebuild, usize)> = None;
+        // Each row's numbers and person, as last written.
+        let mut rows: std::collections::HashMap<(usize, usize), (Numbers, usize)> =
+            Default::default();
         for op in ops {
             match op {
-                Op::Row(p, r, a, b, e) => s.put(candidate_rec(p, r, a, b, e)),
+                Op::Row(p, r, a, b, e) => {
+                    rows.insert((p, r), ((a.clone(), b.clone(), e.clone()), p));
+                    s.put(candidate_rec(p, r, a, b, e));
+                }
+                Op::Again(p, r) => {
+                    if let Some((numbers, of)) = rows.get(&(p, r)) {
+                        s.put(candidate_rec_of(p, r, *of, numbers.clone()));
+                    }
+                }
+                Op::Moved(p, r, m) => {
+                    if let Some((numbers, of)) = rows.get_mut(&(p, r)) {
+                        *of = m;
+                        s.put(candidate_rec_of(p, r, m, numbers.clone()));
+                    }
+                }
                 Op::DeleteRow(p, r) => {
+                    rows.remove(&(p, r));
                     s.delete(RecordKind::Candidate, &row(p, r).to_string());
                 }
                 Op::Contact(c, a, b, e) => s.put(contact_rec(c, a, b, e)),

@@ -404,7 +404,21 @@ impl WorkspaceState {
             .map(|old| old.person_id())
             .filter(|old| *old != person);
         affected.extend(moved_from);
-        let before = self.persons_keys(&affected);
+        // A person's search keys are their rows' numbers and addresses: a row written
+        // again with the same ones for the same person (a changed stage, job title or
+        // stamp, and every row a derived change touches) leaves them as they were, and
+        // neither side of the index's update is worked out.
+        let keys_kept = old.as_ref().is_some_and(|o| {
+            o.person_id() == person
+                && o.phone() == rec.phone()
+                && o.mobile() == rec.mobile()
+                && o.email() == rec.email()
+        });
+        let before = if keys_kept {
+            SmallVec::new()
+        } else {
+            self.persons_keys(&affected)
+        };
         let order = Some(reported_updated_at(rec.created_at(), rec.updated_at()));
         self.candidates.put(id, rec, order);
         if !self.bulk_fill() {
@@ -417,7 +431,9 @@ impl WorkspaceState {
             self.persons.insert(person, row);
             self.reorder_cvs(id);
         }
-        self.reindex_persons(&affected, before);
+        if !keys_kept {
+            self.reindex_persons(&affected, before);
+        }
     }
 
     /// Normalises a number; in a bulk fill each distinct number once.
