@@ -1,10 +1,14 @@
 //! Webhooks: a workspace's change feed, as `GET /v1/changes` gives it, pushed to
 //! integrators' endpoints, signed, in commit order, never lost.
 //!
-//! The rules a delivery follows, each in a file of its own (free of I/O but for
-//! [`address::resolve`], a name lookup, and [`send`]):
+//! The parts of a delivery, each in a file of its own (free of I/O but for
+//! [`address::resolve`], a name lookup, [`batch`], a read of the change log, and
+//! [`send`]):
+//! - [`batch`]: what one delivery carries: the feed's next answer (at most 500 changes
+//!   and 1 MiB) in the contract's envelope.
 //! - [`secret`]: an endpoint's signing secret (`whsec_` and 32 random bytes), never
 //!   printed by `Debug`.
+//! - [`sealing`]: secrets at rest, sealed under a data key the store never holds.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
 //!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
 //! - [`retry`]: when a failed delivery is tried again (5 s, then doubling with jitter,
@@ -15,7 +19,9 @@
 //!   address, a signed POST, no redirect followed, at most 64 KiB of the answer read.
 
 pub mod address;
+pub mod batch;
 pub mod retry;
+pub mod sealing;
 pub mod secret;
 pub mod send;
 pub mod signature;
