@@ -8,6 +8,8 @@
 //!   and 1 MiB) in the contract's envelope.
 //! - [`secret`]: an endpoint's signing secret (`whsec_` and 32 random bytes), never
 //!   printed by `Debug`.
+//! - [`deliverer`]: one endpoint's deliveries as a state machine: one in flight, in
+//!   order, the point moved only by a 2xx, retries, disabling and resuming.
 //! - [`sealing`]: secrets at rest, sealed under a data key the store never holds.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
 //!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
@@ -20,6 +22,7 @@
 
 pub mod address;
 pub mod batch;
+pub mod deliverer;
 pub mod retry;
 pub mod sealing;
 pub mod secret;
