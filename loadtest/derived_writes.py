@@ -11,7 +11,7 @@ and stages).
     python3 loadtest/derived_writes.py --api 127.0.0.1:8443 --admin 127.0.0.1:8444 \
         --token "$(cat data/admin-token)" --snapshot people-1m.json --rate 20
 """
-import json, ssl, sys, time, threading, http.client, random, re, argparse, uuid
+import json, ssl, time, threading, http.client, random, re, argparse
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -80,7 +80,6 @@ st, d = call("api", "GET", "/v1/jobs?limit=100", None)
 assert st == 200, d
 jobs = [j["id"] for j in json.loads(d)["data"]]
 now = lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-n = [0]
 def op(i):
     kind = i % 4 if a.only is None else a.only
     j = jobs[i % len(jobs)]
