@@ -2,14 +2,17 @@
 //! integrators' endpoints, signed, in commit order, never lost.
 //!
 //! The parts of a delivery, each in a file of its own (free of I/O but for
-//! [`address::resolve`], a name lookup, [`batch`], a read of the change log, and
-//! [`send`]):
+//! [`address::resolve`], a name lookup, [`batch`], a read of the change log, [`send`]
+//! and [`engine`], which puts them together):
 //! - [`batch`]: what one delivery carries: the feed's next answer (at most 500 changes
 //!   and 1 MiB) in the contract's envelope.
 //! - [`secret`]: an endpoint's signing secret (`whsec_` and 32 random bytes), never
 //!   printed by `Debug`.
 //! - [`deliverer`]: one endpoint's deliveries as a state machine: one in flight, in
 //!   order, the point moved only by a 2xx, retries, disabling and resuming.
+//! - [`engine`]: one endpoint's deliveries run: the deliverer's steps carried out
+//!   against the published state, the change log, the receiver and a ledger, off the
+//!   actors and off the request path.
 //! - [`sealing`]: secrets at rest, sealed under a data key the store never holds.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
 //!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
@@ -23,6 +26,7 @@
 pub mod address;
 pub mod batch;
 pub mod deliverer;
+pub mod engine;
 pub mod retry;
 pub mod sealing;
 pub mod secret;

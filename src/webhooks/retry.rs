@@ -48,17 +48,37 @@ pub enum Next {
     GiveUp,
 }
 
+/// The delays a failing endpoint is retried at: the contract's ([`Schedule::CONTRACT`]),
+/// or in tests the same shape shorter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    pub first_retry: Duration,
+    pub most_between: Duration,
+    pub give_up_after: Duration,
+}
+
+impl Schedule {
+    pub const CONTRACT: Schedule = Schedule {
+        first_retry: FIRST_RETRY,
+        most_between: MOST_BETWEEN,
+        give_up_after: GIVE_UP_AFTER,
+    };
+}
+
 /// What follows the `failures`th failed attempt in a row (1 for the first), the first of
-/// them `failing_for` ago; `jitter` is a draw from `0.0..1.0`.
-pub fn after_failure(failures: u32, failing_for: Duration, jitter: f64) -> Next {
-    if failing_for >= GIVE_UP_AFTER {
+/// them `failing_for` ago, on schedule `s`; `jitter` is a draw from `0.0..1.0`.
+pub fn after_failure(s: &Schedule, failures: u32, failing_for: Duration, jitter: f64) -> Next {
+    if failing_for >= s.give_up_after {
         return Next::GiveUp;
     }
     if failures <= 1 {
-        return Next::RetryIn(FIRST_RETRY);
+        return Next::RetryIn(s.first_retry);
     }
     let doublings = (failures - 1).min(20);
-    let full = FIRST_RETRY.saturating_mul(1 << doublings).min(MOST_BETWEEN);
+    let full = s
+        .first_retry
+        .saturating_mul(1 << doublings)
+        .min(s.most_between);
     let jitter = jitter.clamp(0.0, 1.0);
     Next::RetryIn(full.mul_f64(0.5 + 0.5 * jitter))
 }
@@ -91,30 +111,37 @@ mod tests {
     #[test]
     fn the_first_retry_is_after_five_seconds_then_delays_double_within_their_jitter() {
         let zero = Duration::ZERO;
-        assert_eq!(after_failure(1, zero, 0.7), Next::RetryIn(FIRST_RETRY));
+        assert_eq!(
+            after_failure(&Schedule::CONTRACT, 1, zero, 0.7),
+            Next::RetryIn(FIRST_RETRY)
+        );
         // Second failure: between half and all of 10 s.
         assert_eq!(
-            after_failure(2, zero, 0.0),
+            after_failure(&Schedule::CONTRACT, 2, zero, 0.0),
             Next::RetryIn(Duration::from_secs(5))
         );
         assert_eq!(
-            after_failure(2, zero, 1.0),
+            after_failure(&Schedule::CONTRACT, 2, zero, 1.0),
             Next::RetryIn(Duration::from_secs(10))
         );
         assert_eq!(
-            after_failure(3, zero, 1.0),
+            after_failure(&Schedule::CONTRACT, 3, zero, 1.0),
             Next::RetryIn(Duration::from_secs(20))
         );
         for failures in 2..200 {
             for jitter in [0.0, 0.3, 0.999] {
-                let Next::RetryIn(d) = after_failure(failures, zero, jitter) else {
+                let Next::RetryIn(d) = after_failure(&Schedule::CONTRACT, failures, zero, jitter)
+                else {
                     panic!("gave up before 72 h");
                 };
                 assert!(d <= MOST_BETWEEN, "{failures}: {d:?}");
                 assert!(d >= FIRST_RETRY, "{failures}: {d:?}");
             }
         }
-        assert_eq!(after_failure(60, zero, 1.0), Next::RetryIn(MOST_BETWEEN));
+        assert_eq!(
+            after_failure(&Schedule::CONTRACT, 60, zero, 1.0),
+            Next::RetryIn(MOST_BETWEEN)
+        );
     }
 
     #[test]
@@ -123,7 +150,12 @@ mod tests {
         let mut failing_for = Duration::ZERO;
         let mut attempts = 1u32;
         let mut draws = [0.1, 0.9, 0.5, 0.0, 1.0].into_iter().cycle();
-        while let Next::RetryIn(d) = after_failure(attempts, failing_for, draws.next().unwrap()) {
+        while let Next::RetryIn(d) = after_failure(
+            &Schedule::CONTRACT,
+            attempts,
+            failing_for,
+            draws.next().unwrap(),
+        ) {
             assert!(failing_for < GIVE_UP_AFTER);
             failing_for += d;
             attempts += 1;

@@ -10,9 +10,9 @@
 //!   (same id, same changes); only re-enabling or a replay drops it, and the next batch
 //!   starts from the acknowledged point again, so nothing in between is skipped.
 //! - **Retries** as [`retry::after_failure`] says; `failing` meanwhile; disabled after
-//!   [`retry::GIVE_UP_AFTER`], or at once on `410 Gone`.
+//!   the schedule's `give_up_after` ([`retry::GIVE_UP_AFTER`]), or at once on `410 Gone`.
 
-use super::retry::{self, Answer, Next};
+use super::retry::{self, Answer, Next, Schedule};
 use actors::changes::tokens::FeedPoint;
 
 /// An endpoint's status, as the API shows it.
@@ -155,13 +155,14 @@ impl Deliverer {
         self.disable(Reason::ResyncRequired);
     }
 
-    /// How the attempt of the delivery `id` went; `jitter` is a draw from `0.0..1.0`.
-    /// An answer to a delivery no longer in flight (dropped by a replay or a re-enable
-    /// meanwhile) changes nothing.
+    /// How the attempt of the delivery `id` went, failures retried on `schedule`;
+    /// `jitter` is a draw from `0.0..1.0`. An answer to a delivery no longer in flight
+    /// (dropped by a replay or a re-enable meanwhile) changes nothing.
     pub fn answered(
         &mut self,
         id: &str,
         answer: Answer,
+        schedule: &Schedule,
         now_ms: i64,
         jitter: f64,
     ) -> Option<Outcome> {
@@ -181,7 +182,7 @@ impl Deliverer {
                 flight.failures += 1;
                 let since = *flight.failing_since_ms.get_or_insert(now_ms);
                 let failing_for = std::time::Duration::from_millis((now_ms - since).max(0) as u64);
-                match retry::after_failure(flight.failures, failing_for, jitter) {
+                match retry::after_failure(schedule, flight.failures, failing_for, jitter) {
                     Next::RetryIn(d) => {
                         flight.not_before_ms = now_ms + d.as_millis() as i64;
                         self.status = Status::Failing;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::webhooks::retry::{FIRST_RETRY, GIVE_UP_AFTER, MOST_BETWEEN};
+use crate::webhooks::retry::{Schedule, FIRST_RETRY, GIVE_UP_AFTER, MOST_BETWEEN};
 
 fn p(position: u64, index: u32) -> FeedPoint {
     FeedPoint {
@@ -26,7 +26,7 @@ fn the_point_moves_only_on_a_2xx_and_only_to_the_end_of_the_answered_batch() {
     // While one is in flight, no second is prepared, whatever is committed.
     assert_eq!(d.next_step(0, 9), Step::Send);
     assert_eq!(
-        d.answered("a", Answer::Failed, 0, 0.5),
+        d.answered("a", Answer::Failed, &Schedule::CONTRACT, 0, 0.5),
         Some(Outcome::RetryAt(5_000))
     );
     assert_eq!(d.acknowledged, FeedPoint::at(0));
@@ -36,7 +36,7 @@ fn the_point_moves_only_on_a_2xx_and_only_to_the_end_of_the_answered_batch() {
     // The retry is the same delivery.
     assert_eq!(d.in_flight.as_ref().unwrap().id, "a");
     assert_eq!(
-        d.answered("a", Answer::Delivered, 5_100, 0.5),
+        d.answered("a", Answer::Delivered, &Schedule::CONTRACT, 5_100, 0.5),
         Some(Outcome::Acknowledged(p(3, 500)))
     );
     assert_eq!(d.status, Status::Active);
@@ -48,7 +48,10 @@ fn an_answer_to_a_delivery_no_longer_in_flight_changes_nothing() {
     let mut d = Deliverer::new(FeedPoint::at(0));
     in_flight(&mut d, "a", FeedPoint::at(2), 0, 2);
     d.replay(FeedPoint::at(1));
-    assert_eq!(d.answered("a", Answer::Delivered, 10, 0.5), None);
+    assert_eq!(
+        d.answered("a", Answer::Delivered, &Schedule::CONTRACT, 10, 0.5),
+        None
+    );
     assert_eq!(d.acknowledged, FeedPoint::at(1));
     assert_eq!(d.next_step(10, 2), Step::Prepare(FeedPoint::at(1)));
 }
@@ -58,7 +61,7 @@ fn a_410_disables_at_once_and_nothing_is_sent_until_re_enabled_from_the_acknowle
     let mut d = Deliverer::new(FeedPoint::at(4));
     in_flight(&mut d, "a", FeedPoint::at(6), 0, 6);
     assert_eq!(
-        d.answered("a", Answer::Gone, 0, 0.5),
+        d.answered("a", Answer::Gone, &Schedule::CONTRACT, 0, 0.5),
         Some(Outcome::Disabled(Reason::Gone))
     );
     assert_eq!(d.status, Status::Disabled);
@@ -77,7 +80,10 @@ fn retries_follow_the_schedule_and_an_endpoint_failing_for_72_hours_is_disabled(
     in_flight(&mut d, "a", FeedPoint::at(1), now, 1);
     let mut delays = Vec::new();
     let outcome = loop {
-        match d.answered("a", Answer::Failed, now, 0.25).unwrap() {
+        match d
+            .answered("a", Answer::Failed, &Schedule::CONTRACT, now, 0.25)
+            .unwrap()
+        {
             Outcome::RetryAt(at) => {
                 assert!(at > now);
                 delays.push(at - now);
@@ -107,14 +113,16 @@ fn a_success_ends_a_failing_spell_and_the_next_failure_starts_the_schedule_afres
     let mut d = Deliverer::new(FeedPoint::at(0));
     in_flight(&mut d, "a", FeedPoint::at(1), 0, 3);
     for _ in 0..6 {
-        let Some(Outcome::RetryAt(_)) = d.answered("a", Answer::Failed, 0, 0.5) else {
+        let Some(Outcome::RetryAt(_)) =
+            d.answered("a", Answer::Failed, &Schedule::CONTRACT, 0, 0.5)
+        else {
             panic!("gave up");
         };
     }
-    d.answered("a", Answer::Delivered, 10, 0.5);
+    d.answered("a", Answer::Delivered, &Schedule::CONTRACT, 10, 0.5);
     in_flight(&mut d, "b", FeedPoint::at(3), 10, 3);
     assert_eq!(
-        d.answered("b", Answer::Failed, 20, 0.5),
+        d.answered("b", Answer::Failed, &Schedule::CONTRACT, 20, 0.5),
         Some(Outcome::RetryAt(20 + FIRST_RETRY.as_millis() as i64))
     );
 }

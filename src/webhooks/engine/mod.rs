@@ -1,0 +1,234 @@
+//! One endpoint's deliveries, run: the [`Deliverer`]'s steps carried out against a
+//! workspace's published state, the change log, a receiver and a ledger.
+//!
+//! It runs off the actors and off the request path, one task an endpoint: it reads the
+//! published state (never the actor), renders its batch on its own task, and waits on
+//! the receiver alone, so a receiver that hangs or fails holds up nothing but its own
+//! endpoint. It keeps in memory only the delivery in flight (its body, at most
+//! [`batch::MOST_BYTES`]) and the points; everything else is in the log.
+//!
+//! Nothing is sent past an acknowledgement the ledger has not stored: a restart, or
+//! another node taking the workspace over, resumes from the stored point, and sends
+//! again at most the delivery that was in flight.
+
+use super::batch::{self, Envelope};
+use super::deliverer::{Deliverer, Outcome, Status, Step};
+use super::retry::{self, Schedule};
+use super::secret::Secret;
+use super::send::{Request, Sender, Sent};
+use super::signature;
+use actors::changes::feed::{FeedError, PartCache};
+use actors::changes::tokens::FeedPoint;
+use actors::model::Entity;
+use actors::state::WorkspaceState;
+use actors::store::Store;
+use bytes::Bytes;
+use rand::Rng;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// What the engine reads of a workspace: its published state, and word of the next.
+#[async_trait::async_trait]
+pub trait Published: Send + Sync {
+    fn state(&self) -> Arc<WorkspaceState>;
+    /// The state once one after `position` is published, or at `deadline` the current.
+    async fn after(&self, position: u64, deadline: tokio::time::Instant) -> Arc<WorkspaceState>;
+}
+
+#[async_trait::async_trait]
+impl Published for actors::actor::WorkspaceHandle {
+    fn state(&self) -> Arc<WorkspaceState> {
+        actors::actor::WorkspaceHandle::state(self)
+    }
+
+    async fn after(&self, position: u64, deadline: tokio::time::Instant) -> Arc<WorkspaceState> {
+        self.published_after(position, deadline).await
+    }
+}
+
+/// One attempt, as the deliveries log keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub delivery_id: String,
+    pub since: FeedPoint,
+    pub next: FeedPoint,
+    /// 1 for the first attempt of the delivery.
+    pub number: u32,
+    pub sent: Sent,
+    pub at_ms: i64,
+}
+
+/// Where an endpoint's deliveries are recorded. An error stops the endpoint's task: the
+/// node may no longer be the workspace's writer, and its successor resumes from what
+/// was stored.
+#[async_trait::async_trait]
+pub trait Ledger: Send + Sync {
+    /// An attempt was made; `d` is the endpoint's state after it.
+    async fn attempted(
+        &self,
+        endpoint: &str,
+        attempt: &Attempt,
+        d: &Deliverer,
+    ) -> Result<(), String>;
+    /// The endpoint's point or status moved (a 2xx, a feed with nothing for it, a
+    /// disabling): stored before anything further is sent.
+    async fn moved(&self, endpoint: &str, d: &Deliverer) -> Result<(), String>;
+}
+
+/// An endpoint as its task runs it.
+pub struct Endpoint {
+    pub workspace: Uuid,
+    pub id: String,
+    pub url: url::Url,
+    /// The entities it receives (every one when all nine).
+    pub entities: Vec<Entity>,
+    /// The secrets that sign: the current one, and during a rotation the previous.
+    pub secrets: Vec<Secret>,
+}
+
+/// What every endpoint's task shares.
+pub struct Engine {
+    pub store: Arc<dyn Store>,
+    pub cache: Arc<PartCache>,
+    pub sender: Sender,
+    pub schedule: Schedule,
+    /// How feed points are written as tokens (sealed for the workspace).
+    pub token: Arc<dyn Fn(Uuid, FeedPoint) -> String + Send + Sync>,
+    /// Milliseconds since the epoch.
+    pub now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
+}
+
+/// How long an idle endpoint waits for a commit before it looks again.
+const IDLE_WAIT: Duration = Duration::from_secs(30);
+
+/// Why an endpoint's task ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The endpoint is disabled (its state says why).
+    Disabled(Deliverer),
+    /// The ledger refused a record: this node stops delivering the endpoint.
+    Ledger(String),
+    /// The change log could not be read.
+    Store(String),
+}
+
+impl Engine {
+    /// Runs `endpoint` from `d` until it is disabled or its records cannot be kept. A
+    /// task to abort when the endpoint changes or goes: what it acknowledged is stored.
+    pub async fn run(
+        &self,
+        endpoint: &Endpoint,
+        mut d: Deliverer,
+        workspace: &dyn Published,
+        ledger: &dyn Ledger,
+    ) -> Ended {
+        let envelope_token = |p: FeedPoint| (self.token)(endpoint.workspace, p);
+        let envelope = Envelope {
+            workspace: endpoint.workspace,
+            endpoint_id: &endpoint.id,
+            token: &envelope_token,
+        };
+        // The delivery in flight: its id and body, the same on every attempt.
+        let mut body: Option<(String, Bytes)> = None;
+        loop {
+            let state = workspace.state();
+            let now = (self.now_ms)();
+            match d.next_step(now, state.position) {
+                Step::Idle => {
+                    if d.status == Status::Disabled {
+                        return Ended::Disabled(d);
+                    }
+                    let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+                    workspace.after(state.position, deadline).await;
+                }
+                Step::WaitUntil(at) => {
+                    let wait = Duration::from_millis((at - now).max(0) as u64);
+                    tokio::time::sleep(wait).await;
+                }
+                Step::Prepare(since) => {
+                    let entities = &endpoint.entities;
+                    let made = batch::next_batch(
+                        &*self.store,
+                        &self.cache,
+                        &state,
+                        since,
+                        entities,
+                        &envelope,
+                    )
+                    .await;
+                    match made {
+                        Ok(Some(b)) => {
+                            let id = format!("whd_{}", Uuid::new_v4().simple());
+                            d.prepared(Ok((id.clone(), b.since, b.next)));
+                            body = Some((id, Bytes::from(b.body)));
+                        }
+                        Ok(None) => {
+                            d.prepared(Err(FeedPoint::at(state.position)));
+                            if let Err(e) = ledger.moved(&endpoint.id, &d).await {
+                                return Ended::Ledger(e);
+                            }
+                        }
+                        Err(FeedError::Pruned) => {
+                            d.pruned();
+                            if let Err(e) = ledger.moved(&endpoint.id, &d).await {
+                                return Ended::Ledger(e);
+                            }
+                        }
+                        Err(FeedError::Ahead) => {
+                            // A state behind the point (a copy not yet caught up): look
+                            // again once it has moved.
+                            let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+                            workspace.after(state.position, deadline).await;
+                        }
+                        Err(FeedError::Store(e)) => return Ended::Store(e.to_string()),
+                    }
+                }
+                Step::Send => {
+                    let flight = d.in_flight.clone().expect("a step to send has a delivery");
+                    let (id, payload) = body.clone().expect("a delivery in flight has its body");
+                    debug_assert_eq!(id, flight.id);
+                    let at_ms = (self.now_ms)();
+                    let timestamp = at_ms.div_euclid(1000);
+                    let signed = signature::header(&endpoint.secrets, &id, timestamp, &payload);
+                    let sent = self
+                        .sender
+                        .send(&Request {
+                            url: &endpoint.url,
+                            webhook_id: &id,
+                            timestamp,
+                            signature: &signed,
+                            body: payload,
+                        })
+                        .await;
+                    let answer = retry::judge(sent.status);
+                    let jitter = rand::thread_rng().gen::<f64>();
+                    let outcome = d.answered(&id, answer, &self.schedule, (self.now_ms)(), jitter);
+                    let attempt = Attempt {
+                        delivery_id: id,
+                        since: flight.since,
+                        next: flight.next,
+                        number: flight.failures + 1,
+                        sent,
+                        at_ms,
+                    };
+                    if let Err(e) = ledger.attempted(&endpoint.id, &attempt, &d).await {
+                        return Ended::Ledger(e);
+                    }
+                    if matches!(
+                        outcome,
+                        Some(Outcome::Acknowledged(_) | Outcome::Disabled(_))
+                    ) {
+                        body = None;
+                        if let Err(e) = ledger.moved(&endpoint.id, &d).await {
+                            return Ended::Ledger(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
