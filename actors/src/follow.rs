@@ -20,7 +20,7 @@
 //! which writes no log) or whose log has been pruned past its position cannot bridge
 //! the gap from the log: it loads the workspace afresh ([`Read::Reload`]).
 
-use crate::entries::{stored_keys, Change};
+use crate::entries::Change;
 use crate::model::{Record, RecordKind};
 use crate::state::WorkspaceState;
 use crate::store::{Current, LogWindow, Store, StoreError};
@@ -37,8 +37,9 @@ pub enum Read {
     Current(u64),
     /// The log cannot bridge the gap: load the workspace afresh.
     Reload,
-    /// The commits up to `position`, to [`apply`].
-    Changes(Stretch),
+    /// The commits up to `position`, to [`apply`] (boxed: records and keys, beside a
+    /// number).
+    Changes(Box<Stretch>),
 }
 
 /// The commits after a follower's position, up to `position`.
@@ -102,12 +103,12 @@ pub async fn read(store: &dyn Store, workspace: Uuid, after: u64) -> Result<Read
     }
     let changes: Vec<Change> = changes.into_iter().collect();
     let current = store.read_current(workspace, &changes).await?;
-    Ok(Read::Changes(Stretch {
+    Ok(Read::Changes(Box::new(Stretch {
         position,
         committed_at_ms,
         changes,
         current,
-    }))
+    })))
 }
 
 /// Brings `state` to the stretch's position: the records it names as read, the stages
@@ -143,7 +144,7 @@ pub fn apply(state: &mut WorkspaceState, stretch: Stretch) {
         .into_iter()
         .map(|r| ((r.kind(), r.id_string()), r))
         .collect();
-    let keys = stored_keys(&changes);
+    let keys = current.keys;
     // Deletions first, dependents before what they hang on; then puts, in load order.
     for (kind, id) in keys.iter().rev() {
         if !found.contains_key(&(*kind, id.clone())) {

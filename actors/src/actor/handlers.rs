@@ -406,7 +406,7 @@ impl WorkspaceActor {
                     let mut next = (*act.view.load_full()).clone();
                     let (position, committed_at_ms) =
                         (stretch.position, stretch.committed_at_ms.clone());
-                    crate::follow::apply(&mut next, stretch);
+                    crate::follow::apply(&mut next, *stretch);
                     act.publish(next, ctx);
                     Ok(Followed::At {
                         position,

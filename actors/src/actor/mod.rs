@@ -72,19 +72,31 @@ impl WorkspaceHandle {
         position: u64,
         deadline: tokio::time::Instant,
     ) -> Arc<WorkspaceState> {
-        loop {
-            let notified = self.published.notified();
-            tokio::pin!(notified);
-            // Registered before the state is read: a publication between the read and
-            // the wait still wakes it.
-            notified.as_mut().enable();
-            let state = self.state();
-            if state.position > position {
-                return state;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return self.state();
-            }
+        wait_published(&self.published, || self.state(), position, deadline).await
+    }
+}
+
+/// Waits until `state` gives a state after `position`, woken by `published` (told after
+/// each publication), or `deadline` passes; the state then current either way. The wait
+/// under [`WorkspaceHandle::published_after`], for anything that publishes as it does.
+pub async fn wait_published(
+    published: &tokio::sync::Notify,
+    state: impl Fn() -> Arc<WorkspaceState>,
+    position: u64,
+    deadline: tokio::time::Instant,
+) -> Arc<WorkspaceState> {
+    loop {
+        let notified = published.notified();
+        tokio::pin!(notified);
+        // Registered before the state is read: a publication between the read and the
+        // wait still wakes it.
+        notified.as_mut().enable();
+        let now = state();
+        if now.position > position {
+            return now;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return state();
         }
     }
 }

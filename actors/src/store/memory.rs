@@ -137,7 +137,7 @@ impl Store for MemoryStore {
     }
 
     async fn read_current(&self, workspace: Uuid, changes: &[Change]) -> StoreResult<Current> {
-        let keys = &crate::entries::stored_keys(changes);
+        let keys = crate::entries::stored_keys(changes);
         self.check()?;
         let g = self.inner.lock();
         Ok(Current {
@@ -156,6 +156,7 @@ impl Store for MemoryStore {
                 .iter()
                 .filter_map(|c| Some((c.clone(), *g.tombstones.get(&(workspace, c.clone()))?)))
                 .collect(),
+            keys,
         })
     }
 

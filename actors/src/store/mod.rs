@@ -129,7 +129,10 @@ pub struct LogPart {
 /// Records as the store holds them now, for a follower (see [`Store::read_current`]).
 #[derive(Clone, Debug, Default)]
 pub struct Current {
-    /// The records found of the keys asked for.
+    /// The records the changes name ([`stored_keys`](crate::entries::stored_keys)), in
+    /// that order: what the reader puts or deletes.
+    pub keys: Vec<(RecordKind, String)>,
+    /// The records found of those keys.
     pub records: Vec<Record>,
     /// Every pipeline stage of the workspace.
     pub stages: Vec<Record>,

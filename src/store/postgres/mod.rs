@@ -550,7 +550,7 @@ impl Store for PostgresStore {
         workspace: Uuid,
         changes: &[actors::entries::Change],
     ) -> StoreResult<actors::store::Current> {
-        let keys = &actors::entries::stored_keys(changes);
+        let keys = actors::entries::stored_keys(changes);
         let fail = err("reading records to follow");
         let ws = workspace.to_string();
         let mut tx = self.pool.begin().await.map_err(&fail)?;
@@ -595,6 +595,7 @@ impl Store for PostgresStore {
         .map_err(&fail)?;
         tx.commit().await.map_err(&fail)?;
         Ok(actors::store::Current {
+            keys,
             records,
             stages,
             workspace: row,

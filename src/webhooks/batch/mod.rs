@@ -36,8 +36,18 @@ pub struct Envelope<'a> {
     pub token: &'a (dyn Fn(FeedPoint) -> String + Sync),
 }
 
-/// The changes of `entities` after `since` as `ws` shows them, as one delivery's body;
-/// `None` when there are none.
+/// What follows an endpoint's point.
+#[derive(Debug)]
+pub enum Next {
+    /// A delivery to make.
+    Batch(Batch),
+    /// No change for the endpoint's entities up to `seen`, where the feed stopped
+    /// looking: the endpoint's point may move there with nothing sent.
+    Nothing { seen: FeedPoint },
+}
+
+/// The changes of `entities` after `since` as `ws` shows them, as one delivery's body,
+/// or where the feed found none up to.
 pub async fn next_batch(
     store: &dyn Store,
     cache: &PartCache,
@@ -45,16 +55,16 @@ pub async fn next_batch(
     since: FeedPoint,
     entities: &[Entity],
     envelope: &Envelope<'_>,
-) -> Result<Option<Batch>, FeedError> {
+) -> Result<Next, FeedError> {
     let mut limit = MOST_CHANGES;
     loop {
         let page = feed_page(store, cache, ws, since, entities, limit, Vec::new()).await?;
         if page.changes == 0 {
-            return Ok(None);
+            return Ok(Next::Nothing { seen: page.next });
         }
         let body = body(envelope, since, page.next, &page.data);
         if body.len() <= MOST_BYTES || page.changes == 1 {
-            return Ok(Some(Batch {
+            return Ok(Next::Batch(Batch {
                 since,
                 next: page.next,
                 changes: page.changes,

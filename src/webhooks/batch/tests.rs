@@ -57,7 +57,7 @@ async fn batches(ws: &WorkspaceState, store: &MemoryStore) -> Vec<Batch> {
     };
     let mut since = FeedPoint::at(0);
     let mut out = Vec::new();
-    while let Some(b) = next_batch(store, &cache, ws, since, &Entity::ALL, &envelope)
+    while let Next::Batch(b) = next_batch(store, &cache, ws, since, &Entity::ALL, &envelope)
         .await
         .unwrap()
     {
@@ -158,4 +158,28 @@ async fn a_single_change_larger_than_the_budget_goes_alone() {
     assert!(all
         .iter()
         .any(|b| b.changes == 1 && b.body.len() > MOST_BYTES));
+}
+
+#[tokio::test]
+async fn an_endpoint_whose_entities_have_no_change_moves_to_where_the_feed_looked() {
+    let (ws, store) = workspace(3, 10).await;
+    let envelope = Envelope {
+        workspace: ws.id(),
+        endpoint_id: "wh_1",
+        token: &token,
+    };
+    let cache = PartCache::default();
+    let tasks = [Entity::Tasks];
+    let next = next_batch(&*store, &cache, &ws, FeedPoint::at(0), &tasks, &envelope)
+        .await
+        .unwrap();
+    let Next::Nothing { seen } = next else {
+        panic!("a batch of tasks from a log of notes: {next:?}");
+    };
+    assert_eq!(seen, FeedPoint::at(ws.position));
+    // From there, nothing is waiting for anyone.
+    let all = next_batch(&*store, &cache, &ws, seen, &Entity::ALL, &envelope)
+        .await
+        .unwrap();
+    assert!(matches!(all, Next::Nothing { seen } if seen == FeedPoint::at(ws.position)));
 }

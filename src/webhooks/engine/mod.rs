@@ -11,7 +11,7 @@
 //! another node taking the workspace over, resumes from the stored point, and sends
 //! again at most the delivery that was in flight.
 
-use super::batch::{self, Envelope};
+use super::batch::{self, Envelope, Next};
 use super::deliverer::{Deliverer, Outcome, Status, Step};
 use super::retry::{self, Schedule};
 use super::secret::Secret;
@@ -158,13 +158,13 @@ impl Engine {
                     )
                     .await;
                     match made {
-                        Ok(Some(b)) => {
+                        Ok(Next::Batch(b)) => {
                             let id = format!("whd_{}", Uuid::new_v4().simple());
                             d.prepared(Ok((id.clone(), b.since, b.next)));
                             body = Some((id, Bytes::from(b.body)));
                         }
-                        Ok(None) => {
-                            d.prepared(Err(FeedPoint::at(state.position)));
+                        Ok(Next::Nothing { seen }) => {
+                            d.prepared(Err(seen));
                             if let Err(e) = ledger.moved(&endpoint.id, &d).await {
                                 return Ended::Ledger(e);
                             }

@@ -24,18 +24,8 @@ impl Published for Fake {
     }
 
     async fn after(&self, position: u64, deadline: tokio::time::Instant) -> Arc<WorkspaceState> {
-        loop {
-            let notified = self.published.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let state = self.state();
-            if state.position > position {
-                return state;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return self.state();
-            }
-        }
+        let state = || self.state();
+        actors::actor::wait_published(&self.published, state, position, deadline).await
     }
 }
 
@@ -320,12 +310,13 @@ async fn a_failed_attempt_is_retried_as_the_same_delivery() {
     assert_eq!(kept.moved.lock()[0].0, FeedPoint::at(ws.position));
 }
 
-#[tokio::test]
-async fn a_410_disables_the_endpoint_and_nothing_more_is_sent() {
+/// Runs an endpoint over one committed note to a receiver answering `script`, until
+/// its task ends: how it ended, what the receiver got, what the ledger kept.
+async fn run_to_the_end(script: Vec<u16>) -> (Ended, Vec<Got>, Kept) {
     let (mut ws, store, company) = workspace().await;
-    commit_notes(&mut ws, &store, company, 2).await;
+    commit_notes(&mut ws, &store, company, 1).await;
     let secret = Secret::generate();
-    let (url, got) = receiver(secret.clone(), vec![410]).await;
+    let (url, got) = receiver(secret.clone(), script).await;
     let fake = Fake {
         state: Mutex::new(Arc::new(ws.clone())),
         published: tokio::sync::Notify::new(),
@@ -339,12 +330,19 @@ async fn a_410_disables_the_endpoint_and_nothing_more_is_sent() {
             &kept,
         )
         .await;
+    let got = got.lock().clone();
+    (ended, got, kept)
+}
+
+#[tokio::test]
+async fn a_410_disables_the_endpoint_and_nothing_more_is_sent() {
+    let (ended, got, kept) = run_to_the_end(vec![410]).await;
     let Ended::Disabled(d) = ended else {
         panic!("{ended:?}");
     };
     assert_eq!(d.reason, Some(Reason::Gone));
     assert_eq!(d.acknowledged, FeedPoint::at(0));
-    assert_eq!(got.lock().len(), 1);
+    assert_eq!(got.len(), 1);
     assert_eq!(
         kept.moved.lock().clone(),
         vec![(FeedPoint::at(0), Status::Disabled, Some(Reason::Gone))]
@@ -353,29 +351,12 @@ async fn a_410_disables_the_endpoint_and_nothing_more_is_sent() {
 
 #[tokio::test]
 async fn a_receiver_failing_past_the_schedule_is_given_up_on() {
-    let (mut ws, store, company) = workspace().await;
-    commit_notes(&mut ws, &store, company, 1).await;
-    let secret = Secret::generate();
-    let (url, got) = receiver(secret.clone(), vec![500; 1000]).await;
-    let fake = Fake {
-        state: Mutex::new(Arc::new(ws.clone())),
-        published: tokio::sync::Notify::new(),
-    };
-    let kept = Kept::default();
-    let ended = engine(store)
-        .run(
-            &endpoint(ws.id(), url, &secret),
-            Deliverer::new(FeedPoint::at(0)),
-            &fake,
-            &kept,
-        )
-        .await;
+    let (ended, got, kept) = run_to_the_end(vec![500; 1000]).await;
     let Ended::Disabled(d) = ended else {
         panic!("{ended:?}");
     };
     assert_eq!(d.reason, Some(Reason::Failing));
-    let n = got.lock().len();
-    assert!(n >= 5, "{n} attempts");
-    assert_eq!(kept.attempts.lock().len(), n);
-    assert!(got.lock().iter().all(|g| g.signature_ok));
+    assert!(got.len() >= 5, "{} attempts", got.len());
+    assert_eq!(kept.attempts.lock().len(), got.len());
+    assert!(got.iter().all(|g| g.signature_ok));
 }
