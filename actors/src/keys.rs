@@ -122,7 +122,7 @@ impl NewKey {
             for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 parsed = parsed.with(Scope::parse(part).ok_or_else(|| {
                     format!(
-                        "unknown scope {part:?}: expected read, notes:write, tasks:write or records:write"
+                        "unknown scope {part:?}: expected read, notes:write, tasks:write, records:write or webhooks:write"
                     )
                 })?);
             }

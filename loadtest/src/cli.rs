@@ -83,7 +83,10 @@ pub enum Command {
     Lookup(RunArgs),
     /// Full sync of every entity at limit=500, then incremental syncs; repeated. With
     /// `--mode changes`: follows `GET /v1/changes` (catch-up from `--since`, then
-    /// long-poll while writes run at `--write-rate`).
+    /// long-poll while writes run at `--write-rate`). With `--mode webhooks`: registers
+    /// `--endpoints` webhook endpoints on a receiver of its own (the server needs
+    /// `--webhooks-allow-insecure`), checks every delivery's signature and order, and
+    /// measures write-to-receipt latency (and a catch-up from `--since`).
     Sync(RunArgs),
     /// Notes and tasks (with references), PATCHes of notes, tasks and candidates.
     Write(RunArgs),
@@ -202,9 +205,13 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub mode: Option<SyncMode>,
     /// sync --mode changes: first read the feed from this token (a list's
-    /// `changes_since` or a `next_since`) as fast as it answers, and report changes/s.
+    /// `changes_since` or a `next_since`) as fast as it answers, and report changes/s
+    /// (`--mode webhooks`: the endpoints are replayed from it).
     #[arg(long)]
     pub since: Option<String>,
+    /// sync --mode webhooks: endpoints registered (at most 20 a workspace).
+    #[arg(long)]
+    pub endpoints: Option<usize>,
     /// write: weights, e.g. `notes=40,tasks=20,note_patches=15,task_patches=10,record_patches=15`.
     #[arg(long, value_parser = parse_mix)]
     pub mix: Option<BTreeMap<String, u32>>,
@@ -288,6 +295,7 @@ struct FileSync {
     mode: Option<SyncMode>,
     since: Option<String>,
     write_rate: Option<f64>,
+    endpoints: Option<usize>,
 }
 
 /// How `sync` reads the workspace.
@@ -298,6 +306,9 @@ pub enum SyncMode {
     Pages,
     /// The change feed.
     Changes,
+    /// The change feed pushed: webhook deliveries to a receiver of the load
+    /// generator's.
+    Webhooks,
 }
 
 #[derive(Deserialize, Default)]
@@ -372,6 +383,8 @@ pub struct SyncSettings {
     pub since: Option<String>,
     /// `--mode changes`: writes per second while following.
     pub write_rate: f64,
+    /// `--mode webhooks`: endpoints registered.
+    pub endpoints: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -536,6 +549,7 @@ impl Settings {
                 mode: a.mode.or(f.sync.mode).unwrap_or(SyncMode::Pages),
                 since: a.since.clone().or(f.sync.since),
                 write_rate: a.write_rate.or(f.sync.write_rate).unwrap_or(500.0),
+                endpoints: a.endpoints.or(f.sync.endpoints).unwrap_or(10),
             },
             write: WriteSettings { mix },
             mixed: MixedSettings {
@@ -590,6 +604,9 @@ impl Settings {
             && self.sync.since.is_none()
         {
             bail!("sync --mode changes needs --since (a catch-up), writes (--write-rate), or both");
+        }
+        if !(1..=20).contains(&self.sync.endpoints) {
+            bail!("--endpoints must be between 1 and 20 (a workspace's most)");
         }
         for v in [
             self.mixed.lookup_rate,

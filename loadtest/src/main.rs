@@ -128,7 +128,7 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
     let setup = Pool::new(target.clone(), 4);
     // The change feed's catch-up is measured first, on a server doing nothing else; it
     // harvests the workspace itself, after, when writes follow.
-    let changes = s.scenario == Scenario::Sync && s.sync.mode == SyncMode::Changes;
+    let changes = s.scenario == Scenario::Sync && s.sync.mode != SyncMode::Pages;
     // The workspace as the report describes it: harvested here, or by the feed's run
     // when it writes.
     let mut harvested = if changes {
@@ -185,6 +185,11 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
             let (feed_runs, feed_ds) = run_changes(&s, &target, &setup).await?;
             runs.extend(feed_runs);
             harvested = feed_ds;
+        }
+        Scenario::Sync if s.sync.mode == SyncMode::Webhooks => {
+            let (hook_runs, hook_ds) = run_webhooks(&s, &target, &setup).await?;
+            runs.extend(hook_runs);
+            harvested = hook_ds;
         }
         Scenario::Sync => {
             let streams = s.sync.streams;
@@ -439,16 +444,10 @@ async fn run_changes(
     if s.sync.write_rate == 0.0 {
         return Ok((runs, None));
     }
-    let ds = harvest(s, setup).await?;
-    let rate = s.sync.write_rate;
-    let warmup = Duration::from_secs_f64(s.warmup);
-    let writes = recorder(s);
+    let w = writes_to_follow(s, target, setup).await?;
+    let (ds, rate, warmup, writes, load) = (&w.ds, w.rate, w.warmup, &w.writes, &w.load);
+    let feed_rec = &w.followed;
     let from = writes.measure_from;
-    let feed_rec = Arc::new(Recorder::new(from, writes.measure_to));
-    let pool = Arc::new(Pool::new(target.clone(), s.connections));
-    let load = Arc::new(
-        WriteLoad::new(pool, writes.clone(), ds.clone(), s.seed, &s.write.mix)?.keeping_acks(),
-    );
     let mut feed = Feed::new(feed_pool(), feed_rec.clone(), s.sync.limit, token);
     feed.got.deliveries = Some(Default::default());
     let stop = StopSignal::default();
@@ -462,16 +461,7 @@ async fn run_changes(
         async {
             tokio::join!(
                 async {
-                    let warm = s.connections.min(32);
-                    driver::run(
-                        load.clone(),
-                        writes.clone(),
-                        Load::Open { rate },
-                        warmup,
-                        s.threads,
-                        warm,
-                    )
-                    .await;
+                    w.drive(s).await;
                     stop.raise();
                 },
                 feed.follow(&stop, from),
@@ -481,7 +471,8 @@ async fn run_changes(
     .await;
     let acks = load.take_acks();
     let deliveries = feed.got.deliveries.take().unwrap_or_default();
-    let (matched, unchanged) = changes::match_acks(&acks, &deliveries, &feed_rec);
+    let label = "change delivered (write sent → feed)";
+    let (matched, unchanged) = changes::match_acks(&acks, &deliveries, feed_rec, label);
     eprintln!(
         "{} writes acknowledged: {matched} delivered, {unchanged} changed nothing; {} changes \
          received in {} answers; checking the {} records delivered ...",
@@ -491,17 +482,228 @@ async fn run_changes(
         feed.got.mirror.len(),
     );
     let mirror = std::mem::take(&mut feed.got.mirror);
-    runs.push(report::run_report(
-        meta(s, "recruitd", "changes: write", Some(Load::Open { rate })),
-        writes.finish(),
-    ));
-    runs.push(report::run_report(
-        meta(s, "recruitd", "changes: feed", None),
-        feed_rec.finish(),
+    runs.extend(followed_runs(
+        s,
+        "changes: write",
+        writes,
+        rate,
+        "changes: feed",
+        feed_rec,
     ));
     let name = "changes: feed, checked against GET";
     runs.push(check_run(s, &check_pool, mirror, name).await);
-    Ok((runs, Some(ds)))
+    Ok((runs, Some(ds.clone())))
+}
+
+/// The writes a follower's deliveries are matched to (`--mode changes`, `webhooks`):
+/// the workspace, the load keeping its acknowledgements, its recorder, and one for the
+/// follower over the same window.
+struct Writes {
+    ds: Arc<Dataset>,
+    rate: f64,
+    warmup: Duration,
+    writes: Arc<Recorder>,
+    followed: Arc<Recorder>,
+    load: Arc<WriteLoad>,
+}
+
+/// The reports of writes at `rate` and of their follower's deliveries.
+fn followed_runs(
+    s: &Settings,
+    write: &str,
+    writes: &Recorder,
+    rate: f64,
+    follower: &str,
+    followed: &Recorder,
+) -> [RunReport; 2] {
+    [
+        report::run_report(
+            meta(s, "recruitd", write, Some(Load::Open { rate })),
+            writes.finish(),
+        ),
+        report::run_report(meta(s, "recruitd", follower, None), followed.finish()),
+    ]
+}
+
+impl Writes {
+    /// Runs the writes, open loop at their rate.
+    async fn drive(&self, s: &Settings) {
+        let warm = s.connections.min(32);
+        let load = Load::Open { rate: self.rate };
+        let (w, rec) = (self.load.clone(), self.writes.clone());
+        driver::run(w, rec, load, self.warmup, s.threads, warm).await;
+    }
+}
+
+async fn writes_to_follow(
+    s: &Settings,
+    target: &Arc<Target>,
+    setup: &Pool,
+) -> anyhow::Result<Writes> {
+    let ds = harvest(s, setup).await?;
+    let writes = recorder(s);
+    let followed = Arc::new(Recorder::new(writes.measure_from, writes.measure_to));
+    let pool = Arc::new(Pool::new(target.clone(), s.connections));
+    let load = WriteLoad::new(pool, writes.clone(), ds.clone(), s.seed, &s.write.mix)?;
+    Ok(Writes {
+        ds,
+        rate: s.sync.write_rate,
+        warmup: Duration::from_secs_f64(s.warmup),
+        writes,
+        followed,
+        load: Arc::new(load.keeping_acks()),
+    })
+}
+
+/// `sync --mode webhooks` (see `scenarios::webhooks`): a catch-up from `--since`, then
+/// deliveries while writes run, every delivery checked; the first endpoint's records
+/// checked against GET.
+async fn run_webhooks(
+    s: &Settings,
+    target: &Arc<Target>,
+    setup: &Pool,
+) -> anyhow::Result<(Vec<RunReport>, Option<Arc<Dataset>>)> {
+    use scenarios::webhooks::{self, Receiver};
+    let check_pool = Arc::new(Pool::new(target.clone(), 8));
+    let receiver = Receiver::start().await?;
+    webhooks::register(setup, &receiver, s.sync.endpoints).await?;
+    let outcome = webhook_runs(s, target, setup, &check_pool, &receiver).await;
+    webhooks::remove(setup, &receiver).await;
+    let (mut runs, ds) = outcome?;
+    // Every delivery as a receiver judged it: accepted, repeated (a retry whose
+    // answer was lost), or refused (a bad signature, out of order: an error).
+    let start = Instant::now();
+    let rec = Recorder::new(start, start + Duration::from_secs(86_400));
+    let mirror = {
+        let mut endpoints = receiver.endpoints.lock().expect("lock");
+        let label = "webhooks: deliveries as the receiver judged them";
+        for e in endpoints.iter() {
+            let l = &e.ledger;
+            eprintln!(
+                "webhooks: endpoint {}: {} deliveries accepted, {} repeated, {} refused",
+                e.id, l.accepted, l.duplicates, l.refused
+            );
+            rec.record(
+                label,
+                start,
+                start,
+                stats::Verdict::Ok,
+                l.accepted + l.duplicates,
+            );
+            if l.refused > 0 {
+                let why = format!("endpoint {}: {} deliveries refused", e.id, l.refused);
+                rec.record(
+                    label,
+                    start,
+                    start,
+                    stats::Verdict::Failed("refused", why),
+                    0,
+                );
+            }
+        }
+        endpoints[0].mirror.take().unwrap_or_default()
+    };
+    let load = Load::Closed {
+        concurrency: s.sync.endpoints,
+    };
+    runs.push(elapsed_run(s, "webhooks: receiver", load, 0.0, &rec));
+    let name = "webhooks: first endpoint, checked against GET";
+    runs.push(check_run(s, &check_pool, mirror, name).await);
+    Ok((runs, ds))
+}
+
+async fn webhook_runs(
+    s: &Settings,
+    target: &Arc<Target>,
+    setup: &Pool,
+    check_pool: &Arc<Pool>,
+    receiver: &Arc<scenarios::webhooks::Receiver>,
+) -> anyhow::Result<(Vec<RunReport>, Option<Arc<Dataset>>)> {
+    use scenarios::changes;
+    use scenarios::webhooks;
+    let mut runs = Vec::new();
+    let endpoints = s.sync.endpoints;
+    if let Some(since) = &s.sync.since {
+        let head = changes::current_token(check_pool).await?;
+        eprintln!("webhooks: {endpoints} endpoints catching up from --since ...");
+        let start = Instant::now();
+        let rec = Arc::new(Recorder::new(start, start + Duration::from_secs(86_400)));
+        webhooks::replay(setup, receiver, since).await?;
+        let behind = webhooks::caught_up(receiver, &head, Duration::from_secs(3600)).await;
+        let secs = start.elapsed().as_secs_f64();
+        let got: u64 = receiver
+            .endpoints
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|e| e.changes)
+            .sum();
+        eprintln!(
+            "webhooks: {got} changes accepted in {secs:.2} s: {:.0} changes/s ({:.0} per endpoint)",
+            got as f64 / secs,
+            got as f64 / secs / endpoints as f64
+        );
+        let label = "webhooks: catch-up";
+        for id in &behind {
+            let why = format!("endpoint {id} not at the feed's head");
+            rec.record(
+                label,
+                start,
+                start,
+                stats::Verdict::Failed("behind", why),
+                0,
+            );
+        }
+        rec.record(label, start, Instant::now(), stats::Verdict::Ok, got);
+        runs.push(elapsed_run(
+            s,
+            label,
+            Load::Closed {
+                concurrency: endpoints,
+            },
+            secs,
+            &rec,
+        ));
+    }
+    if s.sync.write_rate == 0.0 {
+        return Ok((runs, None));
+    }
+    let w = writes_to_follow(s, target, setup).await?;
+    let hooks_rec = &w.followed;
+    let (ds, rate, warmup, writes, load) = (&w.ds, w.rate, w.warmup, &w.writes, &w.load);
+    driver::with_progress(
+        vec![("write".into(), writes.clone())],
+        warmup,
+        s.progress,
+        w.drive(s),
+    )
+    .await;
+    let head = changes::current_token(check_pool).await?;
+    let behind = webhooks::caught_up(receiver, &head, Duration::from_secs(60)).await;
+    let acks = load.take_acks();
+    let label = "change delivered (write sent → webhook receipt)";
+    for e in receiver.endpoints.lock().expect("lock").iter() {
+        let (matched, unchanged) = changes::match_acks(&acks, &e.deliveries, hooks_rec, label);
+        eprintln!(
+            "webhooks: endpoint {}: {matched} of {} writes delivered ({unchanged} changed nothing), {} changes",
+            e.id,
+            acks.len(),
+            e.changes
+        );
+    }
+    for id in behind {
+        let why = format!("endpoint {id} not at the feed's head 60 s after the writes");
+        hooks_rec.record(
+            label,
+            hooks_rec.measure_from,
+            hooks_rec.measure_from,
+            stats::Verdict::Failed("behind", why),
+            0,
+        );
+    }
+    let (write, delivered) = ("webhooks: write", "webhooks: deliveries");
+    runs.extend(followed_runs(s, write, writes, rate, delivered, hooks_rec));
+    Ok((runs, Some(ds.clone())))
 }
 
 /// Every record of a feed client's mirror fetched with GET and compared: a run of its

@@ -198,7 +198,7 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
         .json(&serde_json::json!({
             "workspace_id": head.workspace.id,
             "created_by_email": owner,
-            "scopes": ["read", "notes:write", "tasks:write", "records:write"],
+            "scopes": ["read", "notes:write", "tasks:write", "records:write", "webhooks:write"],
             "rate_limit_per_minute": a.rate_limit_per_minute,
         }))
         .send()

@@ -165,6 +165,11 @@ impl Ledger {
         out
     }
 
+    /// The secrets it checks signatures with.
+    pub fn secrets(self) -> Vec<Vec<u8>> {
+        self.secrets
+    }
+
     /// Where the next delivery must start.
     pub fn expected_since(&self) -> &str {
         &self.expected_since

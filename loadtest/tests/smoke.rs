@@ -72,7 +72,7 @@ impl Server {
             .arg(data.path())
             .args(["serve", "--listen", &format!("127.0.0.1:{api_port}")])
             .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
-            .args(["--workers", "2"])
+            .args(["--workers", "2", "--webhooks-allow-insecure"])
             .env("RECRUITD_ADMIN_TOKEN", ADMIN_TOKEN)
             .stdout(Stdio::null())
             .stderr(log)
@@ -122,6 +122,18 @@ impl Server {
             .output();
         let body: Value = serde_json::from_slice(&out.expect("curl").stdout).unwrap();
         body["data"].clone()
+    }
+
+    /// The change feed's token now: a first list page's `changes_since`.
+    fn changes_since(&self) -> String {
+        let key = std::fs::read_to_string(self.data.path().join("loadtest.key")).unwrap();
+        let out = Command::new("curl")
+            .args(["-s", "-k", "-H"])
+            .arg(format!("Authorization: Bearer {}", key.trim()))
+            .arg(format!("{}/v1/notes?limit=1", self.api))
+            .output();
+        let body: Value = serde_json::from_slice(&out.expect("curl").stdout).unwrap();
+        body["changes_since"].as_str().unwrap().to_string()
     }
 
     fn report(&self, name: &str) -> Value {
@@ -254,6 +266,7 @@ fn every_scenario_runs_clean_against_a_real_server() {
     assert!(summary["full_rounds"].as_u64().unwrap() >= 1, "{summary}");
     assert!(summary["full_records_per_s"].as_f64().unwrap() > 0.0);
 
+    let before_writes = server.changes_since();
     server.loadtest(&[&["--name", "write", "write", "--rate", "40"][..], &run].concat());
     let write = server.report("write");
     assert!(write["runs"][0]["endpoints"]
@@ -261,6 +274,49 @@ fn every_scenario_runs_clean_against_a_real_server() {
         .unwrap()
         .iter()
         .any(|e| e["name"] == "POST /v1/notes"));
+
+    // Webhooks: two endpoints catch up with the write run's changes, then receive
+    // those of writes made meanwhile; every delivery checked, the first endpoint's
+    // records against GET.
+    server.loadtest(
+        &[
+            &[
+                "--name",
+                "webhooks",
+                "sync",
+                "--mode",
+                "webhooks",
+                "--endpoints",
+                "2",
+            ][..],
+            &["--since", &before_writes, "--write-rate", "40"],
+            &run,
+        ]
+        .concat(),
+    );
+    let hooks = server.report("webhooks");
+    let parts: Vec<&str> = hooks["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            "webhooks: catch-up",
+            "webhooks: write",
+            "webhooks: deliveries",
+            "webhooks: receiver",
+            "webhooks: first endpoint, checked against GET"
+        ]
+    );
+    let delivered = &hooks["runs"][2]["endpoints"][0];
+    assert_eq!(
+        delivered["name"],
+        "change delivered (write sent → webhook receipt)"
+    );
+    assert!(delivered["latency_us"]["p99"].as_u64().unwrap() > 0);
 
     // A config file drives the mixed run; flags still win (duration).
     let cfg = server.data.path().join("mixed.toml");

@@ -34,5 +34,7 @@ SELECT create_distributed_table('blobs', 'workspace_id', colocate_with => 'works
 SELECT create_distributed_table('cluster_holdings', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('workspace_leases', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_distributed_table('key_budgets', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('webhook_endpoints', 'workspace_id', colocate_with => 'workspaces');
+SELECT create_distributed_table('webhook_attempts', 'workspace_id', colocate_with => 'workspaces');
 SELECT create_reference_table('cluster_nodes');
 SELECT create_reference_table('signing_keys');

@@ -91,7 +91,7 @@ pub enum KeyCommand {
         /// E-mail of the active member creating the key.
         #[arg(long)]
         created_by: String,
-        /// Comma-separated: notes:write, tasks:write, records:write (read is implied).
+        /// Comma-separated: notes:write, tasks:write, records:write, webhooks:write (read is implied).
         #[arg(long, value_delimiter = ',')]
         scopes: Vec<String>,
         /// This key's own request budget per minute (default: the server's).
@@ -253,6 +253,11 @@ pub struct ServeArgs {
     /// How many nodes hold each workspace in memory (capped by the live nodes).
     #[arg(long, default_value_t = crate::cluster::DEFAULT_REPLICAS as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub replicas: u64,
+    /// Admit webhook endpoints at `http://` URLs and on private, loopback and
+    /// link-local addresses (for receivers in tests; off, an endpoint must be
+    /// `https://` to a public address).
+    #[arg(long)]
+    pub webhooks_allow_insecure: bool,
 }
 
 /// Prints one line of a command's output. A reader that has gone away (`| head -n1`,

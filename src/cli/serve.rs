@@ -36,6 +36,8 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         node_name: args.node_name,
         advertise_url: args.advertise_url,
         replicas: args.replicas as usize,
+        webhooks_allow_insecure: args.webhooks_allow_insecure,
+        webhooks_schedule: crate::webhooks::retry::Schedule::CONTRACT,
     };
     // The sockets first: an address in use is found before anything is made.
     let listeners = crate::server::Listeners::bind(&settings)?;

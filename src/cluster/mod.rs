@@ -187,6 +187,10 @@ pub struct Membership {
     lost: AtomicBool,
     /// Set once this node has left (or tried to).
     left: AtomicBool,
+    /// Set when this node starts to leave: its renewals and rounds stop, so that a node
+    /// that has left never takes its name or a lease again (a process may live on after
+    /// its server stopped: tests, or a slow exit).
+    leaving_cluster: AtomicBool,
     /// Set once this node has started handing its leases over (it is stopping): it
     /// takes none again, loads nothing more, and lets nothing go.
     handing_over: AtomicBool,
@@ -287,6 +291,7 @@ impl Membership {
             settled: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             left: AtomicBool::new(false),
+            leaving_cluster: AtomicBool::new(false),
             handing_over: AtomicBool::new(false),
             joined: std::time::Instant::now(),
             signer,
@@ -391,6 +396,7 @@ impl Membership {
     /// Leaves the cluster (a shutdown): the row, the holdings and the leases go at once,
     /// so the others need not wait for the lease.
     pub async fn leave(&self) {
+        self.leaving_cluster.store(true, Ordering::Release);
         // No commit from here on, whatever the store says of the leases.
         self.fences.drop_all();
         if self.store.shared() {

@@ -33,6 +33,11 @@ pub const PASSED_IMPORT: &str = "/cluster/v1/admin/import";
 /// writer to take them now, rather than at its next round (node to node only).
 pub const TAKE_NOW: &str = "/cluster/v1/take";
 
+/// The path on which a node asks another for the webhook data key with a fingerprint
+/// (node to node only): the key endpoints' secrets are sealed under, which the store
+/// never holds (`crate::webhooks::sealing`).
+pub const WEBHOOKS_KEY: &str = "/cluster/v1/webhooks-key";
+
 /// Longest a request waits for its workspace to have a writer (one is being replaced).
 pub const WAIT_FOR_WRITER: Duration = Duration::from_secs(10);
 
@@ -268,6 +273,38 @@ impl Membership {
             .into_iter()
             .flatten()
             .collect()
+    }
+
+    /// The webhook data key whose fingerprint is `fingerprint`, from the first live
+    /// node that holds it (its bytes, over the authenticated node-to-node channel).
+    pub async fn ask_for_webhook_key(&self, fingerprint: &str) -> Option<Vec<u8>> {
+        if !self.store.shared() {
+            return None;
+        }
+        let _ = self.read_directory().await;
+        let directory = self.directory();
+        let peers: Vec<_> = directory
+            .live()
+            .filter(|name| *name != self.me.name)
+            .filter_map(|name| directory.node(name))
+            .map(|node| node.peer.clone())
+            .collect();
+        for peer in peers {
+            let request = Outgoing {
+                method: "POST".into(),
+                target: WEBHOOKS_KEY.into(),
+                headers: self.node_headers().into(),
+                body: bytes::Bytes::copy_from_slice(fingerprint.as_bytes()),
+            };
+            match forward::send(self.identity.as_ref(), &peer, request, ANSWER_WITHIN).await {
+                Ok(a) if a.status == 200 => return Some(a.body.to_vec()),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(node = %peer.name, error = %e, "asking a node for the webhook key")
+                }
+            }
+        }
+        None
     }
 
     /// Tells the nodes `names` to run a round now (leases were given up for them to

@@ -83,6 +83,9 @@ impl Membership {
                 () = tokio::time::sleep(RENEW_EVERY) => {}
                 () = self.wake.notified() => {}
             }
+            if self.leaving_cluster.load(Ordering::Acquire) {
+                return;
+            }
             self.round(&held).await;
         }
     }
@@ -91,6 +94,9 @@ impl Membership {
     async fn keep_renewing(self: Arc<Self>) {
         loop {
             tokio::time::sleep(RENEW_EVERY).await;
+            if self.leaving_cluster.load(Ordering::Acquire) {
+                return;
+            }
             self.renew().await;
         }
     }
@@ -109,6 +115,7 @@ impl Membership {
                 }
                 true
             }
+            Ok(false) if self.leaving_cluster.load(Ordering::Acquire) => false,
             Ok(false) => {
                 if !self.lost.swap(true, Ordering::Relaxed) {
                     tracing::error!(

@@ -26,6 +26,7 @@ pub struct Read;
 pub struct NotesWrite;
 pub struct TasksWrite;
 pub struct RecordsWrite;
+pub struct WebhooksWrite;
 
 impl RequiredScope for Read {
     const SCOPE: Scope = Scope::Read;
@@ -38,6 +39,9 @@ impl RequiredScope for TasksWrite {
 }
 impl RequiredScope for RecordsWrite {
     const SCOPE: Scope = Scope::RecordsWrite;
+}
+impl RequiredScope for WebhooksWrite {
+    const SCOPE: Scope = Scope::WebhooksWrite;
 }
 
 /// An authenticated caller holding scope `S`, with its workspace's current state.

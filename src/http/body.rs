@@ -160,6 +160,15 @@ impl Fields {
         }
     }
 
+    /// A field's JSON as sent (`null` included), for a shape of its own.
+    pub fn value(&mut self, name: &'static str) -> Option<Value> {
+        match self.take(name) {
+            Raw::Absent => None,
+            Raw::Null => Some(Value::Null),
+            Raw::Value(v) => Some(v),
+        }
+    }
+
     /// A required non-empty string.
     pub fn required_string(&mut self, name: &'static str) -> Result<String, ApiError> {
         match self.take(name) {

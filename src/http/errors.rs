@@ -30,6 +30,9 @@ pub enum ErrorKind {
     MethodNotAllowed {
         allow: &'static str,
     },
+    /// 409 `CONFLICT`: the request is valid but the resource's state refuses it (a
+    /// workspace with its most webhook endpoints).
+    Conflict,
     RateLimited {
         retry_after: u64,
     },
@@ -47,6 +50,7 @@ impl ErrorKind {
             ErrorKind::ForbiddenScope => StatusCode::FORBIDDEN,
             ErrorKind::NotFound => StatusCode::NOT_FOUND,
             ErrorKind::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::Conflict => StatusCode::CONFLICT,
             ErrorKind::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -60,6 +64,7 @@ impl ErrorKind {
             ErrorKind::ForbiddenScope => "FORBIDDEN_SCOPE",
             ErrorKind::NotFound => "NOT_FOUND",
             ErrorKind::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
+            ErrorKind::Conflict => "CONFLICT",
             ErrorKind::RateLimited { .. } => "RATE_LIMITED",
             ErrorKind::Internal => "INTERNAL_ERROR",
             ErrorKind::Unavailable { .. } => "SERVICE_UNAVAILABLE",
@@ -73,6 +78,7 @@ impl ErrorKind {
             403 => ErrorKind::ForbiddenScope,
             404 => ErrorKind::NotFound,
             405 => ErrorKind::MethodNotAllowed { allow: "" },
+            409 => ErrorKind::Conflict,
             429 => ErrorKind::RateLimited { retry_after: 1 },
             503 => ErrorKind::Unavailable {
                 retry_after: RETRY_AFTER_UNAVAILABLE,

@@ -14,6 +14,7 @@
 //! - [`search`]: phone and e-mail lookups from the in-memory indexes.
 //! - [`body`]: write bodies: size cap, JSON object of known fields, exact field types.
 //! - [`writes`]: notes, tasks and record edits, through the workspace actor.
+//! - [`webhooks`]: `/v1/webhooks`, the workspace's webhook endpoints.
 //! - [`forwarding`]: the cluster's hop, a middleware of its own: a request for a
 //!   workspace another node writes is answered there; [`node`]: what one node asks of
 //!   another (outside the API).
@@ -52,6 +53,7 @@ pub mod search;
 pub mod signed_urls;
 pub mod state;
 pub mod subresources;
+pub mod webhooks;
 pub mod writes;
 
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
@@ -77,6 +79,16 @@ pub const DOWNLOAD: &str = "/v1/attachments/{id}/download";
 pub const SUB_NOTES: &str = "/v1/{entity}/{id}/notes";
 /// `GET /v1/{entity}/{id}/attachments`.
 pub const SUB_ATTACHMENTS: &str = "/v1/{entity}/{id}/attachments";
+/// `GET`, `POST /v1/webhooks`.
+pub const WEBHOOKS: &str = "/v1/webhooks";
+/// `GET`, `PATCH`, `DELETE` of `/v1/webhooks/{id}`.
+pub const WEBHOOK: &str = "/v1/webhooks/{id}";
+/// `POST /v1/webhooks/{id}/replay`.
+pub const WEBHOOK_REPLAY: &str = "/v1/webhooks/{id}/replay";
+/// `POST /v1/webhooks/{id}/rotate-secret`.
+pub const WEBHOOK_ROTATE: &str = "/v1/webhooks/{id}/rotate-secret";
+/// `GET /v1/webhooks/{id}/deliveries`.
+pub const WEBHOOK_DELIVERIES: &str = "/v1/webhooks/{id}/deliveries";
 /// `GET /v1/{entity}`, `POST /v1/notes`, `POST /v1/tasks`.
 pub const COLLECTION: &str = "/v1/{entity}";
 /// `GET`, `PATCH`, `DELETE` of `/v1/{entity}/{id}`.
@@ -84,14 +96,20 @@ pub const ITEM: &str = "/v1/{entity}/{id}";
 
 /// Every resource of the API, in routing order: fixed paths before the `{entity}`
 /// patterns that would otherwise take them (`/v1/search/phone` is no record of an entity
-/// named `search`, `/v1/openapi.json` no list of one named `openapi.json`).
-pub const API_RESOURCES: [&str; 10] = [
+/// named `search`, `/v1/openapi.json` no list of one named `openapi.json`, and
+/// `/v1/webhooks` no entity either).
+pub const API_RESOURCES: [&str; 15] = [
     OPENAPI,
     COUNTS,
     CHANGES,
     SEARCH_PHONE,
     SEARCH_EMAIL,
     DOWNLOAD,
+    WEBHOOKS,
+    WEBHOOK_REPLAY,
+    WEBHOOK_ROTATE,
+    WEBHOOK_DELIVERIES,
+    WEBHOOK,
     SUB_NOTES,
     SUB_ATTACHMENTS,
     COLLECTION,
@@ -105,6 +123,9 @@ pub fn allowed_methods(pattern: &str, entity: Option<Entity>) -> &'static str {
     match (pattern, entity) {
         (COLLECTION, Some(e)) => collection_methods(e),
         (ITEM, Some(e)) => item_methods(e),
+        (WEBHOOKS, _) => "GET, POST",
+        (WEBHOOK, _) => "GET, PATCH, DELETE",
+        (WEBHOOK_REPLAY | WEBHOOK_ROTATE, _) => "POST",
         _ => "GET",
     }
 }
@@ -214,6 +235,24 @@ fn resource(pattern: &'static str) -> actix_web::Resource {
             .default_service(refuse_methods_but("GET")),
         DOWNLOAD => r
             .route(web::get().to(downloads::download))
+            .default_service(refuse_methods_but("GET")),
+        WEBHOOKS => r
+            .route(web::get().to(webhooks::list))
+            .route(web::post().to(webhooks::create))
+            .default_service(refuse_methods_but(allowed_methods(pattern, None))),
+        WEBHOOK => r
+            .route(web::get().to(webhooks::get))
+            .route(web::patch().to(webhooks::patch))
+            .route(web::delete().to(webhooks::delete))
+            .default_service(refuse_methods_but(allowed_methods(pattern, None))),
+        WEBHOOK_REPLAY => r
+            .route(web::post().to(webhooks::replay))
+            .default_service(refuse_methods_but("POST")),
+        WEBHOOK_ROTATE => r
+            .route(web::post().to(webhooks::rotate_secret))
+            .default_service(refuse_methods_but("POST")),
+        WEBHOOK_DELIVERIES => r
+            .route(web::get().to(webhooks::deliveries))
             .default_service(refuse_methods_but("GET")),
         SUB_NOTES => r
             .route(web::get().to(subresources::notes))

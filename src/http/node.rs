@@ -7,7 +7,9 @@
 //!   was given for a workspace this node writes (or, for a key, holds), answered as this
 //!   node's admin interface would; refused untouched (421) when this node no longer
 //!   does;
-//! - [`TAKE_NOW`]: another node gave leases up for this one to take: a round runs now.
+//! - [`TAKE_NOW`]: another node gave leases up for this one to take: a round runs now;
+//! - [`WEBHOOKS_KEY`]: the webhook data key with a fingerprint, when this node holds it
+//!   (a new writer of a workspace opens its endpoints' secrets with it).
 //!
 //! Imports applied here, for this node's admin interface or another's, go through
 //! [`import_here`].
@@ -16,7 +18,7 @@ use super::errors::{ApiError, ErrorKind};
 use super::request::RequestId;
 use super::state::AppState;
 use crate::cluster::forward::{NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
-use crate::cluster::relay::{KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS, TAKE_NOW};
+use crate::cluster::relay::{KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS, TAKE_NOW, WEBHOOKS_KEY};
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::Method;
 use actix_web::{web, HttpMessage, HttpResponse};
@@ -66,6 +68,15 @@ pub async fn answer(req: &mut ServiceRequest, rid: &RequestId) -> Option<HttpRes
         TAKE_NOW => {
             app.cluster.take_now();
             return Some(HttpResponse::NoContent().finish());
+        }
+        WEBHOOKS_KEY => {
+            let body = read_body_within(req, 64).await.unwrap_or_default();
+            let fingerprint = String::from_utf8_lossy(&body);
+            let held = app.webhooks.keyring().ok()?.hand_over(&fingerprint);
+            return Some(match held {
+                Some(bytes) => HttpResponse::Ok().body(bytes.to_vec()),
+                None => HttpResponse::NotFound().finish(),
+            });
         }
         PASSED_KEYS => match read_body_within(req, super::body::MAX_BODY_BYTES).await {
             Some(body) => passed_key(&app, &body).await,

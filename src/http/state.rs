@@ -29,6 +29,10 @@ pub struct AppState {
     pub metrics: Arc<crate::telemetry::metrics::Metrics>,
     /// This node in the cluster: where each workspace's requests are answered.
     pub cluster: Arc<crate::cluster::Membership>,
+    /// The webhook endpoints of the workspaces this node writes.
+    pub webhooks: Arc<crate::webhooks::hub::Hub>,
+    /// Which receivers an endpoint may have (`serve --webhooks-allow-insecure`).
+    pub webhook_policy: crate::webhooks::address::Policy,
 }
 
 impl AppState {

@@ -74,6 +74,11 @@ pub struct Settings {
     pub node_name: Option<String>,
     pub advertise_url: Option<String>,
     pub replicas: usize,
+    /// `--webhooks-allow-insecure`: endpoints may be `http://` and on private,
+    /// loopback and link-local addresses (receivers in tests).
+    pub webhooks_allow_insecure: bool,
+    /// When failed deliveries are tried again (the contract's; tests shorten it).
+    pub webhooks_schedule: crate::webhooks::retry::Schedule,
 }
 
 /// `--checkpoint-interval`'s default: a restart after a deploy finds a checkpoint at
@@ -119,6 +124,8 @@ impl Settings {
             node_name: None,
             advertise_url: None,
             replicas: crate::cluster::DEFAULT_REPLICAS,
+            webhooks_allow_insecure: false,
+            webhooks_schedule: crate::webhooks::retry::Schedule::CONTRACT,
         }
     }
 }
@@ -166,6 +173,9 @@ pub struct Application {
     /// Held while the application runs, so that no offline command writes the store
     /// behind its back (and, on SQLite, no second server starts on it).
     store_lock: StoreLock,
+    /// The webhook endpoints' tasks, stopped before the store closes.
+    webhooks: Arc<crate::webhooks::hub::Hub>,
+    webhook_looks: tokio::task::JoinHandle<()>,
     // Kept so their threads live as long as the application.
     _actors: actix::Arbiter,
     _loading: actix::Arbiter,
@@ -357,6 +367,59 @@ impl Application {
             .public_url
             .clone()
             .unwrap_or_else(|| format!("https://{api_addr}"));
+        let webhook_policy = crate::webhooks::address::Policy {
+            allow_insecure: s.webhooks_allow_insecure,
+        };
+        let writes: crate::webhooks::hub::Writes = {
+            let membership = membership.clone();
+            Arc::new(move |ws| membership.writes(ws))
+        };
+        let webhooks = {
+            let engine = crate::webhooks::engine::Engine {
+                writes: writes.clone(),
+                observer: metrics.clone(),
+                store: store.clone(),
+                cache: Arc::new(actors::changes::feed::PartCache::default()),
+                sender: crate::webhooks::send::Sender::new(webhook_policy),
+                schedule: s.webhooks_schedule,
+                token: {
+                    let key = CursorKey::from_signer(signer.clone());
+                    Arc::new(move |ws, point| {
+                        actors::changes::tokens::encode_token(&key, ws, point)
+                    })
+                },
+                now_ms: Arc::new(actors::store::now_ms),
+            };
+            let (keys, file) = secrets::webhooks_keys(&s.data_dir)?;
+            let ask: crate::webhooks::sealing::AskPeers = {
+                let membership = membership.clone();
+                Arc::new(move |fingerprint: String| {
+                    let membership = membership.clone();
+                    Box::pin(async move { membership.ask_for_webhook_key(&fingerprint).await })
+                })
+            };
+            let keyring = crate::webhooks::sealing::Keyring::new(keys, Some(ask), Some(file))
+                .expect("the data dir holds a webhook key");
+            // Joining nodes that are alive: seal with the key they seal with, so that
+            // any node can deliver what another sealed when that one dies.
+            // (A node that has not yet read this one's row answers it as a client's
+            // request, and reads the directory: asked again, it answers.)
+            let asking_until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while membership.others_alive() && std::time::Instant::now() < asking_until {
+                if let Some(bytes) = membership.ask_for_webhook_key("").await {
+                    keyring.adopt(&bytes);
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            crate::webhooks::hub::Hub::new(
+                Arc::new(engine),
+                registry.clone(),
+                Some(Arc::new(keyring)),
+                writes,
+            )
+        };
+        let webhook_looks = webhooks.start();
         let app_state = web::Data::new(AppState {
             registry: registry.clone(),
             keys: keys.clone(),
@@ -375,6 +438,8 @@ impl Application {
             ),
             metrics: metrics.clone(),
             cluster: membership.clone(),
+            webhooks: webhooks.clone(),
+            webhook_policy,
         });
         let api = tls::https_server(
             api_listener,
@@ -428,6 +493,8 @@ impl Application {
             membership,
             held,
             _actors: actors,
+            webhooks,
+            webhook_looks,
             _loading: loading,
         })
     }
@@ -511,6 +578,10 @@ impl Application {
         if let Some(keeper) = &self.keeper {
             keeper.flush(SHUTDOWN_CHECKPOINT_LIMIT).await;
         }
+        // No delivery starts after this; what each acknowledged is stored.
+        self.webhook_looks.abort();
+        let _ = self.webhook_looks.await;
+        self.webhooks.stop_everything().await;
         self.membership.leave().await;
         // Close the store cleanly, and only then let others write it.
         self.store.close().await;

@@ -59,15 +59,48 @@ pub fn signing_key(data_dir: &Path) -> anyhow::Result<[u8; 32]> {
     }
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let text = text.trim();
-    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        anyhow::bail!("{} does not hold 64 hex digits", path.display());
+    hex_bytes(text.trim())
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .with_context(|| format!("{} does not hold 64 hex digits", path.display()))
+}
+
+/// The keys webhook endpoints' secrets are sealed under (`crate::webhooks::sealing`):
+/// `<data-dir>/webhooks-key`, one hex key a line, the node's own first (generated when
+/// the file is absent), then any learned from other nodes. The store holds the secrets
+/// sealed, never these keys.
+pub fn webhooks_keys(
+    data_dir: &Path,
+) -> anyhow::Result<(Vec<crate::webhooks::sealing::DataKey>, std::path::PathBuf)> {
+    let path = data_dir.join("webhooks-key");
+    if !path.exists() {
+        let line = random_hex(crate::webhooks::sealing::KEY_LEN) + "\n";
+        write_private(&path, line.as_bytes())?;
     }
-    let mut key = [0u8; 32];
-    for (i, k) in key.iter_mut().enumerate() {
-        *k = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).expect("checked hex");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let keys = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            hex_bytes(line)
+                .and_then(|b| crate::webhooks::sealing::DataKey::from_bytes(&b))
+                .with_context(|| {
+                    format!("{} holds a line that is not 64 hex digits", path.display())
+                })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(!keys.is_empty(), "{} is empty", path.display());
+    Ok((keys, path))
+}
+
+fn hex_bytes(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
     }
-    Ok(key)
+    (0..text.len() / 2)
+        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub mod fence;
 pub mod lock;
 pub mod postgres;
 pub mod sqlite;
+mod webhooks;
 
 use actors::model::{ApiKey, Record, RecordKind, Scopes, Workspace};
 use actors::store::StoreResult;

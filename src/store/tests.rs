@@ -942,6 +942,70 @@ async fn blobs_are_kept_by_workspace_and_name(b: &Backend) {
     store.close().await;
 }
 
+/// Webhook rows: kept by workspace and id, replaced whole, removed with their attempts;
+/// attempts listed newest first, the newest `keep` kept; a transaction all or nothing.
+async fn webhook_rows_are_kept_by_workspace(b: &Backend) {
+    use actors::store::WebhookWrite;
+    let store = b.open().await;
+    let rows = store
+        .webhook_rows()
+        .expect("a store of the server keeps them");
+    let (w, other) = (ws(WS), Uuid::new_v4());
+    let put = |id: &str, body: &str| WebhookWrite::Put {
+        id: id.into(),
+        body: body.into(),
+    };
+    let attempt = |n: usize| WebhookWrite::Attempt {
+        endpoint: "whe_a".into(),
+        body: format!("{{\"n\":{n}}}"),
+        keep: 5,
+    };
+    rows.write(w, &[put("whe_b", "b1"), put("whe_a", "a1")])
+        .await
+        .unwrap();
+    rows.write(other, &[put("whe_a", "other")]).await.unwrap();
+    rows.write(w, &[put("whe_a", "a2")]).await.unwrap();
+    let got = rows.endpoints(w).await.unwrap();
+    let want = [("whe_a", "a2"), ("whe_b", "b1")].map(|(i, b)| (i.to_string(), b.to_string()));
+    assert_eq!(got, want);
+    let mut all = rows.workspaces().await.unwrap();
+    all.sort();
+    let mut both = vec![w, other];
+    both.sort();
+    assert_eq!(all, both);
+    for n in 0..8 {
+        rows.write(w, &[attempt(n), put("whe_a", &format!("a{n}"))])
+            .await
+            .unwrap();
+    }
+    let kept = rows.attempts(w, "whe_a", 100).await.unwrap();
+    let newest: Vec<String> = (3..8).rev().map(|n| format!("{{\"n\":{n}}}")).collect();
+    assert_eq!(kept, newest);
+    assert_eq!(rows.attempts(w, "whe_a", 2).await.unwrap(), newest[..2]);
+    assert!(rows.attempts(other, "whe_a", 100).await.unwrap().is_empty());
+    rows.write(w, &[WebhookWrite::Remove { id: "whe_a".into() }])
+        .await
+        .unwrap();
+    assert!(rows.attempts(w, "whe_a", 100).await.unwrap().is_empty());
+    let got = rows.endpoints(w).await.unwrap();
+    assert_eq!(got, [("whe_b".to_string(), "b1".to_string())]);
+    assert_eq!(rows.endpoints(other).await.unwrap().len(), 1);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_webhook_rows_are_kept_by_workspace() {
+    webhook_rows_are_kept_by_workspace(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_webhook_rows_are_kept_by_workspace() {
+    if let Some(b) = Backend::postgres().await {
+        webhook_rows_are_kept_by_workspace(&b).await;
+        b.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn sqlite_blobs_are_kept_by_workspace_and_name() {
     blobs_are_kept_by_workspace_and_name(&Backend::sqlite()).await;
@@ -1499,7 +1563,7 @@ async fn postgres_tables_are_keyed_by_workspace_for_distribution() {
         .collect();
     assert_eq!(
         tables.len(),
-        11,
+        13,
         "every table has a primary key: {unique:?}"
     );
     for (table, index, by_workspace) in &unique {
@@ -1575,6 +1639,8 @@ async fn fresh_postgres_url_selects_its_own_empty_schema() {
             "records",
             "signing_keys",
             "tombstones",
+            "webhook_attempts",
+            "webhook_endpoints",
             "workspace_leases",
             "workspaces"
         ]
@@ -1924,6 +1990,16 @@ async fn postgres_commits_need_the_writer_lease() {
         Err(StoreError::Fenced(_)) => {}
         other => panic!("a prune by a server without the lease: {other:?}"),
     }
+    // Nor does it move a webhook endpoint's acknowledged point.
+    let put = [actors::store::WebhookWrite::Put {
+        id: "whe_1".into(),
+        body: "{}".into(),
+    }];
+    refused(
+        a.webhook_rows().unwrap().write(w, &put).await,
+        "a webhook row written",
+    );
+    other.webhook_rows().unwrap().write(w, &put).await.unwrap();
     assert_eq!(
         other
             .read_changes(

@@ -28,6 +28,11 @@
 //!   `unknown` (sent, no answer).
 //! - `recruitd_follower_lag_seconds`: per commit another node made, from when it was
 //!   made to when this node's copy held it (`cluster::follow`).
+//! - `recruitd_webhook_deliveries_total{outcome}` (`delivered`, `failed`, `gone`):
+//!   webhook attempts by how they were answered; `recruitd_webhook_delivery_lag_seconds`:
+//!   from a change's commit to the 2xx that acknowledged it;
+//!   `recruitd_webhook_backlog{workspace,endpoint}`: commits after each endpoint's
+//!   acknowledged point, on this node (the workspace's writer).
 //! - `recruitd_feed_pages_ahead_total{outcome}`: feed pages made before they were asked
 //!   for (`http::changes::PagesAhead`), `taken` by the request they were made for or
 //!   `unused` (the workspace changed first, or the client stopped).
@@ -178,6 +183,20 @@ pub struct Metrics {
     forwarded: Family<ForwardLabels, Counter>,
     forward_seconds: HistogramFamily<ForwardLabels>,
     follower_lag: Histogram,
+    webhooks: WebhookMetrics,
+}
+
+/// What webhook deliveries did.
+struct WebhookMetrics {
+    deliveries: Family<OutcomeLabels, Counter>,
+    lag: Histogram,
+    backlog: Family<EndpointLabels, Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    workspace: String,
+    endpoint: String,
 }
 
 /// The sizes of a workspace's search indexes, by index, as of the last rendering.
@@ -256,6 +275,11 @@ impl Metrics {
                 tombstones_pruned: r.add("recruitd_tombstones_pruned", "Tombstones removed from the store by retention", Family::default()),
             },
             prunes: r.add("recruitd_change_log_prune_duration_seconds", "Time to prune one workspace's change log and tombstones, by outcome", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
+            webhooks: WebhookMetrics {
+                deliveries: r.add("recruitd_webhook_deliveries", "Webhook attempts, by how they were answered (delivered, failed, gone)", Family::default()),
+                lag: r.add("recruitd_webhook_delivery_lag_seconds", "From a change's commit to the webhook 2xx that acknowledged it", Histogram::new(exponential_buckets(0.001, 1.5, 30))),
+                backlog: r.add("recruitd_webhook_backlog", "Commits after a webhook endpoint's acknowledged point, on the workspace's writer", Family::default()),
+            },
             pages_ahead: r.add("recruitd_feed_pages_ahead", "Change feed pages made before they were asked for, by outcome (taken, unused)", Family::default()),
             registry: r.0,
         }
@@ -420,6 +444,37 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+}
+
+impl crate::webhooks::engine::Observer for Metrics {
+    fn attempted(&self, outcome: &'static str) {
+        self.webhooks
+            .deliveries
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    fn acknowledged(&self, lag: Duration) {
+        self.webhooks.lag.observe(lag.as_secs_f64());
+    }
+
+    fn behind(&self, workspace: uuid::Uuid, endpoint: &str, commits: u64) {
+        let labels = EndpointLabels {
+            workspace: workspace.to_string(),
+            endpoint: endpoint.to_string(),
+        };
+        self.webhooks
+            .backlog
+            .get_or_create(&labels)
+            .set(commits as i64);
+    }
+
+    fn gone(&self, workspace: uuid::Uuid, endpoint: &str) {
+        self.webhooks.backlog.remove(&EndpointLabels {
+            workspace: workspace.to_string(),
+            endpoint: endpoint.to_string(),
+        });
     }
 }
 

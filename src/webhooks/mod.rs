@@ -13,6 +13,10 @@
 //! - [`engine`]: one endpoint's deliveries run: the deliverer's steps carried out
 //!   against the published state, the change log, the receiver and a ledger, off the
 //!   actors and off the request path.
+//! - [`stored`]: an endpoint's row in the store, its secrets sealed, and its attempts.
+//! - [`hub`]: a node's webhooks: a task for each endpoint of the workspaces it writes,
+//!   started and stopped as the node comes to write them or ceases to, and the API's
+//!   operations on the endpoints.
 //! - [`sealing`]: secrets at rest, sealed under a data key the store never holds.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
 //!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
@@ -27,8 +31,10 @@ pub mod address;
 pub mod batch;
 pub mod deliverer;
 pub mod engine;
+pub mod hub;
 pub mod retry;
 pub mod sealing;
 pub mod secret;
 pub mod send;
 pub mod signature;
+pub mod stored;

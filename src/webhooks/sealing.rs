@@ -1,4 +1,5 @@
-//! Endpoint secrets at rest: sealed under a data key the store never holds.
+//! Endpoint secrets at rest: sealed under a data key the store never holds, and the
+//! [`Keyring`] of the keys a node knows.
 //!
 //! The store keeps each endpoint's secret sealed (ChaCha20-Poly1305, a random nonce
 //! each time, the endpoint's id as associated data, so a sealed secret copied onto
@@ -7,9 +8,13 @@
 //! key they need; the fingerprint reveals nothing of the key.
 
 use super::secret::Secret;
+use parking_lot::RwLock;
 use rand::RngCore;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Bytes of a data key.
 pub const KEY_LEN: usize = 32;
@@ -18,6 +23,8 @@ pub const KEY_LEN: usize = 32;
 pub struct DataKey {
     key: LessSafeKey,
     fingerprint: String,
+    /// Kept to hand the key to another node of the cluster ([`Keyring`]).
+    bytes: [u8; KEY_LEN],
 }
 
 impl DataKey {
@@ -39,6 +46,7 @@ impl DataKey {
         Some(DataKey {
             key: LessSafeKey::new(key),
             fingerprint,
+            bytes: bytes.try_into().ok()?,
         })
     }
 
@@ -80,6 +88,141 @@ impl DataKey {
             .ok()?;
         Some(Secret::from_bytes(plain.to_vec()))
     }
+}
+
+/// Asks the cluster's other nodes for the key with a fingerprint.
+pub type AskPeers =
+    Arc<dyn Fn(String) -> futures_util::future::BoxFuture<'static, Option<Vec<u8>>> + Send + Sync>;
+
+/// The data keys a node knows: its own, which seals what it writes, and those of the
+/// rows other nodes wrote, learned from a node that holds them (over the authenticated
+/// node-to-node channel) and kept beside its own in the data dir, so that any writer of
+/// a workspace can open its endpoints' secrets.
+pub struct Keyring {
+    own: RwLock<Arc<DataKey>>,
+    known: RwLock<HashMap<String, Arc<DataKey>>>,
+    ask: Option<AskPeers>,
+    /// Where keys learned are written (one hex key a line, the node's own first).
+    file: Option<PathBuf>,
+}
+
+impl Keyring {
+    /// `keys` as kept (the node's own first); `ask` reaches the other nodes, `file`
+    /// keeps what is learned.
+    pub fn new(keys: Vec<DataKey>, ask: Option<AskPeers>, file: Option<PathBuf>) -> Option<Self> {
+        let mut keys = keys.into_iter().map(Arc::new);
+        let own = keys.next()?;
+        let mut known: HashMap<_, _> = keys.map(|k| (k.fingerprint.clone(), k)).collect();
+        known.insert(own.fingerprint.clone(), own.clone());
+        Some(Keyring {
+            own: RwLock::new(own),
+            known: RwLock::new(known),
+            ask,
+            file,
+        })
+    }
+
+    /// The key this node seals with.
+    pub fn own(&self) -> Arc<DataKey> {
+        self.own.read().clone()
+    }
+
+    /// Seals with the cluster's key from now on: the key another node seals with
+    /// (`bytes`), learned when this node joins, so that every node holds the key the
+    /// others seal with and any of them can deliver when one dies. Kept first in the
+    /// file; the node's earlier keys stay, for what they sealed.
+    pub fn adopt(&self, bytes: &[u8]) -> Option<()> {
+        let key = Arc::new(DataKey::from_bytes(bytes)?);
+        if key.fingerprint == self.own().fingerprint {
+            return Some(());
+        }
+        self.known
+            .write()
+            .insert(key.fingerprint.clone(), key.clone());
+        *self.own.write() = key.clone();
+        if let Some(file) = &self.file {
+            let mut lines = vec![key.bytes];
+            lines.extend(
+                self.known
+                    .read()
+                    .values()
+                    .filter(|k| k.fingerprint != key.fingerprint)
+                    .map(|k| k.bytes),
+            );
+            if let Err(e) = write_keys(file, &lines) {
+                tracing::warn!(error = %e, "keeping the cluster's webhook key");
+            }
+        }
+        tracing::info!(fingerprint = %key.fingerprint, "seals webhook secrets with the cluster's key");
+        Some(())
+    }
+
+    /// A key this node holds, without asking another.
+    pub fn held(&self, fingerprint: &str) -> Option<Arc<DataKey>> {
+        self.known.read().get(fingerprint).cloned()
+    }
+
+    /// The bytes of a key this node holds, for another node that asks (the empty
+    /// fingerprint names the key it seals with).
+    pub fn hand_over(&self, fingerprint: &str) -> Option<[u8; KEY_LEN]> {
+        if fingerprint.is_empty() {
+            return Some(self.own().bytes);
+        }
+        self.held(fingerprint).map(|k| k.bytes)
+    }
+
+    /// The key with `fingerprint`: held, or learned from another node now (and kept).
+    pub async fn get(&self, fingerprint: &str) -> Option<Arc<DataKey>> {
+        if let Some(k) = self.held(fingerprint) {
+            return Some(k);
+        }
+        let ask = self.ask.as_ref()?;
+        let bytes = ask(fingerprint.to_string()).await?;
+        let key = Arc::new(DataKey::from_bytes(&bytes)?);
+        if key.fingerprint != fingerprint {
+            tracing::warn!(fingerprint, "a node answered with another webhook key");
+            return None;
+        }
+        if let Some(file) = &self.file {
+            if let Err(e) = append_key(file, &key.bytes) {
+                tracing::warn!(error = %e, "keeping a webhook key learned from another node");
+            }
+        }
+        self.known
+            .write()
+            .insert(key.fingerprint.clone(), key.clone());
+        tracing::info!(fingerprint, "learned a webhook key from another node");
+        Some(key)
+    }
+}
+
+/// Rewrites the keys' file whole (through a file beside it, renamed over it).
+fn write_keys(file: &std::path::Path, keys: &[[u8; KEY_LEN]]) -> std::io::Result<()> {
+    use std::io::Write;
+    let text: String = keys
+        .iter()
+        .map(|k| k.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+        .collect();
+    let next = file.with_extension("next");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(&next)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&next, file)
+}
+
+fn append_key(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(file)?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    writeln!(f, "{hex}")?;
+    f.sync_all()
 }
 
 impl std::fmt::Debug for DataKey {

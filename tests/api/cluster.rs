@@ -48,7 +48,7 @@ pub(crate) fn node<'a>(view: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|n| n["name"] == name)
 }
 
-fn workspace(view: &Value) -> &Value {
+pub(crate) fn workspace(view: &Value) -> &Value {
     view["workspaces"]
         .as_array()
         .unwrap()
@@ -299,7 +299,7 @@ async fn b_writes(b: &Server, dir_b: &std::path::Path, within: Duration) {
     until(b, dir_b, within, "b writes", |v| workspace(v)["owner"] == B).await;
 }
 
-async fn post_note(node: &Server, body: &str) -> (u16, Value) {
+pub(crate) async fn post_note(node: &Server, body: &str) -> (u16, Value) {
     let res = node
         .client()
         .post(format!("{}/v1/notes", node.api))
@@ -1134,7 +1134,7 @@ async fn three_nodes(
 }
 
 /// As [`three_nodes`], each started with `extra` arguments too.
-async fn three_nodes_with(
+pub(crate) async fn three_nodes_with(
     b: &Backend,
     extra: &[&str],
 ) -> (

@@ -460,11 +460,31 @@ pub async fn memory_app_state(
     if load {
         loader.load_all(list).await;
     }
+    let policy = recruitd::webhooks::address::Policy::default();
+    let engine = recruitd::webhooks::engine::Engine {
+        store: store.clone(),
+        cache: Arc::new(actors::changes::feed::PartCache::default()),
+        sender: recruitd::webhooks::send::Sender::new(policy),
+        schedule: recruitd::webhooks::retry::Schedule::CONTRACT,
+        token: Arc::new(|_, p| format!("{}", p.position)),
+        now_ms: Arc::new(actors::store::now_ms),
+        writes: Arc::new(|_| true),
+        observer: Arc::new(recruitd::webhooks::engine::Unobserved),
+    };
+    // An in-memory store keeps no endpoints: the webhooks API answers 500 here.
+    let webhooks = recruitd::webhooks::hub::Hub::new(
+        Arc::new(engine),
+        registry.clone(),
+        None,
+        Arc::new(|_| true),
+    );
     let state = actix_web::web::Data::new(recruitd::http::state::AppState {
         registry: registry.clone(),
         keys,
         blobs,
         store,
+        webhooks,
+        webhook_policy: policy,
         feed: Default::default(),
         cursor_key: actors::query::CursorKey::new([1; 32]),
         downloads: recruitd::http::state::Downloads {

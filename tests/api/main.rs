@@ -64,4 +64,5 @@ mod search;
 mod startup;
 mod subresources;
 mod sync;
+mod webhooks;
 mod writes;

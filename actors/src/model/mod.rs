@@ -200,6 +200,8 @@ pub enum Scope {
     NotesWrite,
     TasksWrite,
     RecordsWrite,
+    /// Manages the workspace's webhook endpoints.
+    WebhooksWrite,
 }
 
 impl Scope {
@@ -209,6 +211,7 @@ impl Scope {
             "notes:write" => Scope::NotesWrite,
             "tasks:write" => Scope::TasksWrite,
             "records:write" => Scope::RecordsWrite,
+            "webhooks:write" => Scope::WebhooksWrite,
             _ => return None,
         })
     }
@@ -219,6 +222,7 @@ impl Scope {
             Scope::NotesWrite => "notes:write",
             Scope::TasksWrite => "tasks:write",
             Scope::RecordsWrite => "records:write",
+            Scope::WebhooksWrite => "webhooks:write",
         }
     }
 
@@ -250,6 +254,7 @@ impl Scopes {
             Scope::NotesWrite,
             Scope::TasksWrite,
             Scope::RecordsWrite,
+            Scope::WebhooksWrite,
         ]
         .into_iter()
         .filter(move |s| self.contains(*s))

@@ -295,6 +295,11 @@ pub trait Store: Send + Sync + 'static {
     /// transactions.
     async fn prune_changes(&self, workspace: Uuid, before_ms: i64) -> StoreResult<Pruned>;
 
+    /// Where the store keeps webhook endpoints (`src/webhooks`), if it does.
+    fn webhook_rows(&self) -> Option<&dyn WebhookRows> {
+        None
+    }
+
     /// Every API key, of every workspace.
     async fn keys(&self) -> StoreResult<Vec<ApiKey>>;
 
@@ -345,6 +350,45 @@ pub trait Store: Send + Sync + 'static {
         let _ = (ws, after, limit);
         Err(no_blobs())
     }
+}
+
+/// Webhook endpoints' rows, which a store keeps for the server, opaque to it: each a
+/// JSON body with its secrets sealed, and each endpoint's newest attempts.
+#[async_trait]
+pub trait WebhookRows: Send + Sync {
+    /// The workspace's endpoints: `(id, body)` in id order.
+    async fn endpoints(&self, workspace: Uuid) -> StoreResult<Vec<(String, String)>>;
+
+    /// Every workspace with at least one endpoint.
+    async fn workspaces(&self) -> StoreResult<Vec<Uuid>>;
+
+    /// Applies `writes` to the workspace's rows in one transaction. On a store several
+    /// servers share, only the workspace's writer may (fenced as a commit is): so two
+    /// nodes never move one endpoint's acknowledged point.
+    async fn write(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()>;
+
+    /// The newest `limit` attempts recorded for an endpoint, newest first.
+    async fn attempts(
+        &self,
+        workspace: Uuid,
+        endpoint: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<String>>;
+}
+
+/// One write of [`Store::write_webhooks`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebhookWrite {
+    /// Creates or replaces an endpoint's row.
+    Put { id: String, body: String },
+    /// Removes an endpoint's row and its attempts.
+    Remove { id: String },
+    /// Records an attempt of an endpoint, keeping its newest `keep`.
+    Attempt {
+        endpoint: String,
+        body: String,
+        keep: u32,
+    },
 }
 
 fn no_blobs() -> StoreError {

@@ -87,7 +87,7 @@ impl std::hash::Hasher for Mixer {
 /// A record's fingerprint: a multiply-rotate mix over 8-byte words (as FxHash and
 /// wyhash mix). It tells a record from its GET, not from an adversary, and costs a
 /// fraction of SipHash, which would be a good part of the client's time in a catch-up.
-fn hash_of(bytes: &[u8]) -> u64 {
+pub(crate) fn hash_of(bytes: &[u8]) -> u64 {
     mix(0, bytes)
 }
 
@@ -645,7 +645,12 @@ pub async fn current_token(pool: &Pool) -> anyhow::Result<String> {
 /// Matches acknowledged writes to their deliveries: records each one's latency from its
 /// send to the first delivery that shows it, and an error for one never delivered.
 /// Returns (matched, changed nothing).
-pub fn match_acks(acks: &[Ack], deliveries: &Deliveries, rec: &Recorder) -> (u64, u64) {
+pub fn match_acks(
+    acks: &[Ack],
+    deliveries: &Deliveries,
+    rec: &Recorder,
+    label: &str,
+) -> (u64, u64) {
     let (mut matched, mut unchanged) = (0, 0);
     for ack in acks {
         if ack.updated_at < ack.sent_wall {
@@ -656,7 +661,6 @@ pub fn match_acks(acks: &[Ack], deliveries: &Deliveries, rec: &Recorder) -> (u64
         let first = deliveries
             .get(&(ack.entity, ack.id.clone()))
             .and_then(|d| d.iter().find(|(u, _)| *u >= ack.updated_at));
-        let label = "change delivered (write sent → feed)";
         match first {
             Some((_, at)) => {
                 matched += 1;

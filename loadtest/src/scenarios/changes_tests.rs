@@ -85,7 +85,10 @@ fn a_write_is_matched_to_the_first_delivery_that_shows_it() {
         ack("a", "2026-01-01T00:00:00.025Z", 10),
         ack("b", "2026-01-01T00:00:00.020Z", 10),
     ];
-    assert_eq!(match_acks(&acks, &d, &rec), (2, 0));
+    assert_eq!(
+        match_acks(&acks, &d, &rec, "change delivered (write sent → feed)"),
+        (2, 0)
+    );
     let m = rec.finish();
     let e = &m.endpoints["change delivered (write sent → feed)"];
     assert_eq!((e.ok, e.error_count()), (2, 1));
@@ -107,7 +110,10 @@ fn a_write_that_changed_nothing_is_not_expected_in_the_feed() {
         sent_wall: "2026-01-01T00:00:05.000Z".into(),
         sent: t0,
     }];
-    assert_eq!(match_acks(&acks, &Deliveries::default(), &rec), (0, 1));
+    assert_eq!(
+        match_acks(&acks, &Deliveries::default(), &rec, "delivered"),
+        (0, 1)
+    );
     assert!(rec.finish().endpoints.is_empty());
 }
 

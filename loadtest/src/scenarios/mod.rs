@@ -17,6 +17,7 @@ pub mod changes;
 pub mod lookup;
 pub mod mixed;
 pub mod sync;
+pub mod webhooks;
 pub mod write;
 
 /// Every how many answers (list pages, feed answers) one is parsed as JSON whole and

@@ -52,6 +52,25 @@ pub fn changes_since(app: &AppState, state: &actors::state::WorkspaceState) -> S
     token
 }
 
+/// A `since` token of `workspace`, checked: a point of its change log this server
+/// (or another node of its cluster) handed out.
+pub async fn since_token(
+    app: &AppState,
+    workspace: uuid::Uuid,
+    raw: &str,
+) -> Result<FeedPoint, ApiError> {
+    app.check_token(raw, || decode_token(&app.cursor_key, workspace, raw))
+        .await
+        .map_err(|e| match e {
+            TokenError::Invalid => ApiError::bad_request(
+                "since is not a valid token: pass back next_since or changes_since verbatim",
+            ),
+            TokenError::OtherWorkspace => {
+                ApiError::bad_request("since was issued for another workspace")
+            }
+        })
+}
+
 fn parse_wait(raw: Option<&str>) -> Result<u64, ApiError> {
     let Some(raw) = raw else {
         return Ok(0);
@@ -84,17 +103,7 @@ pub async fn changes(
             "since is required: a token from next_since, or from a list's changes_since",
         )
     })?;
-    let since = app
-        .check_token(raw, || decode_token(&app.cursor_key, workspace, raw))
-        .await
-        .map_err(|e| match e {
-            TokenError::Invalid => ApiError::bad_request(
-                "since is not a valid token: pass back next_since or changes_since verbatim",
-            ),
-            TokenError::OtherWorkspace => {
-                ApiError::bad_request("since was issued for another workspace")
-            }
-        })?;
+    let since = since_token(&app, workspace, raw).await?;
     let entities = super::query::entities_param(q.get("entities")?)?;
     let wait = parse_wait(q.get("wait")?)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);

@@ -24,6 +24,7 @@
 
 mod prune;
 mod statements;
+mod webhooks;
 
 use super::commit::{parts_of, sorted_deletes};
 use super::fence::Fences;
@@ -262,6 +263,10 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl Store for PostgresStore {
+    fn webhook_rows(&self) -> Option<&dyn actors::store::WebhookRows> {
+        Some(self)
+    }
+
     async fn close(&self) {
         PostgresStore::close(self).await
     }

@@ -36,6 +36,7 @@
 mod prune;
 mod rows;
 mod statements;
+mod webhooks;
 
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
@@ -387,6 +388,10 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn webhook_rows(&self) -> Option<&dyn actors::store::WebhookRows> {
+        Some(self)
+    }
+
     async fn close(&self) {
         SqliteStore::close(self).await
     }

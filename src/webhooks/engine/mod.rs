@@ -87,6 +87,28 @@ pub struct Endpoint {
     pub secrets: Vec<Secret>,
 }
 
+/// Told of what deliveries do (the server's metrics).
+pub trait Observer: Send + Sync {
+    /// An attempt was answered: `delivered` (2xx), `gone` (410) or `failed`.
+    fn attempted(&self, outcome: &'static str);
+    /// Changes were acknowledged `lag` after the newest of them committed.
+    fn acknowledged(&self, lag: Duration);
+    /// Commits after an endpoint's acknowledged point now.
+    fn behind(&self, workspace: Uuid, endpoint: &str, commits: u64);
+    /// The endpoint's task ended: it has no backlog to report.
+    fn gone(&self, workspace: Uuid, endpoint: &str);
+}
+
+/// Tells nothing to no one.
+pub struct Unobserved;
+
+impl Observer for Unobserved {
+    fn attempted(&self, _: &'static str) {}
+    fn acknowledged(&self, _: Duration) {}
+    fn behind(&self, _: Uuid, _: &str, _: u64) {}
+    fn gone(&self, _: Uuid, _: &str) {}
+}
+
 /// What every endpoint's task shares.
 pub struct Engine {
     pub store: Arc<dyn Store>,
@@ -97,6 +119,10 @@ pub struct Engine {
     pub token: Arc<dyn Fn(Uuid, FeedPoint) -> String + Send + Sync>,
     /// Milliseconds since the epoch.
     pub now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
+    /// Whether this node writes a workspace now: asked before every attempt, so that a
+    /// node whose lease has passed sends nothing more while its successor takes over.
+    pub writes: Arc<dyn Fn(Uuid) -> bool + Send + Sync>,
+    pub observer: Arc<dyn Observer>,
 }
 
 /// How long an idle endpoint waits for a commit before it looks again.
@@ -111,6 +137,8 @@ pub enum Ended {
     Ledger(String),
     /// The change log could not be read.
     Store(String),
+    /// This node no longer writes the workspace: its successor delivers.
+    NotWriter,
 }
 
 impl Engine {
@@ -134,6 +162,9 @@ impl Engine {
         loop {
             let state = workspace.state();
             let now = (self.now_ms)();
+            let behind = state.position.saturating_sub(d.acknowledged.position);
+            self.observer
+                .behind(endpoint.workspace, &endpoint.id, behind);
             match d.next_step(now, state.position) {
                 Step::Idle => {
                     if d.status == Status::Disabled {
@@ -185,6 +216,9 @@ impl Engine {
                     }
                 }
                 Step::Send => {
+                    if !(self.writes)(endpoint.workspace) {
+                        return Ended::NotWriter;
+                    }
                     let flight = d.in_flight.clone().expect("a step to send has a delivery");
                     let (id, payload) = body.clone().expect("a delivery in flight has its body");
                     debug_assert_eq!(id, flight.id);
@@ -202,6 +236,11 @@ impl Engine {
                         })
                         .await;
                     let answer = retry::judge(sent.status);
+                    self.observer.attempted(match answer {
+                        retry::Answer::Delivered => "delivered",
+                        retry::Answer::Gone => "gone",
+                        retry::Answer::Failed => "failed",
+                    });
                     let jitter = rand::thread_rng().gen::<f64>();
                     let outcome = d.answered(&id, answer, &self.schedule, (self.now_ms)(), jitter);
                     let attempt = Attempt {
@@ -224,7 +263,29 @@ impl Engine {
                             return Ended::Ledger(e);
                         }
                     }
+                    if let Some(Outcome::Acknowledged(at)) = outcome {
+                        self.observe_lag(endpoint.workspace, at).await;
+                    }
                 }
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Tells the observer how long after its commit the change at `at` was
+    /// acknowledged (the log part's commit time, usually still in the part cache's
+    /// neighbourhood: one small read).
+    async fn observe_lag(&self, workspace: Uuid, at: FeedPoint) {
+        let window = actors::store::LogWindow {
+            after: (at.position.saturating_sub(1), u32::MAX),
+            upto: at.position,
+            max_parts: 1,
+        };
+        if let Ok(read) = self.store.read_changes(workspace, window).await {
+            if let Some(part) = read.parts.first() {
+                let lag = ((self.now_ms)() - part.committed_at_ms).max(0) as u64;
+                self.observer.acknowledged(Duration::from_millis(lag));
             }
         }
     }

@@ -192,6 +192,8 @@ fn engine(store: Arc<MemoryStore>) -> Engine {
         schedule: QUICK,
         token: Arc::new(|_, p: FeedPoint| format!("{}.{}.{}", p.position, p.part, p.index)),
         now_ms: Arc::new(|| chrono::Utc::now().timestamp_millis()),
+        writes: Arc::new(|_| true),
+        observer: Arc::new(Unobserved),
     }
 }
 

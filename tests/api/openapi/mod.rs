@@ -101,7 +101,13 @@ fn document_is_openapi_3_1_with_sound_references() {
         .collect();
     assert_eq!(
         scopes,
-        BTreeSet::from(["read", "notes:write", "tasks:write", "records:write"])
+        BTreeSet::from([
+            "read",
+            "notes:write",
+            "tasks:write",
+            "records:write",
+            "webhooks:write"
+        ])
     );
     let mut ids = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
@@ -116,8 +122,12 @@ fn document_is_openapi_3_1_with_sound_references() {
             } else {
                 let scope = security[0]["bearer"][0].as_str().unwrap();
                 assert!(scopes.contains(scope), "{method} {path}: {scope}");
-                let write = method != "get";
-                assert_eq!(scope != "read", write, "{method} {path}: {scope}");
+                if path.starts_with("/v1/webhooks") {
+                    assert_eq!(scope, "webhooks:write", "{method} {path}");
+                } else {
+                    let write = method != "get";
+                    assert_eq!(scope != "read", write, "{method} {path}: {scope}");
+                }
             }
             // Every status is either a success described here or one of the eight errors.
             for (status, r) in op["responses"].as_object().unwrap() {
@@ -137,6 +147,7 @@ fn error_responses_are_the_eight_codes_of_the_server() {
         ErrorKind::ForbiddenScope,
         ErrorKind::NotFound,
         ErrorKind::MethodNotAllowed { allow: "GET" },
+        ErrorKind::Conflict,
         ErrorKind::RateLimited { retry_after: 1 },
         ErrorKind::Internal,
         ErrorKind::Unavailable { retry_after: 1 },
@@ -292,16 +303,32 @@ async fn served_without_a_key_and_equal_to_the_committed_file() {
 
 #[actix_web::test]
 async fn the_server_answers_exactly_the_described_operations() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = spawn_app_with(Backend::Sqlite, dir, |s| s.webhooks_allow_insecure = true).await;
     app.import_ok(&example()).await;
     let key = app
-        .key_with_scopes(&["notes:write", "tasks:write", "records:write"])
+        .key_with_scopes(&[
+            "notes:write",
+            "tasks:write",
+            "records:write",
+            "webhooks:write",
+        ])
         .await;
-    // A real record of every entity, so that described reads answer 200.
+    // A real record of every entity, so that described reads answer 200, and a webhook
+    // endpoint (deleted last: its item path comes after its sub-resources).
     let mut ids = BTreeMap::new();
     for e in Entity::ALL {
         ids.insert(e.name(), some_id(&app, e.name(), &key).await);
     }
+    let res = app
+        .req(Method::POST, "/v1/webhooks", Some(&key))
+        .json(&serde_json::json!({"url": "http://127.0.0.1:9/hook"}))
+        .send()
+        .await
+        .unwrap();
+    let (s, hook) = json_of(res).await;
+    assert_eq!(s, StatusCode::CREATED, "{hook}");
+    ids.insert("webhooks", hook["data"]["id"].as_str().unwrap().to_string());
     let fill = |path: &str| -> String {
         let entity = path.split('/').nth(2).unwrap();
         match (ids.get(entity), path) {
@@ -344,7 +371,14 @@ async fn the_server_answers_exactly_the_described_operations() {
                         assert!([200, 302, 404].contains(&status.as_u16()), "{what}");
                         assert_ne!(body["error"]["message"], "no such path", "{what}");
                     }
+                    "DELETE" if path.starts_with("/v1/webhooks/") => {
+                        assert_eq!(status, StatusCode::NO_CONTENT, "{what}")
+                    }
                     "GET" | "DELETE" => assert_eq!(status, StatusCode::OK, "{what}"),
+                    // A rotation takes no body.
+                    "POST" if path.ends_with("/rotate-secret") => {
+                        assert_eq!(status, StatusCode::CREATED, "{what}")
+                    }
                     // A write with an empty object reached its handler's body check.
                     _ => {
                         assert_error(status, &body, 400, "BAD_REQUEST");

@@ -30,6 +30,15 @@ pub(super) fn components() -> Value {
         ("ContactPatch", record_patch(Entity::Contacts)),
         ("CompanyPatch", record_patch(Entity::Companies)),
         ("JobPatch", record_patch(Entity::Jobs)),
+        ("NewWebhook", super::webhooks::new_webhook()),
+        ("WebhookPatch", super::webhooks::webhook_patch()),
+        ("WebhookReplay", super::webhooks::webhook_replay()),
+        ("WebhookEndpoint", super::webhooks::webhook_endpoint()),
+        (
+            "WebhookEndpointWithSecret",
+            super::webhooks::webhook_endpoint_with_secret(),
+        ),
+        ("WebhookAttempt", super::webhooks::webhook_attempt()),
     ] {
         schemas.insert(name.to_string(), schema);
     }
@@ -48,6 +57,7 @@ pub(super) fn components() -> Value {
                 "notes:write": "Create, update and delete notes.",
                 "tasks:write": "Create, update and delete tasks.",
                 "records:write": "Update allow-listed fields of candidates, contacts, companies and jobs.",
+                "webhooks:write": "Manage the workspace's webhook endpoints (every /v1/webhooks call).",
             },
         }},
         "schemas": schemas,
@@ -123,9 +133,9 @@ pub(super) struct ErrorDoc {
     pub(super) extra_header: Option<&'static str>,
 }
 
-/// The spec's eight codes (`http::errors::ErrorKind::code` renders the same strings; the
-/// test of the document checks that every kind is here).
-pub(super) const ERRORS: [ErrorDoc; 8] = [
+/// The spec's eight codes and the webhooks' `CONFLICT` (`http::errors::ErrorKind::code`
+/// renders the same strings; the test of the document checks that every kind is here).
+pub(super) const ERRORS: [ErrorDoc; 9] = [
     ErrorDoc {
         status: 400,
         code: "BAD_REQUEST",
@@ -168,6 +178,14 @@ an id in an unexpected format is also 404; private items by id; download of an u
         response: "MethodNotAllowed",
         when: "The path exists, the method does not: the answer to any method a path of this document does not list. The `Allow` header lists the path's methods.",
         extra_header: Some("Allow"),
+    },
+    ErrorDoc {
+        status: 409,
+        code: "CONFLICT",
+        schema: "ConflictError",
+        response: "Conflict",
+        when: "The request is valid but the resource's state refuses it: a workspace that has its most webhook endpoints (20).",
+        extra_header: None,
     },
     ErrorDoc {
         status: 429,

@@ -33,6 +33,7 @@ mod components;
 mod operations;
 mod schemas;
 mod texts;
+mod webhooks;
 
 use bodies::*;
 use common::*;
@@ -133,6 +134,7 @@ pub fn document() -> Value {
             {"name": "counts", "description": "Record counts."},
             {"name": "changes", "description": "The change feed: every change, deletions included, in commit order."},
             {"name": "writes", "description": "Notes, tasks and allow-listed record fields."},
+            {"name": "webhooks", "description": "The change feed pushed to an integrator's endpoint: signed, in commit order, never lost."},
             {"name": "document", "description": "This document."},
         ],
         "paths": paths,

@@ -115,6 +115,9 @@ pub(super) fn op(
 
 pub(super) fn operation(p: &DescribedPath, method: &str) -> Value {
     let e = p.entity;
+    if let Some(described) = super::webhooks::operation(p.pattern, method) {
+        return described;
+    }
     match (p.pattern, method) {
         (http::OPENAPI, "GET") => json!({
             "operationId": "getOpenApiDocument",

@@ -96,7 +96,8 @@ One key belongs to one workspace and determines it. Scopes, deny-by-default, cho
 - `read`: every key has it; all GET endpoints.\n\
 - `notes:write`: POST /v1/notes, PATCH and DELETE /v1/notes/{id}.\n\
 - `tasks:write`: POST /v1/tasks, PATCH and DELETE /v1/tasks/{id}.\n\
-- `records:write`: PATCH /v1/{entity}/{id} of candidates, contacts, companies and jobs.\n\n\
+- `records:write`: PATCH /v1/{entity}/{id} of candidates, contacts, companies and jobs.\n\
+- `webhooks:write`: every /v1/webhooks call (the endpoints that push the change feed).\n\n\
 Missing, malformed, unknown or revoked key: 401 UNAUTHORIZED. Valid key lacking the scope an endpoint needs: 403 FORBIDDEN_SCOPE. \
 A key stops working when the person who created it loses access to the workspace; revocation takes effect on the next request. \
 Keys are for server-side use only.";

@@ -1,0 +1,481 @@
+//! A node's webhooks: the endpoints of the workspaces it writes, each delivered by a
+//! task of its own, and the API's operations on them.
+//!
+//! - **Who delivers.** A workspace's endpoints are delivered by its writer, the node
+//!   every `/v1/` request of the workspace reaches. A look every [`LOOK_EVERY`] starts
+//!   the tasks of workspaces this node has come to write (resuming from the stored
+//!   acknowledged point) and stops those it no longer writes. The store refuses an
+//!   acknowledgement from a node that has lost the lease (fenced as a commit is), and
+//!   such a refusal stops the task at once: two nodes never move one endpoint's point.
+//! - **Changes to an endpoint** (the API's create, patch, delete, replay, rotation) stop
+//!   its task, write the row, and start it again from the row: one writer of a row at a
+//!   time, and the endpoint's operations one at a time per workspace.
+//! - **Memory.** A task holds its endpoint's row, its points and the delivery in flight;
+//!   the changes waiting are in the log, read when their batch is made.
+
+use super::deliverer::{Deliverer, Reason};
+use super::engine::{Attempt, Ended, Endpoint, Engine, Ledger};
+use super::sealing::{DataKey, Keyring};
+use super::secret::Secret;
+use super::stored::{StoredAttempt, StoredEndpoint, ATTEMPTS_KEPT};
+use actors::registry::Registry;
+use actors::store::{StoreError, WebhookRows, WebhookWrite};
+use dashmap::DashMap;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// How often the node looks for workspaces whose deliveries it should start or stop.
+pub const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether this node writes a workspace now.
+pub type Writes = Arc<dyn Fn(Uuid) -> bool + Send + Sync>;
+
+/// What the API's operations fail with.
+#[derive(Debug)]
+pub enum HubError {
+    /// No such endpoint in the workspace.
+    NotFound,
+    /// The workspace has its most endpoints.
+    TooMany,
+    /// The node has no data key to seal secrets with.
+    NoKey,
+    Store(StoreError),
+}
+
+impl From<StoreError> for HubError {
+    fn from(e: StoreError) -> Self {
+        HubError::Store(e)
+    }
+}
+
+/// A running task.
+struct Running {
+    task: JoinHandle<()>,
+}
+
+/// The node's webhooks (see the module's docs).
+pub struct Hub {
+    engine: Arc<Engine>,
+    registry: Arc<Registry>,
+    keys: Option<Arc<Keyring>>,
+    writes: Writes,
+    /// Tasks by workspace and endpoint.
+    running: Mutex<HashMap<(Uuid, String), Running>>,
+    /// Workspaces whose tasks this node has started (and keeps running).
+    started: Mutex<HashSet<Uuid>>,
+    /// One change to a workspace's endpoints at a time.
+    changing: DashMap<Uuid, Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl Hub {
+    pub fn new(
+        engine: Arc<Engine>,
+        registry: Arc<Registry>,
+        keys: Option<Arc<Keyring>>,
+        writes: Writes,
+    ) -> Arc<Hub> {
+        Arc::new(Hub {
+            engine,
+            registry,
+            keys,
+            writes,
+            running: Mutex::default(),
+            started: Mutex::default(),
+            changing: DashMap::new(),
+        })
+    }
+
+    /// The data keys this node knows.
+    pub fn keyring(&self) -> Result<&Arc<Keyring>, HubError> {
+        self.keys.as_ref().ok_or(HubError::NoKey)
+    }
+
+    /// What every endpoint's task reads and sends with.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Starts and stops tasks every [`LOOK_EVERY`] until the returned task is aborted.
+    pub fn start(self: &Arc<Self>) -> JoinHandle<()> {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = hub.look().await {
+                    tracing::warn!(error = %e, "looking for webhook endpoints to deliver");
+                }
+                tokio::time::sleep(LOOK_EVERY).await;
+            }
+        })
+    }
+
+    /// One look (see the module's docs).
+    pub async fn look(self: &Arc<Self>) -> Result<(), StoreError> {
+        // Tasks that ended: a disabled endpoint's for good; any other's again at the
+        // next look of its workspace.
+        let ended: Vec<(Uuid, String)> = {
+            let mut running = self.running.lock();
+            let done: Vec<_> = running
+                .iter()
+                .filter(|(_, r)| r.task.is_finished())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in &done {
+                running.remove(k);
+            }
+            done
+        };
+        for (ws, _) in &ended {
+            self.started.lock().remove(ws);
+        }
+        // Workspaces no longer written here.
+        let gone: Vec<Uuid> = self
+            .started
+            .lock()
+            .iter()
+            .copied()
+            .filter(|ws| !(self.writes)(*ws))
+            .collect();
+        for ws in gone {
+            self.stop_workspace(ws).await;
+        }
+        let with_endpoints = self.rows()?.workspaces().await?;
+        for ws in with_endpoints {
+            if self.started.lock().contains(&ws) || !(self.writes)(ws) {
+                continue;
+            }
+            if self.registry.handle(ws).is_none() {
+                continue;
+            }
+            let lock = self.lock(ws);
+            let _held = lock.lock().await;
+            for (_, body) in self.rows()?.endpoints(ws).await? {
+                match StoredEndpoint::parse(&body) {
+                    Ok(row) => self.run(ws, row),
+                    Err(e) => tracing::error!(workspace = %ws, error = %e, "skipping an endpoint"),
+                }
+            }
+            self.started.lock().insert(ws);
+        }
+        Ok(())
+    }
+
+    /// Stops every task of a workspace (this node no longer writes it).
+    async fn stop_workspace(&self, ws: Uuid) {
+        let tasks: Vec<((Uuid, String), Running)> = {
+            let mut running = self.running.lock();
+            let keys: Vec<_> = running.keys().filter(|k| k.0 == ws).cloned().collect();
+            keys.into_iter()
+                .filter_map(|k| running.remove(&k).map(|r| (k, r)))
+                .collect()
+        };
+        for ((ws, id), r) in tasks {
+            r.task.abort();
+            let _ = r.task.await;
+            self.engine.observer.gone(ws, &id);
+        }
+        self.started.lock().remove(&ws);
+    }
+
+    /// Stops every task (the server is stopping).
+    pub async fn stop_everything(&self) {
+        let tasks: Vec<Running> = self.running.lock().drain().map(|(_, r)| r).collect();
+        for r in tasks {
+            r.task.abort();
+            let _ = r.task.await;
+        }
+        self.started.lock().clear();
+    }
+
+    /// Stops one endpoint's task and waits until it has ended: no write of its row is
+    /// under way after this.
+    async fn stop(&self, ws: Uuid, id: &str) {
+        let task = self.running.lock().remove(&(ws, id.to_string()));
+        if let Some(r) = task {
+            r.task.abort();
+            let _ = r.task.await;
+            self.engine.observer.gone(ws, id);
+        }
+    }
+
+    /// Starts `row`'s task, unless it is disabled, its workspace is not loaded here, or
+    /// its secrets do not open with this node's key.
+    fn run(self: &Arc<Self>, ws: Uuid, row: StoredEndpoint) {
+        let running_key = (ws, row.id.clone());
+        if self
+            .running
+            .lock()
+            .get(&running_key)
+            .is_some_and(|r| !r.task.is_finished())
+        {
+            return;
+        }
+        let d = row.deliverer();
+        if d.status == super::deliverer::Status::Disabled {
+            return;
+        }
+        let Some(handle) = self.registry.handle(ws) else {
+            return;
+        };
+        let Ok(keys) = self.keyring().cloned() else {
+            tracing::error!(workspace = %ws, endpoint = %row.id,
+                "no webhook data key on this node: the endpoint is not delivered");
+            return;
+        };
+        let Ok(url) = url::Url::parse(&row.url) else {
+            tracing::error!(workspace = %ws, endpoint = %row.id, "the endpoint's url is unreadable");
+            return;
+        };
+        let (id, entities, row_key) = (row.id.clone(), row.entity_filter(), row.key.clone());
+        let engine = self.engine.clone();
+        let ledger = RowLedger {
+            store: engine.store.clone(),
+            workspace: ws,
+            row: Mutex::new(row),
+        };
+        let task = tokio::spawn(async move {
+            // The key the row was sealed under: this node's, or learned from the node
+            // that sealed it.
+            let now = (engine.now_ms)();
+            let secrets = match keys.get(&row_key).await {
+                Some(key) => row_secrets(&ledger, &key, now),
+                None => None,
+            };
+            let Some(secrets) = secrets else {
+                tracing::error!(workspace = %ws, endpoint = %id,
+                    "the endpoint's secrets do not open with any webhook key this node can \
+                     get: not delivered until its secret is rotated");
+                return;
+            };
+            let endpoint = Endpoint {
+                workspace: ws,
+                id,
+                url,
+                entities,
+                secrets,
+            };
+            let ended = engine.run(&endpoint, d, &handle, &ledger).await;
+            engine.observer.gone(ws, &endpoint.id);
+            match &ended {
+                Ended::Disabled(d) => tracing::info!(workspace = %ws, endpoint = %endpoint.id,
+                    reason = d.reason.map(Reason::as_str), "webhook endpoint disabled"),
+                Ended::Ledger(e) | Ended::Store(e) => {
+                    tracing::warn!(workspace = %ws, endpoint = %endpoint.id, error = %e,
+                        "webhook deliveries stopped on this node")
+                }
+                Ended::NotWriter => tracing::info!(workspace = %ws, endpoint = %endpoint.id,
+                    "webhook deliveries handed to the workspace's next writer"),
+            }
+        });
+        self.running.lock().insert(running_key, Running { task });
+    }
+
+    fn rows(&self) -> Result<&dyn WebhookRows, StoreError> {
+        rows(&*self.engine.store)
+    }
+
+    fn lock(&self, ws: Uuid) -> Arc<tokio::sync::Mutex<()>> {
+        self.changing.entry(ws).or_default().clone()
+    }
+
+    /// The workspace's endpoints, in id order.
+    pub async fn list(&self, ws: Uuid) -> Result<Vec<StoredEndpoint>, HubError> {
+        let rows = self.rows()?.endpoints(ws).await?;
+        rows.iter()
+            .map(|(_, body)| StoredEndpoint::parse(body).map_err(corrupt))
+            .collect()
+    }
+
+    /// One endpoint.
+    pub async fn get(&self, ws: Uuid, id: &str) -> Result<StoredEndpoint, HubError> {
+        let rows = self.rows()?.endpoints(ws).await?;
+        let (_, body) = rows
+            .iter()
+            .find(|(i, _)| i == id)
+            .ok_or(HubError::NotFound)?;
+        StoredEndpoint::parse(body).map_err(corrupt)
+    }
+
+    /// Adds an endpoint (`row` without secrets) with a new secret, which is returned.
+    pub async fn create(
+        self: &Arc<Self>,
+        ws: Uuid,
+        mut row: StoredEndpoint,
+        most: usize,
+    ) -> Result<(StoredEndpoint, Secret), HubError> {
+        let key = self.keyring()?.own();
+        let lock = self.lock(ws);
+        let _held = lock.lock().await;
+        if self.rows()?.endpoints(ws).await?.len() >= most {
+            return Err(HubError::TooMany);
+        }
+        let secret = Secret::generate();
+        row.set_secret(&key, &secret, row.created_at_ms, row.created_at_ms);
+        self.put(ws, &row).await?;
+        self.run(ws, row.clone());
+        Ok((row, secret))
+    }
+
+    /// Changes an endpoint with `change` (which may fail, changing nothing), its task
+    /// stopped meanwhile and started again from the row written.
+    pub async fn change<T>(
+        self: &Arc<Self>,
+        ws: Uuid,
+        id: &str,
+        change: impl FnOnce(&mut StoredEndpoint, &DataKey) -> Result<T, HubError>,
+    ) -> Result<(StoredEndpoint, T), HubError> {
+        let keys = self.keyring()?.clone();
+        let key = keys.own();
+        let lock = self.lock(ws);
+        let _held = lock.lock().await;
+        self.stop(ws, id).await;
+        let mut row = match self.get(ws, id).await {
+            Ok(row) => row,
+            Err(e) => {
+                // Its task is started again by the next look, if it exists.
+                self.started.lock().remove(&ws);
+                return Err(e);
+            }
+        };
+        let before = row.clone();
+        if row.key != key.fingerprint() {
+            // Sealed by another node: sealed again under this node's key, so that the
+            // row's secrets stay with the keys of nodes alive.
+            let from = keys.get(&row.key).await;
+            row.reseal(from.as_deref(), &key, (self.engine.now_ms)());
+        }
+        let out = change(&mut row, &key);
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                self.run(ws, before);
+                return Err(e);
+            }
+        };
+        row.updated_at_ms = (self.engine.now_ms)();
+        if let Err(e) = self.put(ws, &row).await {
+            self.run(ws, before);
+            return Err(e.into());
+        }
+        self.run(ws, row.clone());
+        Ok((row, out))
+    }
+
+    /// Removes an endpoint: no delivery of it starts after this returns.
+    pub async fn delete(&self, ws: Uuid, id: &str) -> Result<(), HubError> {
+        let lock = self.lock(ws);
+        let _held = lock.lock().await;
+        self.get(ws, id).await?;
+        self.stop(ws, id).await;
+        let remove = WebhookWrite::Remove { id: id.to_string() };
+        self.rows()?.write(ws, &[remove]).await?;
+        Ok(())
+    }
+
+    /// The endpoint's newest attempts, newest first.
+    pub async fn deliveries(
+        &self,
+        ws: Uuid,
+        id: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredAttempt>, HubError> {
+        self.get(ws, id).await?;
+        let bodies = self.rows()?.attempts(ws, id, limit).await?;
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(|e| corrupt(e.to_string())))
+            .collect()
+    }
+
+    async fn put(&self, ws: Uuid, row: &StoredEndpoint) -> Result<(), StoreError> {
+        let put = WebhookWrite::Put {
+            id: row.id.clone(),
+            body: row.to_body(),
+        };
+        self.rows()?.write(ws, &[put]).await
+    }
+
+    /// Endpoints with a running task (for tests and the cluster view).
+    pub fn running(&self) -> usize {
+        self.running.lock().len()
+    }
+}
+
+/// The secrets that sign for the ledger's row now, opened with `key`.
+fn row_secrets(ledger: &RowLedger, key: &DataKey, now_ms: i64) -> Option<Vec<Secret>> {
+    ledger.row.lock().signing_secrets(key, now_ms)
+}
+
+/// Where the store keeps the endpoints.
+fn rows(store: &dyn actors::store::Store) -> Result<&dyn WebhookRows, StoreError> {
+    store
+        .webhook_rows()
+        .ok_or_else(|| StoreError::Other("this store keeps no webhook endpoints".into()))
+}
+
+fn corrupt(e: String) -> HubError {
+    HubError::Store(StoreError::Corrupt(e))
+}
+
+/// The engine's ledger on the store: the endpoint's row, moved with each record.
+struct RowLedger {
+    store: Arc<dyn actors::store::Store>,
+    workspace: Uuid,
+    row: Mutex<StoredEndpoint>,
+}
+
+impl RowLedger {
+    fn row_after(&self, d: &Deliverer, attempt: Option<&Attempt>) -> StoredEndpoint {
+        let mut row = self.row.lock();
+        row.follow(d);
+        if let Some(a) = attempt {
+            row.last_attempt = Some(a.into());
+        }
+        row.clone()
+    }
+
+    async fn write(&self, writes: &[WebhookWrite]) -> Result<(), String> {
+        rows(&*self.store)
+            .map_err(|e| e.to_string())?
+            .write(self.workspace, writes)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[async_trait::async_trait]
+impl Ledger for RowLedger {
+    async fn attempted(
+        &self,
+        endpoint: &str,
+        attempt: &Attempt,
+        d: &Deliverer,
+    ) -> Result<(), String> {
+        let row = self.row_after(d, Some(attempt));
+        let stored = StoredAttempt::from(attempt);
+        self.write(&[
+            WebhookWrite::Attempt {
+                endpoint: endpoint.to_string(),
+                body: serde_json::to_string(&stored).expect("an attempt serialises"),
+                keep: ATTEMPTS_KEPT,
+            },
+            WebhookWrite::Put {
+                id: endpoint.to_string(),
+                body: row.to_body(),
+            },
+        ])
+        .await
+    }
+
+    async fn moved(&self, endpoint: &str, d: &Deliverer) -> Result<(), String> {
+        let row = self.row_after(d, None);
+        self.write(&[WebhookWrite::Put {
+            id: endpoint.to_string(),
+            body: row.to_body(),
+        }])
+        .await
+    }
+}
