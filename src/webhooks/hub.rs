@@ -69,6 +69,8 @@ pub struct Hub {
     started: Mutex<HashSet<Uuid>>,
     /// One change to a workspace's endpoints at a time.
     changing: DashMap<Uuid, Arc<tokio::sync::Mutex<()>>>,
+    /// Each workspace's endpoints' records, committed together.
+    writers: DashMap<Uuid, Arc<GroupWriter>>,
 }
 
 impl Hub {
@@ -86,6 +88,7 @@ impl Hub {
             running: Mutex::default(),
             started: Mutex::default(),
             changing: DashMap::new(),
+            writers: DashMap::new(),
         })
     }
 
@@ -232,9 +235,9 @@ impl Hub {
         let (id, entities, row_key) = (row.id.clone(), row.entity_filter(), row.key.clone());
         let engine = self.engine.clone();
         let ledger = RowLedger {
-            store: engine.store.clone(),
-            workspace: ws,
+            writer: self.group_writer(ws),
             row: Mutex::new(row),
+            stored: Mutex::new(None),
         };
         let task = tokio::spawn(async move {
             // The key the row was sealed under: this node's, or learned from the node
@@ -275,6 +278,14 @@ impl Hub {
 
     fn rows(&self) -> Result<&dyn WebhookRows, StoreError> {
         rows(&*self.engine.store)
+    }
+
+    /// The workspace's group writer, started on first use.
+    fn group_writer(&self, ws: Uuid) -> Arc<GroupWriter> {
+        self.writers
+            .entry(ws)
+            .or_insert_with(|| GroupWriter::start(self.engine.store.clone(), ws))
+            .clone()
     }
 
     fn lock(&self, ws: Uuid) -> Arc<tokio::sync::Mutex<()>> {
@@ -420,11 +431,13 @@ fn corrupt(e: String) -> HubError {
     HubError::Store(StoreError::Corrupt(e))
 }
 
-/// The engine's ledger on the store: the endpoint's row, moved with each record.
+/// The engine's ledger on the store: the endpoint's row, moved with each record, its
+/// writes committed with the other endpoints' of the workspace ([`GroupWriter`]).
 struct RowLedger {
-    store: Arc<dyn actors::store::Store>,
-    workspace: Uuid,
+    writer: Arc<GroupWriter>,
     row: Mutex<StoredEndpoint>,
+    /// The row's body as last stored: a move that changes nothing is not written again.
+    stored: Mutex<Option<String>>,
 }
 
 impl RowLedger {
@@ -437,12 +450,65 @@ impl RowLedger {
         row.clone()
     }
 
-    async fn write(&self, writes: &[WebhookWrite]) -> Result<(), String> {
-        rows(&*self.store)
-            .map_err(|e| e.to_string())?
-            .write(self.workspace, writes)
-            .await
-            .map_err(|e| e.to_string())
+    async fn write(&self, mut writes: Vec<WebhookWrite>, body: String) -> Result<(), String> {
+        let id = self.row.lock().id.clone();
+        writes.push(WebhookWrite::Put {
+            id,
+            body: body.clone(),
+        });
+        self.writer.write(writes).await.map_err(|e| e.to_string())?;
+        *self.stored.lock() = Some(body);
+        Ok(())
+    }
+}
+
+/// One job of a [`GroupWriter`]: its writes, and where their outcome goes.
+type GroupJob = (
+    Vec<WebhookWrite>,
+    tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+);
+
+/// Commits a workspace's endpoints' records together: the writes that queued while a
+/// transaction ran go in the next one, so ten endpoints acknowledging at once cost
+/// one transaction, not ten (a store's writer is shared with the workspaces' commits).
+pub struct GroupWriter {
+    queue: tokio::sync::mpsc::UnboundedSender<GroupJob>,
+}
+
+/// Most writes one group transaction takes.
+const GROUP_MOST: usize = 256;
+
+impl GroupWriter {
+    fn start(store: Arc<dyn actors::store::Store>, workspace: Uuid) -> Arc<GroupWriter> {
+        let (queue, mut jobs) = tokio::sync::mpsc::unbounded_channel::<GroupJob>();
+        tokio::spawn(async move {
+            while let Some(first) = jobs.recv().await {
+                let mut group = vec![first];
+                while group.len() < GROUP_MOST {
+                    match jobs.try_recv() {
+                        Ok(job) => group.push(job),
+                        Err(_) => break,
+                    }
+                }
+                let writes: Vec<WebhookWrite> =
+                    group.iter().flat_map(|(w, _)| w.iter().cloned()).collect();
+                let outcome = match rows(&*store) {
+                    Ok(rows) => rows.write(workspace, &writes).await,
+                    Err(e) => Err(e),
+                };
+                for (_, done) in group {
+                    let _ = done.send(outcome.clone());
+                }
+            }
+        });
+        Arc::new(GroupWriter { queue })
+    }
+
+    async fn write(&self, writes: Vec<WebhookWrite>) -> Result<(), StoreError> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let stopped = || StoreError::Unavailable("the webhook writer stopped".into());
+        self.queue.send((writes, done)).map_err(|_| stopped())?;
+        outcome.await.map_err(|_| stopped())?
     }
 }
 
@@ -456,26 +522,20 @@ impl Ledger for RowLedger {
     ) -> Result<(), String> {
         let row = self.row_after(d, Some(attempt));
         let stored = StoredAttempt::from(attempt);
-        self.write(&[
-            WebhookWrite::Attempt {
-                endpoint: endpoint.to_string(),
-                body: serde_json::to_string(&stored).expect("an attempt serialises"),
-                keep: ATTEMPTS_KEPT,
-            },
-            WebhookWrite::Put {
-                id: endpoint.to_string(),
-                body: row.to_body(),
-            },
-        ])
-        .await
+        let record = WebhookWrite::Attempt {
+            endpoint: endpoint.to_string(),
+            body: serde_json::to_string(&stored).expect("an attempt serialises"),
+            keep: ATTEMPTS_KEPT,
+        };
+        self.write(vec![record], row.to_body()).await
     }
 
-    async fn moved(&self, endpoint: &str, d: &Deliverer) -> Result<(), String> {
-        let row = self.row_after(d, None);
-        self.write(&[WebhookWrite::Put {
-            id: endpoint.to_string(),
-            body: row.to_body(),
-        }])
-        .await
+    async fn moved(&self, _endpoint: &str, d: &Deliverer) -> Result<(), String> {
+        let body = self.row_after(d, None).to_body();
+        if self.stored.lock().as_deref() == Some(body.as_str()) {
+            // Stored with the attempt that moved it.
+            return Ok(());
+        }
+        self.write(Vec::new(), body).await
     }
 }
