@@ -159,6 +159,10 @@ impl Engine {
         };
         // The delivery in flight: its id and body, the same on every attempt.
         let mut body: Option<(String, Bytes)> = None;
+        // Whether it is a full batch: more is waiting (a catch-up), so the next one is
+        // made while it is sent. A live endpoint's small batches are not: the next is
+        // made from the freshest state once this one is answered, and holds more.
+        let mut full = false;
         loop {
             let state = workspace.state();
             let now = (self.now_ms)();
@@ -190,7 +194,8 @@ impl Engine {
                     .await;
                     match made {
                         Ok(Next::Batch(b)) => {
-                            let id = format!("whd_{}", Uuid::new_v4().simple());
+                            full = is_full(&b);
+                            let id = delivery_id();
                             d.prepared(Ok((id.clone(), b.since, b.next)));
                             body = Some((id, Bytes::from(b.body)));
                         }
@@ -225,16 +230,34 @@ impl Engine {
                     let at_ms = (self.now_ms)();
                     let timestamp = at_ms.div_euclid(1000);
                     let signed = signature::header(&endpoint.secrets, &id, timestamp, &payload);
-                    let sent = self
-                        .sender
-                        .send(&Request {
-                            url: &endpoint.url,
-                            webhook_id: &id,
-                            timestamp,
-                            signature: &signed,
-                            body: payload,
-                        })
-                        .await;
+                    let request = Request {
+                        url: &endpoint.url,
+                        webhook_id: &id,
+                        timestamp,
+                        signature: &signed,
+                        body: payload,
+                    };
+                    let sending = self.sender.send(&request);
+                    // While the receiver answers, the batch after this one is made
+                    // (when the state already holds more): sent only once this one is
+                    // acknowledged and that is stored, and dropped otherwise.
+                    let ahead = async {
+                        if !full || state.position < flight.next.position {
+                            return None;
+                        }
+                        let entities = &endpoint.entities;
+                        let next = flight.next;
+                        let made = batch::next_batch(
+                            &*self.store,
+                            &self.cache,
+                            &state,
+                            next,
+                            entities,
+                            &envelope,
+                        );
+                        Some(made.await)
+                    };
+                    let (sent, ahead) = tokio::join!(sending, ahead);
                     let answer = retry::judge(sent.status);
                     self.observer.attempted(match answer {
                         retry::Answer::Delivered => "delivered",
@@ -251,7 +274,14 @@ impl Engine {
                         sent,
                         at_ms,
                     };
-                    if let Err(e) = ledger.attempted(&endpoint.id, &attempt, &d).await {
+                    let lag = async {
+                        if let Some(Outcome::Acknowledged(at)) = outcome {
+                            self.observe_lag(endpoint.workspace, at).await;
+                        }
+                    };
+                    let (stored, ()) =
+                        tokio::join!(ledger.attempted(&endpoint.id, &attempt, &d), lag);
+                    if let Err(e) = stored {
                         return Ended::Ledger(e);
                     }
                     if matches!(
@@ -263,13 +293,30 @@ impl Engine {
                             return Ended::Ledger(e);
                         }
                     }
-                    if let Some(Outcome::Acknowledged(at)) = outcome {
-                        self.observe_lag(endpoint.workspace, at).await;
+                    if let (Some(Outcome::Acknowledged(at)), Some(Ok(Next::Batch(b)))) =
+                        (outcome, ahead)
+                    {
+                        if d.in_flight.is_none() && b.since == at {
+                            full = is_full(&b);
+                            let id = delivery_id();
+                            d.prepared(Ok((id.clone(), b.since, b.next)));
+                            body = Some((id, Bytes::from(b.body)));
+                        }
                     }
                 }
             }
         }
     }
+}
+
+/// Whether a batch is as large as a delivery may be: more changes wait after it.
+fn is_full(b: &batch::Batch) -> bool {
+    b.changes >= batch::MOST_CHANGES || b.body.len() >= batch::MOST_BYTES / 2
+}
+
+/// A new delivery's `webhook-id`.
+fn delivery_id() -> String {
+    format!("whd_{}", Uuid::new_v4().simple())
 }
 
 impl Engine {
