@@ -9,6 +9,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+/// Longest a name's resolution may take.
+pub const RESOLVE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The longest URL an endpoint may have.
 pub const MAX_URL_LEN: usize = 2048;
 
@@ -72,10 +75,15 @@ pub async fn resolve(url: &url::Url, policy: Policy) -> Result<Vec<SocketAddr>, 
         None => return Err(Refusal::NotAUrl),
         Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
         Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
-        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|_| Refusal::DoesNotResolve)?
-            .collect(),
+        // A resolver that does not answer in time is a name that does not resolve: a
+        // registration is answered, and a delivery retried, rather than held.
+        Some(url::Host::Domain(name)) => {
+            tokio::time::timeout(RESOLVE_WITHIN, tokio::net::lookup_host((name, port)))
+                .await
+                .map_err(|_| Refusal::DoesNotResolve)?
+                .map_err(|_| Refusal::DoesNotResolve)?
+                .collect()
+        }
     };
     if addrs.is_empty() {
         return Err(Refusal::DoesNotResolve);
