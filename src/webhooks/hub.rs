@@ -408,11 +408,6 @@ impl Hub {
         };
         self.rows()?.write(ws, &[put]).await
     }
-
-    /// Endpoints with a running task (for tests and the cluster view).
-    pub fn running(&self) -> usize {
-        self.running.lock().len()
-    }
 }
 
 /// The secrets that sign for the ledger's row now, opened with `key`.
@@ -471,7 +466,7 @@ type GroupJob = (
 /// Commits a workspace's endpoints' records together: the writes that queued while a
 /// transaction ran go in the next one, so ten endpoints acknowledging at once cost
 /// one transaction, not ten (a store's writer is shared with the workspaces' commits).
-pub struct GroupWriter {
+struct GroupWriter {
     queue: tokio::sync::mpsc::UnboundedSender<GroupJob>,
 }
 
