@@ -37,11 +37,12 @@ lt_drop_caches() {
   echo 3 2>/dev/null >/proc/sys/vm/drop_caches || true
 }
 
-# Starts recruitd on DATA (its output in $OUT/server-$1.out and .log).
+# Starts recruitd on DATA (its output appended to $OUT/server-$1.out and .log), with
+# the caller's SERVE_ARGS (an array) after serve's own.
 lt_start_server() {
   "$BIN/recruitd" --data-dir "$DATA" "${store[@]}" serve \
     --listen "127.0.0.1:$API_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-    >"$OUT/server-$1.out" 2>"$OUT/server-$1.log" &
+    ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} >>"$OUT/server-$1.out" 2>>"$OUT/server-$1.log" &
   server_pid=$!
 }
 

@@ -212,6 +212,26 @@ pub struct RunArgs {
     /// sync --mode webhooks: endpoints registered (at most 20 a workspace).
     #[arg(long)]
     pub endpoints: Option<usize>,
+    /// sync --mode webhooks: the share of deliveries the receiver answers 500 without
+    /// taking them.
+    #[arg(long)]
+    pub fail_share: Option<f64>,
+    /// sync --mode webhooks: the share of deliveries the receiver takes but answers only
+    /// after `--slow-secs` (past the server's 10 s: a timeout, then a repeat).
+    #[arg(long)]
+    pub slow_share: Option<f64>,
+    /// sync --mode webhooks: how long a slow answer takes (default 11 s).
+    #[arg(long)]
+    pub slow_secs: Option<f64>,
+    /// sync --mode webhooks: the share of deliveries the receiver takes and then closes
+    /// the connection without answering.
+    #[arg(long)]
+    pub reset_share: Option<f64>,
+    /// sync --mode webhooks: how many of the endpoints (the last ones) hang: every
+    /// delivery held 10 s, then answered 503 without being taken. They are left out of
+    /// the completeness checks; the others must be unaffected.
+    #[arg(long)]
+    pub hanging: Option<usize>,
     /// write: weights, e.g. `notes=40,tasks=20,note_patches=15,task_patches=10,record_patches=15`.
     #[arg(long, value_parser = parse_mix)]
     pub mix: Option<BTreeMap<String, u32>>,
@@ -385,6 +405,22 @@ pub struct SyncSettings {
     pub write_rate: f64,
     /// `--mode webhooks`: endpoints registered.
     pub endpoints: usize,
+    /// `--mode webhooks`: how the receiver misbehaves.
+    pub faults: ReceiverFaults,
+}
+
+/// `sync --mode webhooks`: faults the receiver produces on purpose.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReceiverFaults {
+    /// Share of deliveries answered 500, not taken.
+    pub fail: f64,
+    /// Share of deliveries taken but answered after `slow_secs`.
+    pub slow: f64,
+    pub slow_secs: f64,
+    /// Share of deliveries taken, then the connection closed with no answer.
+    pub reset: f64,
+    /// The last `hanging` endpoints hold every delivery 10 s and answer 503.
+    pub hanging: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -550,6 +586,13 @@ impl Settings {
                 since: a.since.clone().or(f.sync.since),
                 write_rate: a.write_rate.or(f.sync.write_rate).unwrap_or(500.0),
                 endpoints: a.endpoints.or(f.sync.endpoints).unwrap_or(10),
+                faults: ReceiverFaults {
+                    fail: a.fail_share.unwrap_or(0.0),
+                    slow: a.slow_share.unwrap_or(0.0),
+                    slow_secs: a.slow_secs.unwrap_or(11.0),
+                    reset: a.reset_share.unwrap_or(0.0),
+                    hanging: a.hanging.unwrap_or(0),
+                },
             },
             write: WriteSettings { mix },
             mixed: MixedSettings {
@@ -607,6 +650,23 @@ impl Settings {
         }
         if !(1..=20).contains(&self.sync.endpoints) {
             bail!("--endpoints must be between 1 and 20 (a workspace's most)");
+        }
+        let f = &self.sync.faults;
+        for share in [f.fail, f.slow, f.reset] {
+            if !(0.0..=1.0).contains(&share) {
+                bail!("--fail-share, --slow-share and --reset-share must be between 0 and 1");
+            }
+        }
+        if f.fail + f.slow + f.reset >= 1.0 {
+            bail!(
+                "--fail-share, --slow-share and --reset-share must leave some deliveries answered"
+            );
+        }
+        if !(f.slow_secs >= 0.0 && f.slow_secs.is_finite()) {
+            bail!("--slow-secs must be 0 or more");
+        }
+        if f.hanging >= self.sync.endpoints {
+            bail!("--hanging must leave at least one endpoint answering");
         }
         for v in [
             self.mixed.lookup_rate,

@@ -471,8 +471,11 @@ async fn run_changes(
     .await;
     let acks = load.take_acks();
     let deliveries = feed.got.deliveries.take().unwrap_or_default();
-    let label = "change delivered (write sent → feed)";
-    let (matched, unchanged) = changes::match_acks(&acks, &deliveries, feed_rec, label);
+    let labels = changes::Labels {
+        sent: "change delivered (write sent → feed)",
+        stamped: "change delivered (record's updated_at → feed)",
+    };
+    let (matched, unchanged) = changes::match_acks(&acks, &deliveries, feed_rec, &labels);
     eprintln!(
         "{} writes acknowledged: {matched} delivered, {unchanged} changed nothing; {} changes \
          received in {} answers; checking the {} records delivered ...",
@@ -565,7 +568,7 @@ async fn run_webhooks(
 ) -> anyhow::Result<(Vec<RunReport>, Option<Arc<Dataset>>)> {
     use scenarios::webhooks::{self, Receiver};
     let check_pool = Arc::new(Pool::new(target.clone(), 8));
-    let receiver = Receiver::start().await?;
+    let receiver = Receiver::start(s.sync.faults.clone()).await?;
     webhooks::register(setup, &receiver, s.sync.endpoints).await?;
     let outcome = webhook_runs(s, target, setup, &check_pool, &receiver).await;
     webhooks::remove(setup, &receiver).await;
@@ -574,35 +577,47 @@ async fn run_webhooks(
     // answer was lost), or refused (a bad signature, out of order: an error).
     let start = Instant::now();
     let rec = Recorder::new(start, start + Duration::from_secs(86_400));
-    let mirror = {
-        let mut endpoints = receiver.endpoints.lock().expect("lock");
-        let label = "webhooks: deliveries as the receiver judged them";
-        for e in endpoints.iter() {
-            let l = &e.ledger;
-            eprintln!(
-                "webhooks: endpoint {}: {} deliveries accepted, {} repeated, {} refused",
-                e.id, l.accepted, l.duplicates, l.refused
-            );
+    let label = "webhooks: deliveries as the receiver judged them";
+    let mut mirror = None;
+    receiver.each(|e| {
+        let (l, f) = (&e.ledger, &e.faulted);
+        eprintln!(
+            "webhooks: endpoint {}{}: {} deliveries accepted, {} repeated ({} after an \
+             acknowledgement in time), {} refused; faults made: {} answered 500, {} slow, \
+             {} reset, {} hung",
+            e.id,
+            if e.hanging { " (hanging)" } else { "" },
+            l.accepted,
+            l.duplicates,
+            l.duplicates_after_ack,
+            l.refused,
+            f.failed,
+            f.slow,
+            f.reset,
+            f.hung
+        );
+        rec.record(
+            label,
+            start,
+            start,
+            stats::Verdict::Ok,
+            l.accepted + l.duplicates,
+        );
+        if l.refused > 0 {
+            let why = format!("endpoint {}: {} deliveries refused", e.id, l.refused);
             rec.record(
                 label,
                 start,
                 start,
-                stats::Verdict::Ok,
-                l.accepted + l.duplicates,
+                stats::Verdict::Failed("refused", why),
+                0,
             );
-            if l.refused > 0 {
-                let why = format!("endpoint {}: {} deliveries refused", e.id, l.refused);
-                rec.record(
-                    label,
-                    start,
-                    start,
-                    stats::Verdict::Failed("refused", why),
-                    0,
-                );
-            }
         }
-        endpoints[0].mirror.take().unwrap_or_default()
-    };
+        if mirror.is_none() {
+            mirror = e.mirror.take();
+        }
+    });
+    let mirror = mirror.unwrap_or_default();
     let load = Load::Closed {
         concurrency: s.sync.endpoints,
     };
@@ -631,13 +646,7 @@ async fn webhook_runs(
         webhooks::replay(setup, receiver, since).await?;
         let behind = webhooks::caught_up(receiver, &head, Duration::from_secs(3600)).await;
         let secs = start.elapsed().as_secs_f64();
-        let got: u64 = receiver
-            .endpoints
-            .lock()
-            .expect("lock")
-            .iter()
-            .map(|e| e.changes)
-            .sum();
+        let got: u64 = receiver.each(|e| e.changes).into_iter().sum();
         eprintln!(
             "webhooks: {got} changes accepted in {secs:.2} s: {:.0} changes/s ({:.0} per endpoint)",
             got as f64 / secs,
@@ -679,20 +688,34 @@ async fn webhook_runs(
     )
     .await;
     let head = changes::current_token(check_pool).await?;
-    let behind = webhooks::caught_up(receiver, &head, Duration::from_secs(60)).await;
+    // A receiver that fails on purpose is retried with backoff (seconds, then minutes).
+    let f = &s.sync.faults;
+    let within = if f.fail + f.slow + f.reset > 0.0 {
+        900
+    } else {
+        60
+    };
+    let behind = webhooks::caught_up(receiver, &head, Duration::from_secs(within)).await;
     let acks = load.take_acks();
-    let label = "change delivered (write sent → webhook receipt)";
-    for e in receiver.endpoints.lock().expect("lock").iter() {
-        let (matched, unchanged) = changes::match_acks(&acks, &e.deliveries, hooks_rec, label);
+    let labels = changes::Labels {
+        sent: "change delivered (write sent → webhook receipt)",
+        stamped: "change delivered (record's updated_at → webhook receipt)",
+    };
+    receiver.each(|e| {
+        if e.hanging {
+            return;
+        }
+        let (matched, unchanged) = changes::match_acks(&acks, &e.deliveries, hooks_rec, &labels);
         eprintln!(
             "webhooks: endpoint {}: {matched} of {} writes delivered ({unchanged} changed nothing), {} changes",
             e.id,
             acks.len(),
             e.changes
         );
-    }
+    });
+    let label = labels.sent;
     for id in behind {
-        let why = format!("endpoint {id} not at the feed's head 60 s after the writes");
+        let why = format!("endpoint {id} not at the feed's head {within} s after the writes");
         hooks_rec.record(
             label,
             hooks_rec.measure_from,

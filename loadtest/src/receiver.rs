@@ -44,19 +44,23 @@ pub struct Headers<'a> {
 }
 
 #[derive(Deserialize)]
-struct Delivery {
+struct Delivery<'a> {
     #[serde(rename = "type")]
     kind: String,
     since: String,
     next_since: String,
-    data: Vec<Item>,
+    #[serde(borrow)]
+    data: Vec<Item<'a>>,
 }
 
+/// One change of a delivery, its record (for an upsert) left as the text it came in.
 #[derive(Deserialize)]
-struct Item {
-    entity: String,
-    id: String,
-    op: String,
+pub struct Item<'a> {
+    pub entity: String,
+    pub id: String,
+    pub op: String,
+    #[serde(borrow, default)]
+    pub record: Option<&'a serde_json::value::RawValue>,
 }
 
 /// What the receiver makes of one delivery.
@@ -65,7 +69,10 @@ pub enum Verdict {
     /// In order and signed: its changes are applied (answer 2xx).
     Accepted { changes: usize },
     /// A delivery already accepted, sent again (answer 2xx; nothing applied twice).
-    Duplicate,
+    /// `after_ack`: its first receipt was answered 2xx in time, so the sender had
+    /// its acknowledgement, and lost it (a crash before it was stored); otherwise the
+    /// first answer never reached it (a timeout, a reset): an ordinary retry.
+    Duplicate { after_ack: bool },
     /// Signed, but not starting where the last accepted one ended.
     OutOfOrder { expected: String, got: String },
     /// No signature of the endpoint's secret matches.
@@ -83,10 +90,14 @@ pub struct Ledger {
     /// registered, then each accepted delivery's `next_since`.
     expected_since: String,
     accepted_ids: HashSet<String>,
+    /// The accepted deliveries whose 2xx went out in time.
+    acknowledged_ids: HashSet<String>,
     /// Each record the deliveries named, and whether its last change was an upsert.
     holds: HashMap<(String, String), bool>,
     pub accepted: u64,
     pub duplicates: u64,
+    /// Duplicates of deliveries acknowledged in time (see [`Verdict::Duplicate`]).
+    pub duplicates_after_ack: u64,
     pub refused: u64,
 }
 
@@ -97,25 +108,55 @@ impl Ledger {
             secrets,
             expected_since: position.to_string(),
             accepted_ids: HashSet::new(),
+            acknowledged_ids: HashSet::new(),
             holds: HashMap::new(),
             accepted: 0,
             duplicates: 0,
+            duplicates_after_ack: 0,
             refused: 0,
         }
     }
 
     /// Checks one delivery at `now` (Unix seconds) and applies it when it is in order.
     pub fn receive(&mut self, h: &Headers<'_>, body: &[u8], now: i64) -> Verdict {
-        let verdict = self.judge(h, body, now);
+        self.receive_with(h, body, now, |_| {})
+    }
+
+    /// As [`receive`](Self::receive), and `accepted` sees the changes of a delivery
+    /// applied (parsed once, for the receiver's own bookkeeping).
+    pub fn receive_with(
+        &mut self,
+        h: &Headers<'_>,
+        body: &[u8],
+        now: i64,
+        accepted: impl FnOnce(&[Item<'_>]),
+    ) -> Verdict {
+        let verdict = self.judge(h, body, now, accepted);
         match verdict {
             Verdict::Accepted { .. } => self.accepted += 1,
-            Verdict::Duplicate => self.duplicates += 1,
+            Verdict::Duplicate { after_ack } => {
+                self.duplicates += 1;
+                self.duplicates_after_ack += u64::from(after_ack);
+            }
             _ => self.refused += 1,
         }
         verdict
     }
 
-    fn judge(&mut self, h: &Headers<'_>, body: &[u8], now: i64) -> Verdict {
+    /// The accepted delivery `id` was answered 2xx in time: the sender has it.
+    pub fn answered(&mut self, id: &str) {
+        if self.accepted_ids.contains(id) {
+            self.acknowledged_ids.insert(id.to_string());
+        }
+    }
+
+    fn judge(
+        &mut self,
+        h: &Headers<'_>,
+        body: &[u8],
+        now: i64,
+        accepted: impl FnOnce(&[Item<'_>]),
+    ) -> Verdict {
         if !self
             .secrets
             .iter()
@@ -128,7 +169,9 @@ impl Ledger {
             _ => return Verdict::Stale,
         }
         if self.accepted_ids.contains(h.id) {
-            return Verdict::Duplicate;
+            return Verdict::Duplicate {
+                after_ack: self.acknowledged_ids.contains(h.id),
+            };
         }
         let d: Delivery = match serde_json::from_slice(body) {
             Ok(d) => d,
@@ -147,6 +190,7 @@ impl Ledger {
             self.holds
                 .insert((item.entity.clone(), item.id.clone()), item.op == "upsert");
         }
+        accepted(&d.data);
         self.expected_since = d.next_since;
         self.accepted_ids.insert(h.id.to_string());
         Verdict::Accepted {
@@ -235,7 +279,16 @@ mod tests {
         };
         assert_eq!(l.receive(&h, &first, now), Verdict::Accepted { changes: 2 });
         // The same delivery again: a retry whose answer was lost.
-        assert_eq!(l.receive(&h, &first, now + 5), Verdict::Duplicate);
+        assert_eq!(
+            l.receive(&h, &first, now + 5),
+            Verdict::Duplicate { after_ack: false }
+        );
+        // Once its answer went out in time, a repeat means the sender lost it.
+        l.answered("d1");
+        assert_eq!(
+            l.receive(&h, &first, now + 6),
+            Verdict::Duplicate { after_ack: true }
+        );
         // A delivery that skips ahead.
         let gap = delivery("t2", "t3", &[("c", "upsert")]);
         let sig = sign(&secret, "d3", &ts, &gap);
@@ -263,7 +316,8 @@ mod tests {
             Verdict::Accepted { changes: 1 }
         );
         assert_eq!(l.receive(&h3, &gap, now), Verdict::Accepted { changes: 1 });
-        assert_eq!((l.accepted, l.duplicates, l.refused), (3, 1, 1));
+        assert_eq!((l.accepted, l.duplicates, l.refused), (3, 2, 1));
+        assert_eq!(l.duplicates_after_ack, 1);
         let holds = l.holds();
         let notes: Vec<&str> = {
             let mut v: Vec<&str> = holds["notes"].iter().copied().collect();

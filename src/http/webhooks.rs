@@ -246,6 +246,7 @@ pub async fn create(
         disabled_reason: None,
         acknowledged: FeedPoint::at(state.position).into(),
         last_attempt: None,
+        in_flight: None,
     };
     let (row, secret) = app.webhooks.create(state.id(), row, MOST_ENDPOINTS).await?;
     let mut view = endpoint_view(&app, &state, &row).await?;

@@ -417,6 +417,7 @@ impl Application {
                 registry.clone(),
                 Some(Arc::new(keyring)),
                 writes,
+                crate::webhooks::runtime::deliveries(),
             )
         };
         let webhook_looks = webhooks.start();

@@ -974,10 +974,19 @@ async fn webhook_rows_are_kept_by_workspace(b: &Backend) {
     both.sort();
     assert_eq!(all, both);
     for n in 0..8 {
-        rows.write(w, &[attempt(n), put("whe_a", &format!("a{n}"))])
-            .await
-            .unwrap();
+        let writes = [attempt(n), put("whe_a", &format!("a{n}"))];
+        // The deliveries' own records go in as `record`, the API's as `write`: the
+        // same rows either way.
+        if n % 2 == 0 {
+            rows.record(w, &writes).await.unwrap();
+        } else {
+            rows.write(w, &writes).await.unwrap();
+        }
     }
+    assert_eq!(
+        rows.endpoints(w).await.unwrap()[0],
+        ("whe_a".to_string(), "a7".to_string())
+    );
     let kept = rows.attempts(w, "whe_a", 100).await.unwrap();
     let newest: Vec<String> = (3..8).rev().map(|n| format!("{{\"n\":{n}}}")).collect();
     assert_eq!(kept, newest);
@@ -1004,6 +1013,27 @@ async fn postgres_webhook_rows_are_kept_by_workspace() {
         webhook_rows_are_kept_by_workspace(&b).await;
         b.cleanup().await;
     }
+}
+
+#[tokio::test]
+async fn a_webhook_record_leaves_every_later_commit_synced() {
+    use actors::store::{WebhookRows, WebhookWrite};
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite::SqliteStore::open(&dir.path().join("recruit.db"))
+        .await
+        .unwrap();
+    let put = WebhookWrite::Put {
+        id: "whe_a".into(),
+        body: "a".into(),
+    };
+    store.record(ws(WS), &[put]).await.unwrap();
+    assert_eq!(
+        store.writer_pragma::<i64>("synchronous").await,
+        2,
+        "synchronous=FULL again"
+    );
+    assert_eq!(store.endpoints(ws(WS)).await.unwrap().len(), 1);
+    store.close().await;
 }
 
 #[tokio::test]

@@ -95,6 +95,25 @@ where
     }
 }
 
+/// Runs `steps` in order on `conn` (a transaction's connection).
+pub(crate) async fn run_steps<DB>(
+    conn: &mut DB::Connection,
+    ws: &str,
+    steps: &[Step<'_>],
+) -> Result<(), sqlx::Error>
+where
+    DB: sqlx::Database,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    for step in steps {
+        bind::<DB>(ws, step).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// Reads text rows of one or two columns: `(first, second)`, the second empty when
 /// the statement has one column.
 pub(crate) async fn read_texts<DB>(
@@ -150,9 +169,17 @@ pub(crate) trait WebhookTables {
     const STATEMENTS: WebhookStatements;
     fn readers(&self) -> &sqlx::Pool<Self::Db>;
     fn failed(e: sqlx::Error) -> StoreError;
-    /// A transaction for the workspace's webhook writes (on a shared store, fenced by
-    /// its writer lease as a commit is).
-    async fn webhook_tx(&self, workspace: Uuid) -> StoreResult<sqlx::Transaction<'_, Self::Db>>;
+    /// Runs `steps` (bound after `ws`, the workspace id as stored) in one transaction:
+    /// on a shared store fenced by the workspace's writer lease, as a commit is. With
+    /// `synced` false the commit does not wait for the store's log to reach the disk
+    /// (see [`WebhookRows::record`](actors::store::WebhookRows::record)).
+    async fn webhook_commit(
+        &self,
+        workspace: Uuid,
+        ws: &str,
+        steps: &[Step<'_>],
+        synced: bool,
+    ) -> StoreResult<()>;
 }
 
 /// [`WebhookRows`](actors::store::WebhookRows) for an adapter that implements
@@ -186,17 +213,21 @@ macro_rules! webhook_rows {
                 workspace: uuid::Uuid,
                 writes: &[actors::store::WebhookWrite],
             ) -> actors::store::StoreResult<()> {
-                use crate::store::webhooks::{bind, steps, WebhookTables};
+                use crate::store::webhooks::{steps, WebhookTables};
                 let ws = workspace.to_string();
                 let steps = steps(&Self::STATEMENTS, writes);
-                let mut tx = self.webhook_tx(workspace).await?;
-                for step in &steps {
-                    bind::<$db>(&ws, step)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(Self::failed)?;
-                }
-                tx.commit().await.map_err(Self::failed)
+                self.webhook_commit(workspace, &ws, &steps, true).await
+            }
+
+            async fn record(
+                &self,
+                workspace: uuid::Uuid,
+                writes: &[actors::store::WebhookWrite],
+            ) -> actors::store::StoreResult<()> {
+                use crate::store::webhooks::{steps, WebhookTables};
+                let ws = workspace.to_string();
+                let steps = steps(&Self::STATEMENTS, writes);
+                self.webhook_commit(workspace, &ws, &steps, false).await
             }
 
             async fn attempts(

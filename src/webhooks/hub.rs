@@ -71,6 +71,8 @@ pub struct Hub {
     changing: DashMap<Uuid, Arc<tokio::sync::Mutex<()>>>,
     /// Each workspace's endpoints' records, committed together.
     writers: DashMap<Uuid, Arc<GroupWriter>>,
+    /// Where the tasks run ([`super::runtime`]).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Hub {
@@ -79,6 +81,7 @@ impl Hub {
         registry: Arc<Registry>,
         keys: Option<Arc<Keyring>>,
         writes: Writes,
+        runtime: tokio::runtime::Handle,
     ) -> Arc<Hub> {
         Arc::new(Hub {
             engine,
@@ -89,6 +92,7 @@ impl Hub {
             started: Mutex::default(),
             changing: DashMap::new(),
             writers: DashMap::new(),
+            runtime,
         })
     }
 
@@ -105,7 +109,7 @@ impl Hub {
     /// Starts and stops tasks every [`LOOK_EVERY`] until the returned task is aborted.
     pub fn start(self: &Arc<Self>) -> JoinHandle<()> {
         let hub = self.clone();
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             loop {
                 if let Err(e) = hub.look().await {
                     tracing::warn!(error = %e, "looking for webhook endpoints to deliver");
@@ -239,7 +243,7 @@ impl Hub {
             row: Mutex::new(row),
             stored: Mutex::new(None),
         };
-        let task = tokio::spawn(async move {
+        let task = self.runtime.spawn(async move {
             // The key the row was sealed under: this node's, or learned from the node
             // that sealed it.
             let now = (engine.now_ms)();
@@ -284,7 +288,7 @@ impl Hub {
     fn group_writer(&self, ws: Uuid) -> Arc<GroupWriter> {
         self.writers
             .entry(ws)
-            .or_insert_with(|| GroupWriter::start(self.engine.store.clone(), ws))
+            .or_insert_with(|| GroupWriter::start(&self.runtime, self.engine.store.clone(), ws))
             .clone()
     }
 
@@ -366,6 +370,13 @@ impl Hub {
                 return Err(e);
             }
         };
+        if (row.acknowledged, &row.entities, &row.status)
+            != (before.acknowledged, &before.entities, &before.status)
+        {
+            // Its range or its endpoint's lot changed: what was in flight is made again
+            // from the point the change left, as a delivery of its own.
+            row.in_flight = None;
+        }
         row.updated_at_ms = (self.engine.now_ms)();
         if let Err(e) = self.put(ws, &row).await {
             self.run(ws, before);
@@ -474,9 +485,13 @@ struct GroupWriter {
 const GROUP_MOST: usize = 256;
 
 impl GroupWriter {
-    fn start(store: Arc<dyn actors::store::Store>, workspace: Uuid) -> Arc<GroupWriter> {
+    fn start(
+        runtime: &tokio::runtime::Handle,
+        store: Arc<dyn actors::store::Store>,
+        workspace: Uuid,
+    ) -> Arc<GroupWriter> {
         let (queue, mut jobs) = tokio::sync::mpsc::unbounded_channel::<GroupJob>();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             while let Some(first) = jobs.recv().await {
                 let mut group = vec![first];
                 while group.len() < GROUP_MOST {
@@ -488,7 +503,7 @@ impl GroupWriter {
                 let writes: Vec<WebhookWrite> =
                     group.iter().flat_map(|(w, _)| w.iter().cloned()).collect();
                 let outcome = match rows(&*store) {
-                    Ok(rows) => rows.write(workspace, &writes).await,
+                    Ok(rows) => rows.record(workspace, &writes).await,
                     Err(e) => Err(e),
                 };
                 for (_, done) in group {

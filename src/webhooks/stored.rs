@@ -2,10 +2,13 @@
 //! secrets sealed under the node's data key ([`super::sealing`]), and its attempts.
 //!
 //! The row holds what the API shows and what a new writer resumes from: the
-//! acknowledged point and the status. A delivery in flight is not kept: a restart
-//! renders it again from the acknowledged point, so at most it is sent twice.
+//! acknowledged point, the status, and the delivery in flight (its `webhook-id`, the
+//! points it runs between, its failures), written before its first attempt. A restart
+//! or a new writer sends that delivery again as a retry of it: the same id over the same
+//! changes, which a receiver deduplicating on `webhook-id` drops, and the 72 hours of
+//! failures counted from its first failure, not from the restart.
 
-use super::deliverer::{Deliverer, Reason, Status};
+use super::deliverer::{Deliverer, InFlight, Reason, Status};
 use super::engine::Attempt;
 use super::sealing::DataKey;
 use super::secret::Secret;
@@ -106,6 +109,20 @@ pub struct StoredEndpoint {
     pub acknowledged: Point,
     #[serde(default)]
     pub last_attempt: Option<StoredAttempt>,
+    /// The delivery in flight, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<StoredFlight>,
+}
+
+/// A delivery in flight, as the row keeps it (see the module's docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFlight {
+    pub id: String,
+    pub since: Point,
+    pub next: Point,
+    pub failures: u32,
+    #[serde(default)]
+    pub failing_since_ms: Option<i64>,
 }
 
 impl StoredEndpoint {
@@ -198,6 +215,17 @@ impl StoredEndpoint {
             "failing" => d.status = Status::Failing,
             _ => {}
         }
+        if d.status != Status::Disabled {
+            // Attempted again at once: its body is rendered again from its points.
+            d.in_flight = self.in_flight.as_ref().map(|f| InFlight {
+                id: f.id.clone(),
+                since: f.since.into(),
+                next: f.next.into(),
+                failures: f.failures,
+                failing_since_ms: f.failing_since_ms,
+                not_before_ms: i64::MIN,
+            });
+        }
         d
     }
 
@@ -206,6 +234,13 @@ impl StoredEndpoint {
         self.acknowledged = d.acknowledged.into();
         self.status = d.status.as_str().to_string();
         self.disabled_reason = d.reason.map(|r| r.as_str().to_string());
+        self.in_flight = d.in_flight.as_ref().map(|f| StoredFlight {
+            id: f.id.clone(),
+            since: f.since.into(),
+            next: f.next.into(),
+            failures: f.failures,
+            failing_since_ms: f.failing_since_ms,
+        });
     }
 }
 
@@ -236,6 +271,7 @@ mod tests {
             disabled_reason: None,
             acknowledged: FeedPoint::at(3).into(),
             last_attempt: None,
+            in_flight: None,
         };
         e.set_secret(key, &Secret::generate(), 0, 0);
         e
@@ -296,5 +332,37 @@ mod tests {
         let back = StoredEndpoint::parse(&e.to_body()).unwrap().deliverer();
         assert_eq!(back.status, Status::Disabled);
         assert_eq!(back.reason, Some(Reason::Gone));
+    }
+
+    #[test]
+    fn a_delivery_in_flight_round_trips_through_the_row_due_at_once() {
+        let (key, _) = DataKey::generate();
+        let mut e = endpoint(&key);
+        let mut d = e.deliverer();
+        let (since, next) = (FeedPoint::at(3), FeedPoint::at(9));
+        d.prepared(Ok(("whd_1".into(), since, next)));
+        let flight = d.in_flight.as_mut().unwrap();
+        flight.failures = 4;
+        flight.failing_since_ms = Some(1_000);
+        flight.not_before_ms = 99_000;
+        d.status = Status::Failing;
+        e.follow(&d);
+        let back = StoredEndpoint::parse(&e.to_body()).unwrap().deliverer();
+        let f = back.in_flight.expect("kept in flight");
+        assert_eq!((f.id.as_str(), f.since, f.next), ("whd_1", since, next));
+        // The 72 hours count from the first failure, not from the restart.
+        assert_eq!((f.failures, f.failing_since_ms), (4, Some(1_000)));
+        assert_eq!(f.not_before_ms, i64::MIN);
+        assert_eq!(back.status, Status::Failing);
+        // Acknowledged: nothing in flight any more, and the row says so.
+        d.in_flight = None;
+        d.acknowledged = next;
+        e.follow(&d);
+        assert!(!e.to_body().contains("in_flight"));
+        assert!(StoredEndpoint::parse(&e.to_body())
+            .unwrap()
+            .deliverer()
+            .in_flight
+            .is_none());
     }
 }

@@ -477,6 +477,7 @@ pub async fn memory_app_state(
         registry.clone(),
         None,
         Arc::new(|_| true),
+        tokio::runtime::Handle::current(),
     );
     let state = actix_web::web::Data::new(recruitd::http::state::AppState {
         registry: registry.clone(),

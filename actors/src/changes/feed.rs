@@ -123,6 +123,16 @@ impl Picked {
             has_more: self.has_more,
         })
     }
+
+    /// How many changes it holds.
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
 }
 
 /// Changes from which an answer is rendered in two halves (see [`Picked::render`]).
@@ -153,9 +163,48 @@ pub async fn feed_pick(
     entities: &[Entity],
     limit: usize,
 ) -> Result<Picked, FeedError> {
+    let head = FeedPoint::at(ws.position);
+    pick_upto(store, cache, ws, since, head, entities, limit).await
+}
+
+/// The changes between `since` and `upto`, an answer's two points, as `ws` shows them:
+/// the same changes that answer held (a log's range never changes), each record as the
+/// state shows it now. At most [`MOST_RANGE_CHANGES`] of them.
+pub async fn feed_range(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    upto: FeedPoint,
+    entities: &[Entity],
+) -> Result<Picked, FeedError> {
+    if upto.position > ws.position {
+        return Err(FeedError::Ahead);
+    }
+    pick_upto(store, cache, ws, since, upto, entities, MOST_RANGE_CHANGES).await
+}
+
+/// Most changes [`feed_range`] gives: a range is one answer's, which holds at most 500.
+pub const MOST_RANGE_CHANGES: usize = 500;
+
+/// [`feed_pick`], stopping at `upto` (a point at or before the state's position).
+async fn pick_upto(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &WorkspaceState,
+    since: FeedPoint,
+    upto: FeedPoint,
+    entities: &[Entity],
+    limit: usize,
+) -> Result<Picked, FeedError> {
     if since.position > ws.position {
         return Err(FeedError::Ahead);
     }
+    // Whether entry `i` of part `(p, q)` lies before `upto`.
+    let before_upto = |p: u64, q: u32, i: usize| {
+        (p, q) < (upto.position, upto.part)
+            || ((p, q) == (upto.position, upto.part) && (i as u64) < u64::from(upto.index))
+    };
     let mut picked: Vec<(Change, i64)> = Vec::with_capacity(limit.min(1024));
     let mut seen: HashSet<Change, foldhash::fast::RandomState> = HashSet::default();
     let mut after = since.read_after();
@@ -184,7 +233,7 @@ pub async fn feed_pick(
                     ws.id(),
                     LogWindow {
                         after,
-                        upto: ws.position,
+                        upto: upto.position,
                         max_parts: ask,
                     },
                 )
@@ -215,6 +264,13 @@ pub async fn feed_pick(
         parts_read += 1;
         entries_read += part.entries.len();
         for (i, change) in part.entries.iter().enumerate().skip(first) {
+            if !before_upto(part.position, part.part, i) {
+                return Ok(Picked {
+                    changes: picked,
+                    next: upto,
+                    has_more: upto.position < ws.position,
+                });
+            }
             if picked.len() == limit {
                 // Full: what remains of this part, or any part after it, waits.
                 let more = i < part.entries.len()
@@ -225,7 +281,7 @@ pub async fn feed_pick(
                             ws.id(),
                             LogWindow {
                                 after: (part.position, part.part),
-                                upto: ws.position,
+                                upto: upto.position,
                                 max_parts: 1,
                             },
                         )
@@ -260,11 +316,12 @@ pub async fn feed_pick(
         };
         after = (part.position, part.part);
     }
-    // Read to the state's position: the next answer starts after all of it.
+    // Read to `upto` (the state's position, for an answer): the next answer starts
+    // after all of it.
     Ok(Picked {
         changes: picked,
-        next: FeedPoint::at(ws.position),
-        has_more: false,
+        next: upto,
+        has_more: upto.position < ws.position,
     })
 }
 
@@ -551,7 +608,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!((second.changes, second.has_more), (3, true));
-        let shown = String::from_utf8(second.data).unwrap();
+        let shown = String::from_utf8(second.data.clone()).unwrap();
         for t in &tasks[3..6] {
             assert!(shown.contains(t.as_str()), "{t} not in {shown}");
         }
@@ -581,6 +638,25 @@ mod tests {
         .unwrap();
         assert_eq!((rest.changes, rest.has_more), (4, false));
         assert_eq!(rest.next, FeedPoint::at(2));
+        // The range of the second answer, read again: the same changes, no more,
+        // though the state has moved on since.
+        let more = crate::store::ChangeSet {
+            deletes: vec![(RecordKind::Task, Uuid::new_v4().to_string())],
+            ..Default::default()
+        };
+        store.commit(ws.id(), &more).await.unwrap();
+        ws.position = 3;
+        let again = feed_range(&*store, &cache, &ws, first.next, second.next, &Entity::ALL)
+            .await
+            .unwrap()
+            .render(&ws, Vec::new())
+            .unwrap();
+        assert_eq!(again.data, second.data);
+        assert_eq!((again.next, again.has_more), (second.next, true));
+        // A range ending beyond the state is refused.
+        ws.position = second.next.position - 1;
+        let beyond = feed_range(&*store, &cache, &ws, first.next, second.next, &Entity::ALL).await;
+        assert!(matches!(beyond, Err(FeedError::Ahead)), "{beyond:?}");
     }
 
     #[tokio::test]

@@ -367,6 +367,14 @@ pub trait WebhookRows: Send + Sync {
     /// nodes never move one endpoint's acknowledged point.
     async fn write(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()>;
 
+    /// As [`write`](Self::write), for the deliveries' own records (attempts and
+    /// acknowledged points), whose commit does not wait for the store's log to reach
+    /// the disk. A process killed loses none of them; a machine that loses power may
+    /// lose the last of them, and deliveries then resume from an earlier point: sent
+    /// again, never skipped. So a delivery's round trip does not wait for a disk
+    /// flush, nor hold up the workspaces' commits that share the store's writer.
+    async fn record(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()>;
+
     /// The newest `limit` attempts recorded for an endpoint, newest first.
     async fn attempts(
         &self,

@@ -627,29 +627,46 @@ impl StopSignal {
     }
 }
 
-/// The token of "now": a list's `changes_since`.
+/// The token of "now": a list's `changes_since`. A server that is starting (no
+/// answer, or 503 while it loads the workspace) is asked again for up to a minute.
 pub async fn current_token(pool: &Pool) -> anyhow::Result<String> {
-    let a = pool
-        .send(Method::GET, "/v1/notes?limit=1", None)
-        .await
-        .map_err(|f| anyhow::anyhow!("GET /v1/notes: {f}"))?;
-    if a.status != 200 {
-        anyhow::bail!("GET /v1/notes answered {}", a.status);
-    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let a = loop {
+        let sent = pool.send(Method::GET, "/v1/notes?limit=1", None).await;
+        match sent {
+            Ok(a) if a.status == 200 => break a,
+            Ok(a) if a.status != 503 || Instant::now() >= deadline => {
+                anyhow::bail!("GET /v1/notes answered {}", a.status)
+            }
+            Err(f) if Instant::now() >= deadline => anyhow::bail!("GET /v1/notes: {f}"),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
     a.json()?["changes_since"]
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| anyhow::anyhow!("the first list page carries no changes_since"))
 }
 
-/// Matches acknowledged writes to their deliveries: records each one's latency from its
-/// send to the first delivery that shows it, and an error for one never delivered.
-/// Returns (matched, changed nothing).
+/// The names a write's delivery latency is reported under.
+pub struct Labels {
+    /// From when the write was sent: an upper bound of commit-to-receipt, holding the
+    /// write's own latency.
+    pub sent: &'static str,
+    /// From the record's `updated_at` (the server's clock when it took the write, before
+    /// its commit, read on the load generator's clock through the write's sent time):
+    /// commit-to-receipt plus the commit itself, to the millisecond.
+    pub stamped: &'static str,
+}
+
+/// Matches each acknowledged write to the first delivery that shows it (its record
+/// with an `updated_at` at least the write's) and records the latency under `labels`;
+/// a write never delivered is an error. Returns (matched, changed nothing).
 pub fn match_acks(
     acks: &[Ack],
     deliveries: &Deliveries,
     rec: &Recorder,
-    label: &str,
+    labels: &Labels,
 ) -> (u64, u64) {
     let (mut matched, mut unchanged) = (0, 0);
     for ack in acks {
@@ -664,11 +681,14 @@ pub fn match_acks(
         match first {
             Some((_, at)) => {
                 matched += 1;
-                rec.record(label, ack.sent, *at, Verdict::Ok, 1);
+                rec.record(labels.sent, ack.sent, *at, Verdict::Ok, 1);
+                if let Some(stamped) = stamped_at(ack) {
+                    rec.record_in(labels.stamped, ack.sent, stamped, *at, Verdict::Ok, 1);
+                }
             }
             // An error, not a latency: it must not lower the delivery percentiles.
             None => rec.record(
-                label,
+                labels.sent,
                 ack.sent,
                 ack.sent,
                 Verdict::Failed(
@@ -683,6 +703,14 @@ pub fn match_acks(
         }
     }
     (matched, unchanged)
+}
+
+/// When the server stamped the write's record, on the load generator's monotonic clock:
+/// its sent time moved by the stamp's distance from the wall clock at sending.
+fn stamped_at(ack: &Ack) -> Option<Instant> {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    let ahead = parse(&ack.updated_at)? - parse(&ack.sent_wall)?;
+    Some(ack.sent + ahead.to_std().unwrap_or_default())
 }
 
 /// Fetches every record of the mirror and compares it with what the feed last showed.

@@ -85,18 +85,26 @@ fn a_write_is_matched_to_the_first_delivery_that_shows_it() {
         ack("a", "2026-01-01T00:00:00.025Z", 10),
         ack("b", "2026-01-01T00:00:00.020Z", 10),
     ];
-    assert_eq!(
-        match_acks(&acks, &d, &rec, "change delivered (write sent → feed)"),
-        (2, 0)
-    );
+    let labels = Labels {
+        sent: "change delivered (write sent → feed)",
+        stamped: "change delivered (updated_at → feed)",
+    };
+    assert_eq!(match_acks(&acks, &d, &rec, &labels), (2, 0));
     let m = rec.finish();
-    let e = &m.endpoints["change delivered (write sent → feed)"];
+    let e = &m.endpoints[labels.sent];
     assert_eq!((e.ok, e.error_count()), (2, 1));
     let h = e.latency.as_ref().unwrap();
     // 25 - 5 ms and 40 - 10 ms.
     assert_eq!(h.min() / 1000, 20);
     assert_eq!(h.max() / 1000, 30);
     assert!(e.error_examples[0].contains("notes b"));
+    // Stamped 20 ms after the first was sent (at 5): delivered at once; the second
+    // stamped 25 ms after it was sent (at 10), delivered at 40: 5 ms.
+    let e = &m.endpoints[labels.stamped];
+    assert_eq!((e.ok, e.error_count()), (2, 0));
+    let h = e.latency.as_ref().unwrap();
+    assert_eq!(h.min() / 1000, 0);
+    assert_eq!(h.max() / 1000, 5);
 }
 
 #[test]
@@ -111,7 +119,15 @@ fn a_write_that_changed_nothing_is_not_expected_in_the_feed() {
         sent: t0,
     }];
     assert_eq!(
-        match_acks(&acks, &Deliveries::default(), &rec, "delivered"),
+        match_acks(
+            &acks,
+            &Deliveries::default(),
+            &rec,
+            &Labels {
+                sent: "delivered",
+                stamped: "stamped"
+            }
+        ),
         (0, 1)
     );
     assert!(rec.finish().endpoints.is_empty());

@@ -16,20 +16,28 @@
 //!   latency is measured from when the write was *sent* to its receipt (an upper bound
 //!   of commit-to-receipt, as the feed's).
 //!
+//! Faults on purpose (`--fail-share`, `--slow-share`, `--reset-share`, `--hanging`):
+//! deliveries answered 500 untaken, taken but answered after the server's deadline,
+//! taken and cut off unanswered, or (the last endpoints) held 10 s and answered 503.
+//! Repeats of a delivery whose 2xx went out in time are counted apart: the sender had
+//! that acknowledgement, and only a crash before it was stored explains a repeat.
+//!
 //! Afterwards every endpoint must be at the feed's head with nothing refused; the
 //! records the first endpoint received are checked against GET as the feed's mirror is,
 //! and the endpoints are removed.
 
 use super::changes::{Deliveries, Mirror};
+use crate::cli::ReceiverFaults;
 use crate::http::Pool;
-use crate::receiver::{secret_bytes, Headers, Ledger, Verdict as Received};
+use crate::receiver::{secret_bytes, Headers, Item, Ledger, Verdict as Received};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Method;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long a hanging endpoint holds each delivery.
+pub const HANG_FOR: Duration = Duration::from_secs(10);
 
 /// One endpoint, as the receiver keeps it.
 pub struct Endpoint {
@@ -41,36 +49,49 @@ pub struct Endpoint {
     pub deliveries: Deliveries,
     /// The first endpoint's records as last delivered (checked against GET).
     pub mirror: Option<Mirror>,
+    /// It hangs on every delivery (`--hanging`): left out of the completeness checks.
+    pub hanging: bool,
+    /// Deliveries answered with a fault on purpose: 500, slow, reset, hung.
+    pub faulted: Faulted,
 }
 
-/// The load generator's receiver: its endpoints by their path's index.
+/// The faults an endpoint's receiver produced.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faulted {
+    pub failed: u64,
+    pub slow: u64,
+    pub reset: u64,
+    pub hung: u64,
+}
+
+/// The load generator's receiver: its endpoints by their path's index, each behind a
+/// lock of its own (one endpoint's deliveries come one at a time).
 pub struct Receiver {
     pub url: String,
-    pub endpoints: Mutex<Vec<Endpoint>>,
+    endpoints: Mutex<Vec<Arc<Mutex<Endpoint>>>>,
+    faults: ReceiverFaults,
 }
 
-#[derive(Deserialize)]
-struct Delivery<'a> {
-    #[serde(borrow)]
-    data: Vec<Change<'a>>,
+/// A connection closed without an answer (`--reset-share`).
+#[derive(Debug)]
+struct Reset;
+
+impl std::fmt::Display for Reset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection closed on purpose")
+    }
 }
 
-#[derive(Deserialize)]
-struct Change<'a> {
-    entity: String,
-    id: String,
-    op: String,
-    #[serde(borrow, default)]
-    record: Option<&'a RawValue>,
-}
+impl std::error::Error for Reset {}
 
 impl Receiver {
     /// Listens on a free loopback port.
-    pub async fn start() -> anyhow::Result<Arc<Receiver>> {
+    pub async fn start(faults: ReceiverFaults) -> anyhow::Result<Arc<Receiver>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let receiver = Arc::new(Receiver {
             url: format!("http://{}", listener.local_addr()?),
             endpoints: Mutex::new(Vec::new()),
+            faults,
         });
         let serving = receiver.clone();
         tokio::spawn(async move {
@@ -80,7 +101,7 @@ impl Receiver {
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let r = r.clone();
-                        async move { Ok::<_, hyper::Error>(r.answer(req).await) }
+                        async move { r.answer(req).await }
                     });
                     let io = hyper_util::rt::TokioIo::new(tcp);
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -92,10 +113,18 @@ impl Receiver {
         Ok(receiver)
     }
 
+    /// Every endpoint, in registration order, through `f`.
+    pub fn each<T>(&self, mut f: impl FnMut(&mut Endpoint) -> T) -> Vec<T> {
+        let list: Vec<_> = self.endpoints.lock().expect("receiver lock").clone();
+        list.iter()
+            .map(|e| f(&mut e.lock().expect("endpoint lock")))
+            .collect()
+    }
+
     async fn answer(
         &self,
         req: hyper::Request<hyper::body::Incoming>,
-    ) -> hyper::Response<Full<Bytes>> {
+    ) -> Result<hyper::Response<Full<Bytes>>, Reset> {
         let at = Instant::now();
         let index: Option<usize> = req
             .uri()
@@ -116,62 +145,102 @@ impl Receiver {
         );
         let body = match req.into_body().collect().await {
             Ok(b) => b.to_bytes(),
-            Err(_) => return status(400),
+            Err(_) => return Ok(status(400)),
         };
+        let endpoint = {
+            let list = self.endpoints.lock().expect("receiver lock");
+            index.and_then(|i| list.get(i).cloned())
+        };
+        let Some(endpoint) = endpoint else {
+            return Ok(status(404));
+        };
+        let hanging = endpoint.lock().expect("endpoint lock").hanging;
+        if hanging {
+            endpoint.lock().expect("endpoint lock").faulted.hung += 1;
+            tokio::time::sleep(HANG_FOR).await;
+            return Ok(status(503));
+        }
+        let f = &self.faults;
+        let roll: f64 = rand::random();
+        if roll < f.fail {
+            endpoint.lock().expect("endpoint lock").faulted.failed += 1;
+            return Ok(status(500));
+        }
+        let slow = roll < f.fail + f.slow;
+        let reset = !slow && roll < f.fail + f.slow + f.reset;
         let now = chrono::Utc::now().timestamp();
-        let mut endpoints = self.endpoints.lock().expect("receiver lock");
-        let Some(e) = index.and_then(|i| endpoints.get_mut(i)) else {
-            return status(404);
-        };
         let h = Headers {
             id: &id,
             timestamp: &timestamp,
             signature: &signature,
         };
-        match e.ledger.receive(&h, &body, now) {
-            Received::Accepted { changes } => {
+        let refused = {
+            let mut guard = endpoint.lock().expect("endpoint lock");
+            let e = &mut *guard;
+            let (deliveries, mirror) = (&mut e.deliveries, &mut e.mirror);
+            let verdict = e
+                .ledger
+                .receive_with(&h, &body, now, |items| take(deliveries, mirror, items, at));
+            if let Received::Accepted { changes } = verdict {
                 e.changes += changes as u64;
-                e.take(&body, at);
-                status(200)
             }
-            Received::Duplicate => status(200),
-            other => {
-                eprintln!("webhooks: endpoint {} refused a delivery: {other:?}", e.id);
-                status(400)
+            if slow {
+                e.faulted.slow += 1;
+            } else if reset {
+                e.faulted.reset += 1;
+            } else if matches!(verdict, Received::Accepted { .. }) {
+                e.ledger.answered(&id);
             }
+            let taken = matches!(
+                verdict,
+                Received::Accepted { .. } | Received::Duplicate { .. }
+            );
+            if !taken {
+                eprintln!(
+                    "webhooks: endpoint {} refused a delivery: {verdict:?}",
+                    e.id
+                );
+            }
+            !taken
+        };
+        if refused {
+            Ok(status(400))
+        } else if slow {
+            tokio::time::sleep(Duration::from_secs_f64(f.slow_secs)).await;
+            Ok(status(200))
+        } else if reset {
+            Err(Reset)
+        } else {
+            Ok(status(200))
         }
     }
 }
 
-impl Endpoint {
-    /// Keeps what an accepted delivery shows.
-    fn take(&mut self, body: &[u8], at: Instant) {
-        let Ok(d) = serde_json::from_slice::<Delivery>(body) else {
-            return;
+/// Keeps what an accepted delivery shows: each record's `updated_at` with the time it
+/// came (for the writes to be matched to), and the first endpoint's mirror.
+fn take(deliveries: &mut Deliveries, mirror: &mut Option<Mirror>, items: &[Item<'_>], at: Instant) {
+    for c in items {
+        let Some(entity) = crate::data::ENTITIES
+            .iter()
+            .copied()
+            .find(|e| *e == c.entity)
+        else {
+            continue;
         };
-        for c in d.data {
-            let Some(entity) = crate::data::ENTITIES
-                .iter()
-                .copied()
-                .find(|e| *e == c.entity)
-            else {
-                continue;
-            };
-            let shown = match (c.op.as_str(), c.record) {
-                ("upsert", Some(r)) => {
-                    if let Ok(u) = super::sync::updated_at(r.get()) {
-                        self.deliveries
-                            .entry((entity, c.id.clone()))
-                            .or_default()
-                            .push((u.into_owned(), at));
-                    }
-                    Some(super::changes::hash_of(r.get().as_bytes()))
+        let shown = match (c.op.as_str(), c.record) {
+            ("upsert", Some(r)) => {
+                if let Ok(u) = super::sync::updated_at(r.get()) {
+                    deliveries
+                        .entry((entity, c.id.clone()))
+                        .or_default()
+                        .push((u.into_owned(), at));
                 }
-                _ => None,
-            };
-            if let Some(m) = self.mirror.as_mut() {
-                m.insert((entity, c.id), shown);
+                Some(super::changes::hash_of(r.get().as_bytes()))
             }
+            _ => None,
+        };
+        if let Some(m) = mirror.as_mut() {
+            m.insert((entity, c.id.clone()), shown);
         }
     }
 }
@@ -213,27 +282,29 @@ pub async fn register(pool: &Pool, receiver: &Receiver, n: usize) -> anyhow::Res
         else {
             anyhow::bail!("POST /v1/webhooks: an answer without id, position or secret: {v}");
         };
-        receiver.endpoints.lock().expect("lock").push(Endpoint {
+        let hanging = i >= n - receiver.faults.hanging;
+        let endpoint = Endpoint {
             id: id.to_string(),
             ledger: Ledger::new(position, vec![secret]),
             changes: 0,
             deliveries: Deliveries::default(),
             mirror: (i == 0).then(Mirror::default),
-        });
+            hanging,
+            faulted: Faulted::default(),
+        };
+        let mut list = receiver.endpoints.lock().expect("receiver lock");
+        list.push(Arc::new(Mutex::new(endpoint)));
     }
     Ok(())
 }
 
 /// Replays every endpoint from `since` (the receiver expects deliveries from there).
 pub async fn replay(pool: &Pool, receiver: &Receiver, since: &str) -> anyhow::Result<()> {
-    let ids: Vec<String> = {
-        let mut endpoints = receiver.endpoints.lock().expect("lock");
-        for e in endpoints.iter_mut() {
-            let secrets = std::mem::replace(&mut e.ledger, Ledger::new("", vec![])).secrets();
-            e.ledger = Ledger::new(since, secrets);
-        }
-        endpoints.iter().map(|e| e.id.clone()).collect()
-    };
+    let ids: Vec<String> = receiver.each(|e| {
+        let secrets = std::mem::replace(&mut e.ledger, Ledger::new("", vec![])).secrets();
+        e.ledger = Ledger::new(since, secrets);
+        e.id.clone()
+    });
     for id in ids {
         let body = serde_json::json!({ "since": since }).to_string();
         let path = format!("/v1/webhooks/{id}/replay");
@@ -248,18 +319,15 @@ pub async fn replay(pool: &Pool, receiver: &Receiver, since: &str) -> anyhow::Re
     Ok(())
 }
 
-/// Waits until every endpoint's deliveries reach `head` (a feed token), at most
-/// `within`; the endpoints not there by then.
+/// Waits until every endpoint's deliveries (but a hanging one's) reach `head` (a feed
+/// token), at most `within`; the endpoints not there by then.
 pub async fn caught_up(receiver: &Receiver, head: &str, within: Duration) -> Vec<String> {
     let deadline = Instant::now() + within;
     loop {
         let behind: Vec<String> = receiver
-            .endpoints
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|e| e.ledger.expected_since() != head)
-            .map(|e| e.id.clone())
+            .each(|e| (!e.hanging && e.ledger.expected_since() != head).then(|| e.id.clone()))
+            .into_iter()
+            .flatten()
             .collect();
         if behind.is_empty() || Instant::now() >= deadline {
             return behind;
@@ -270,13 +338,7 @@ pub async fn caught_up(receiver: &Receiver, head: &str, within: Duration) -> Vec
 
 /// Removes the endpoints (a workspace has at most 20).
 pub async fn remove(pool: &Pool, receiver: &Receiver) {
-    let ids: Vec<String> = receiver
-        .endpoints
-        .lock()
-        .expect("lock")
-        .iter()
-        .map(|e| e.id.clone())
-        .collect();
+    let ids: Vec<String> = receiver.each(|e| e.id.clone());
     for id in ids {
         let _ = pool
             .send(Method::DELETE, &format!("/v1/webhooks/{id}"), None)

@@ -1,7 +1,7 @@
 //! Webhook rows' statements on PostgreSQL (`crate::store::webhooks`).
 
 use super::{err, fenced_tx, PostgresStore};
-use crate::store::webhooks::{WebhookStatements, WebhookTables};
+use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
 use actors::store::{StoreError, StoreResult};
 use uuid::Uuid;
 
@@ -39,12 +39,25 @@ impl WebhookTables for PostgresStore {
         err("webhook endpoints")(e)
     }
 
-    async fn webhook_tx(
+    async fn webhook_commit(
         &self,
         workspace: Uuid,
-    ) -> StoreResult<sqlx::Transaction<'_, sqlx::Postgres>> {
+        ws: &str,
+        steps: &[Step<'_>],
+        synced: bool,
+    ) -> StoreResult<()> {
         let fail = err("writing webhook endpoints");
-        fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await
+        let mut tx = fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await?;
+        if !synced {
+            sqlx::query("SET LOCAL synchronous_commit = off")
+                .execute(&mut *tx)
+                .await
+                .map_err(&fail)?;
+        }
+        run_steps::<sqlx::Postgres>(&mut tx, ws, steps)
+            .await
+            .map_err(Self::failed)?;
+        tx.commit().await.map_err(Self::failed)
     }
 }
 

@@ -66,11 +66,39 @@ const IMPORT_TX_RECORDS: usize = 500;
 /// about a megabyte of WAL.
 const IMPORT_FOLD_EVERY: usize = 2;
 
-/// The writer's connection while it commits without syncing (see `write_part`): closed
-/// when dropped still holding it.
-struct CloseUnlessRestored(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
+/// The writer's connection while it commits without syncing (`synchronous=NORMAL`: in
+/// WAL mode such a commit is lost by no crash of the process, only by one of the
+/// machine, and is durable once any later commit's sync is done, the log being synced
+/// in order). Every other commit on the connection must sync again: unless the setting
+/// is restored ([`Unsynced::restore`]), the connection is closed rather than reused,
+/// also when a future holding it is dropped part way.
+struct Unsynced(Option<sqlx::pool::PoolConnection<sqlx::Sqlite>>);
 
-impl Drop for CloseUnlessRestored {
+impl Unsynced {
+    async fn relax(
+        mut conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    ) -> Result<Unsynced, sqlx::Error> {
+        sqlx::query("PRAGMA synchronous = NORMAL")
+            .execute(&mut *conn)
+            .await?;
+        Ok(Unsynced(Some(conn)))
+    }
+
+    fn conn(&mut self) -> &mut sqlx::pool::PoolConnection<sqlx::Sqlite> {
+        self.0.as_mut().expect("held until restored")
+    }
+
+    /// Every commit after this syncs again; the connection goes back to the pool.
+    async fn restore(mut self) -> Result<(), sqlx::Error> {
+        sqlx::query("PRAGMA synchronous = FULL")
+            .execute(&mut **self.conn())
+            .await?;
+        self.0.take();
+        Ok(())
+    }
+}
+
+impl Drop for Unsynced {
     fn drop(&mut self) {
         if let Some(conn) = &mut self.0 {
             conn.close_on_drop();
@@ -281,21 +309,9 @@ impl SqliteStore {
         if !part.bulk || part.last || self.import_fold_every.is_none() {
             return Self::write_part_on(&mut conn, workspace, part).await;
         }
-        sqlx::query("PRAGMA synchronous = NORMAL")
-            .execute(&mut *conn)
-            .await
-            .map_err(&fail)?;
-        // Every other commit on this connection must sync again: unless the setting is
-        // restored below, the connection is closed rather than reused (also when this
-        // future is dropped part way).
-        let mut relaxed = CloseUnlessRestored(Some(conn));
-        let conn = relaxed.0.as_mut().expect("held until restored");
-        let outcome = Self::write_part_on(conn, workspace, part).await;
-        sqlx::query("PRAGMA synchronous = FULL")
-            .execute(&mut **conn)
-            .await
-            .map_err(&fail)?;
-        relaxed.0.take();
+        let mut relaxed = Unsynced::relax(conn).await.map_err(&fail)?;
+        let outcome = Self::write_part_on(relaxed.conn(), workspace, part).await;
+        relaxed.restore().await.map_err(&fail)?;
         outcome
     }
 

@@ -1,7 +1,7 @@
 //! Webhook rows' statements on SQLite (`crate::store::webhooks`).
 
-use super::{err, SqliteStore};
-use crate::store::webhooks::{WebhookStatements, WebhookTables};
+use super::{err, SqliteStore, Unsynced};
+use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
 use actors::store::{StoreError, StoreResult};
 use uuid::Uuid;
 
@@ -39,13 +39,37 @@ impl WebhookTables for SqliteStore {
         err("webhook endpoints")(e)
     }
 
-    async fn webhook_tx(
+    async fn webhook_commit(
         &self,
         _workspace: Uuid,
-    ) -> StoreResult<sqlx::Transaction<'_, sqlx::Sqlite>> {
-        // One writer: SQLite is never shared by several servers.
-        self.writer.begin().await.map_err(Self::failed)
+        ws: &str,
+        steps: &[Step<'_>],
+        synced: bool,
+    ) -> StoreResult<()> {
+        // One writer: SQLite is never shared by several servers, so nothing to fence.
+        let mut conn = self.writer.acquire().await.map_err(Self::failed)?;
+        // With a rollback journal (a store opened for an import alone), a commit that
+        // skips its sync risks the file itself: every one syncs.
+        if synced || self.import_fold_every.is_none() {
+            return run_in_tx(&mut conn, ws, steps).await.map_err(Self::failed);
+        }
+        let mut relaxed = Unsynced::relax(conn).await.map_err(Self::failed)?;
+        let outcome = run_in_tx(relaxed.conn(), ws, steps).await;
+        relaxed.restore().await.map_err(Self::failed)?;
+        outcome.map_err(Self::failed)
     }
+}
+
+/// `steps` in one transaction on the writer's connection.
+async fn run_in_tx(
+    conn: &mut sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    ws: &str,
+    steps: &[Step<'_>],
+) -> Result<(), sqlx::Error> {
+    use sqlx::Connection;
+    let mut tx = conn.begin().await?;
+    run_steps::<sqlx::Sqlite>(&mut tx, ws, steps).await?;
+    tx.commit().await
 }
 
 crate::store::webhooks::webhook_rows!(SqliteStore, sqlx::Sqlite);

@@ -8,11 +8,14 @@
 //! so a smaller batch is a prefix of the larger one and its `next_since` continues
 //! without a gap. A single change larger than the whole budget is sent alone.
 
-use actors::changes::feed::{feed_page, FeedError, PartCache};
+use super::runtime;
+use actors::changes::feed::{feed_pick, feed_range, FeedError, FeedPage, PartCache, Picked};
 use actors::changes::tokens::FeedPoint;
 use actors::model::Entity;
 use actors::state::WorkspaceState;
 use actors::store::Store;
+use actors::store::StoreError;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Most changes in one delivery.
@@ -51,14 +54,15 @@ pub enum Next {
 pub async fn next_batch(
     store: &dyn Store,
     cache: &PartCache,
-    ws: &WorkspaceState,
+    ws: &Arc<WorkspaceState>,
     since: FeedPoint,
     entities: &[Entity],
     envelope: &Envelope<'_>,
 ) -> Result<Next, FeedError> {
     let mut limit = MOST_CHANGES;
     loop {
-        let page = feed_page(store, cache, ws, since, entities, limit, Vec::new()).await?;
+        let picked = feed_pick(store, cache, ws, since, entities, limit).await?;
+        let page = render(ws, picked).await?;
         if page.changes == 0 {
             return Ok(Next::Nothing { seen: page.next });
         }
@@ -73,6 +77,52 @@ pub async fn next_batch(
         }
         limit = page.changes / 2;
     }
+}
+
+/// The delivery between `since` and `next` made again (a delivery in flight whose body
+/// was lost with the node that made it): the same changes, each record as `ws` shows
+/// it now. `None` when it no longer fits in [`MOST_BYTES`] (its records grew): it is
+/// then made afresh, as a new delivery.
+pub async fn range_batch(
+    store: &dyn Store,
+    cache: &PartCache,
+    ws: &Arc<WorkspaceState>,
+    (since, next): (FeedPoint, FeedPoint),
+    entities: &[Entity],
+    envelope: &Envelope<'_>,
+) -> Result<Option<Batch>, FeedError> {
+    let picked = feed_range(store, cache, ws, since, next, entities).await?;
+    let page = render(ws, picked).await?;
+    let body = body(envelope, since, next, &page.data);
+    if body.len() > MOST_BYTES && page.changes > 1 {
+        return Ok(None);
+    }
+    Ok(Some(Batch {
+        since,
+        next,
+        changes: page.changes,
+        body,
+    }))
+}
+
+/// Changes from which a batch is rendered on the low-priority pool (a catch-up's),
+/// rather than on the delivery's task (a live endpoint's few, at once).
+const BULK_FROM: usize = 256;
+
+/// The changes picked, rendered as `ws` shows them: a large batch on
+/// [`runtime::bulk`], below the API's priority, and awaited without holding a thread.
+async fn render(ws: &Arc<WorkspaceState>, picked: Picked) -> Result<FeedPage, FeedError> {
+    if picked.len() < BULK_FROM {
+        return picked.render(ws, Vec::new());
+    }
+    let (done, rendered) = tokio::sync::oneshot::channel();
+    let ws = ws.clone();
+    runtime::bulk().spawn(move || {
+        let _ = done.send(picked.render(&ws, Vec::new()));
+    });
+    rendered
+        .await
+        .map_err(|_| FeedError::Store(StoreError::Other("a batch's render stopped".into())))?
 }
 
 fn body(e: &Envelope<'_>, since: FeedPoint, next: FeedPoint, data: &[u8]) -> Vec<u8> {

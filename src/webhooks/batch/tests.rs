@@ -1,4 +1,5 @@
 use super::*;
+use actors::changes::feed::feed_page;
 use actors::model::{Record, Workspace};
 use actors::store::{ChangeSet, MemoryStore};
 use serde_json::{json, Value};
@@ -7,7 +8,7 @@ const STAMP: &str = "2026-11-01T09:00:00.000Z";
 
 /// A workspace with one company and `notes` notes on it, each `html` bytes of body,
 /// committed in one transaction (so that each is logged), and the store it is in.
-async fn workspace(notes: usize, html: usize) -> (WorkspaceState, std::sync::Arc<MemoryStore>) {
+async fn workspace(notes: usize, html: usize) -> (Arc<WorkspaceState>, Arc<MemoryStore>) {
     let mut ws = WorkspaceState::new(Workspace {
         id: Uuid::new_v4(),
         name: None,
@@ -40,7 +41,7 @@ async fn workspace(notes: usize, html: usize) -> (WorkspaceState, std::sync::Arc
     };
     store.commit(ws.id(), &changes).await.unwrap();
     ws.position = store.position(ws.id()).await.unwrap().seq;
-    (ws, store)
+    (Arc::new(ws), store)
 }
 
 fn token(p: FeedPoint) -> String {
@@ -48,7 +49,7 @@ fn token(p: FeedPoint) -> String {
 }
 
 /// Every batch from the start, in turn.
-async fn batches(ws: &WorkspaceState, store: &MemoryStore) -> Vec<Batch> {
+async fn batches(ws: &Arc<WorkspaceState>, store: &MemoryStore) -> Vec<Batch> {
     let cache = PartCache::default();
     let envelope = Envelope {
         workspace: ws.id(),

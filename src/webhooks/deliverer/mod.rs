@@ -220,7 +220,8 @@ impl Deliverer {
 }
 
 /// Whether commits after `point` exist at `head`.
-fn behind(point: FeedPoint, head: u64) -> bool {
+/// Whether changes committed up to `head` lie after `point`.
+pub fn behind(point: FeedPoint, head: u64) -> bool {
     point.position < head || (point.position == head && point != FeedPoint::at(head))
 }
 

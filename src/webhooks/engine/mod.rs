@@ -7,9 +7,10 @@
 //! endpoint. It keeps in memory only the delivery in flight (its body, at most
 //! [`batch::MOST_BYTES`]) and the points; everything else is in the log.
 //!
-//! Nothing is sent past an acknowledgement the ledger has not stored: a restart, or
-//! another node taking the workspace over, resumes from the stored point, and sends
-//! again at most the delivery that was in flight.
+//! Nothing is sent past an acknowledgement the ledger has not stored, nor before the
+//! delivery itself is stored in flight: a restart, or another node taking the
+//! workspace over, resumes from the stored point and sends the delivery that was in
+//! flight again under its own `webhook-id`, over the same changes (a retry of it).
 
 use super::batch::{self, Envelope, Next};
 use super::deliverer::{Deliverer, Outcome, Status, Step};
@@ -198,6 +199,11 @@ impl Engine {
                             let id = delivery_id();
                             d.prepared(Ok((id.clone(), b.since, b.next)));
                             body = Some((id, Bytes::from(b.body)));
+                            // Stored before its first attempt: whoever sends it again
+                            // sends it as a retry, under the same id.
+                            if let Err(e) = ledger.moved(&endpoint.id, &d).await {
+                                return Ended::Ledger(e);
+                            }
                         }
                         Ok(Next::Nothing { seen }) => {
                             d.prepared(Err(seen));
@@ -225,7 +231,40 @@ impl Engine {
                         return Ended::NotWriter;
                     }
                     let flight = d.in_flight.clone().expect("a step to send has a delivery");
-                    let (id, payload) = body.clone().expect("a delivery in flight has its body");
+                    let Some((id, payload)) = body.clone() else {
+                        // A delivery stored in flight by a task before this one: made
+                        // again over the same range, under the same id.
+                        let range = (flight.since, flight.next);
+                        let entities = &endpoint.entities;
+                        let again = batch::range_batch(
+                            &*self.store,
+                            &self.cache,
+                            &state,
+                            range,
+                            entities,
+                            &envelope,
+                        );
+                        match again.await {
+                            Ok(Some(b)) => {
+                                full = is_full(&b);
+                                body = Some((flight.id.clone(), Bytes::from(b.body)));
+                            }
+                            // Grown past a delivery's size: made afresh, a new delivery.
+                            Ok(None) => d.in_flight = None,
+                            Err(FeedError::Pruned) => {
+                                d.pruned();
+                                if let Err(e) = ledger.moved(&endpoint.id, &d).await {
+                                    return Ended::Ledger(e);
+                                }
+                            }
+                            Err(FeedError::Ahead) => {
+                                let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+                                workspace.after(state.position, deadline).await;
+                            }
+                            Err(FeedError::Store(e)) => return Ended::Store(e.to_string()),
+                        }
+                        continue;
+                    };
                     debug_assert_eq!(id, flight.id);
                     let at_ms = (self.now_ms)();
                     let timestamp = at_ms.div_euclid(1000);
@@ -274,6 +313,51 @@ impl Engine {
                         sent,
                         at_ms,
                     };
+                    if matches!(
+                        outcome,
+                        Some(Outcome::Acknowledged(_) | Outcome::Disabled(_))
+                    ) {
+                        body = None;
+                    }
+                    if let Some(Outcome::Acknowledged(at)) = outcome {
+                        // The next delivery (made while this one was sent, or now from
+                        // the freshest state) goes in flight in the same record as this
+                        // acknowledgement: one write a delivery while changes keep
+                        // coming.
+                        let next = match ahead {
+                            Some(Ok(Next::Batch(b))) if b.since == at => Some(Ok(Next::Batch(b))),
+                            _ => {
+                                let fresh = workspace.state();
+                                if super::deliverer::behind(at, fresh.position) {
+                                    let entities = &endpoint.entities;
+                                    let made = batch::next_batch(
+                                        &*self.store,
+                                        &self.cache,
+                                        &fresh,
+                                        at,
+                                        entities,
+                                        &envelope,
+                                    );
+                                    Some(made.await)
+                                } else {
+                                    None
+                                }
+                            }
+                        };
+                        match next {
+                            Some(Ok(Next::Batch(b))) if d.in_flight.is_none() => {
+                                full = is_full(&b);
+                                let id = delivery_id();
+                                d.prepared(Ok((id.clone(), b.since, b.next)));
+                                body = Some((id, Bytes::from(b.body)));
+                            }
+                            Some(Ok(Next::Nothing { seen })) if d.in_flight.is_none() => {
+                                d.prepared(Err(seen));
+                            }
+                            // Anything else is met again by the next step.
+                            _ => {}
+                        }
+                    }
                     let lag = async {
                         if let Some(Outcome::Acknowledged(at)) = outcome {
                             self.observe_lag(endpoint.workspace, at).await;
@@ -283,25 +367,6 @@ impl Engine {
                         tokio::join!(ledger.attempted(&endpoint.id, &attempt, &d), lag);
                     if let Err(e) = stored {
                         return Ended::Ledger(e);
-                    }
-                    if matches!(
-                        outcome,
-                        Some(Outcome::Acknowledged(_) | Outcome::Disabled(_))
-                    ) {
-                        body = None;
-                        if let Err(e) = ledger.moved(&endpoint.id, &d).await {
-                            return Ended::Ledger(e);
-                        }
-                    }
-                    if let (Some(Outcome::Acknowledged(at)), Some(Ok(Next::Batch(b)))) =
-                        (outcome, ahead)
-                    {
-                        if d.in_flight.is_none() && b.since == at {
-                            full = is_full(&b);
-                            let id = delivery_id();
-                            d.prepared(Ok((id.clone(), b.since, b.next)));
-                            body = Some((id, Bytes::from(b.body)));
-                        }
                     }
                 }
             }

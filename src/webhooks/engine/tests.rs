@@ -29,22 +29,40 @@ impl Published for Fake {
     }
 }
 
-/// Every record the engine kept, in order.
+/// An endpoint's state as stored: acknowledged point, status, reason, and the id of
+/// the delivery in flight.
+type Stored = (FeedPoint, Status, Option<Reason>, Option<String>);
+
+/// Every record the engine kept, in order: each attempt, and each state of the
+/// endpoint stored (with an attempt or on its own): its acknowledged point, status,
+/// reason, and the id of the delivery in flight.
 #[derive(Default)]
 struct Kept {
     attempts: Mutex<Vec<Attempt>>,
-    moved: Mutex<Vec<(FeedPoint, Status, Option<Reason>)>>,
+    moved: Mutex<Vec<Stored>>,
+    last: Mutex<Option<Deliverer>>,
+}
+
+impl Kept {
+    fn keep(&self, d: &Deliverer) {
+        let flight = d.in_flight.as_ref().map(|f| f.id.clone());
+        self.moved
+            .lock()
+            .push((d.acknowledged, d.status, d.reason, flight));
+        *self.last.lock() = Some(d.clone());
+    }
 }
 
 #[async_trait::async_trait]
 impl Ledger for Kept {
-    async fn attempted(&self, _: &str, attempt: &Attempt, _: &Deliverer) -> Result<(), String> {
+    async fn attempted(&self, _: &str, attempt: &Attempt, d: &Deliverer) -> Result<(), String> {
         self.attempts.lock().push(attempt.clone());
+        self.keep(d);
         Ok(())
     }
 
     async fn moved(&self, _: &str, d: &Deliverer) -> Result<(), String> {
-        self.moved.lock().push((d.acknowledged, d.status, d.reason));
+        self.keep(d);
         Ok(())
     }
 }
@@ -297,7 +315,7 @@ async fn a_failed_attempt_is_retried_as_the_same_delivery() {
                 .await
         })
     };
-    until(|| kept.moved.lock().len() == 1).await;
+    until(|| kept.attempts.lock().len() == 3).await;
     task.abort();
     let got = got.lock().clone();
     assert_eq!(got.len(), 3);
@@ -309,7 +327,72 @@ async fn a_failed_attempt_is_retried_as_the_same_delivery() {
     assert_eq!(numbers, vec![1, 2, 3]);
     let statuses: Vec<Option<u16>> = attempts.iter().map(|a| a.sent.status).collect();
     assert_eq!(statuses, vec![Some(500), Some(503), Some(200)]);
-    assert_eq!(kept.moved.lock()[0].0, FeedPoint::at(ws.position));
+    let moved = kept.moved.lock().clone();
+    // Stored in flight before its first attempt, under the id every attempt carried.
+    assert_eq!(moved[0].3.as_deref(), Some(got[0].id.as_str()));
+    assert_eq!(moved.last().unwrap().0, FeedPoint::at(ws.position));
+    assert_eq!(moved.last().unwrap().3, None);
+}
+
+#[tokio::test]
+async fn a_delivery_in_flight_when_its_task_died_is_sent_again_under_its_id() {
+    let (mut ws, store, company) = workspace().await;
+    commit_notes(&mut ws, &store, company, 3).await;
+    let secret = Secret::generate();
+    // The first attempt fails; the task dies before the retry.
+    let (url, got) = receiver(secret.clone(), vec![500]).await;
+    let fake = Arc::new(Fake {
+        state: Mutex::new(Arc::new(ws.clone())),
+        published: tokio::sync::Notify::new(),
+    });
+    let kept = Arc::new(Kept::default());
+    // Its retry far off: the task dies with the delivery in flight.
+    let slow = Schedule {
+        first_retry: Duration::from_secs(60),
+        most_between: Duration::from_secs(60),
+        give_up_after: Duration::from_secs(3600),
+    };
+    let engine = Arc::new(Engine {
+        schedule: slow,
+        ..engine(store.clone())
+    });
+    let ep = Arc::new(endpoint(ws.id(), url, &secret));
+    let run = |d: Deliverer| {
+        let (engine, ep, fake, kept) = (engine.clone(), ep.clone(), fake.clone(), kept.clone());
+        tokio::spawn(async move { engine.run(&ep, d, &*fake, &*kept).await })
+    };
+    let first = run(Deliverer::new(FeedPoint::at(0)));
+    until(|| kept.attempts.lock().len() == 1).await;
+    first.abort();
+    let _ = first.await;
+    // More is committed meanwhile; the next task starts from what was stored, with
+    // the delivery in flight due at once, as a restart reads it from the row.
+    commit_notes(&mut ws, &store, company, 4).await;
+    *fake.state.lock() = Arc::new(ws.clone());
+    let mut d = kept.last.lock().clone().unwrap();
+    let flight = d.in_flight.as_mut().expect("stored in flight");
+    assert_eq!(flight.failures, 1);
+    flight.not_before_ms = i64::MIN;
+    let second = run(d);
+    until(|| got.lock().len() == 3).await;
+    second.abort();
+    let got = got.lock().clone();
+    let ids = |g: &Got| -> Vec<String> {
+        let data = g.body["data"].as_array().unwrap();
+        data.iter()
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The same delivery: its id, its points and its changes, not the later ones.
+    assert_eq!(got[1].id, got[0].id);
+    assert_eq!(got[1].body["since"], got[0].body["since"]);
+    assert_eq!(got[1].body["next_since"], got[0].body["next_since"]);
+    assert_eq!(ids(&got[1]), ids(&got[0]));
+    assert_eq!(ids(&got[0]).len(), 1 + 3);
+    // Then the later commit, from where it ended, as a new delivery.
+    assert_ne!(got[2].id, got[0].id);
+    assert_eq!(got[2].body["since"], got[0].body["next_since"]);
+    assert_eq!(ids(&got[2]).len(), 4);
 }
 
 /// Runs an endpoint over one committed note to a receiver answering `script`, until
@@ -345,9 +428,14 @@ async fn a_410_disables_the_endpoint_and_nothing_more_is_sent() {
     assert_eq!(d.reason, Some(Reason::Gone));
     assert_eq!(d.acknowledged, FeedPoint::at(0));
     assert_eq!(got.len(), 1);
+    let moved = kept.moved.lock().clone();
+    let id = got[0].id.clone();
     assert_eq!(
-        kept.moved.lock().clone(),
-        vec![(FeedPoint::at(0), Status::Disabled, Some(Reason::Gone))]
+        moved,
+        vec![
+            (FeedPoint::at(0), Status::Active, None, Some(id)),
+            (FeedPoint::at(0), Status::Disabled, Some(Reason::Gone), None)
+        ]
     );
 }
 
