@@ -417,7 +417,8 @@ impl Application {
                 registry.clone(),
                 Some(Arc::new(keyring)),
                 writes,
-                crate::webhooks::runtime::deliveries(),
+                // The server's own: its tasks end with it.
+                tokio::runtime::Handle::current(),
             )
         };
         let webhook_looks = webhooks.start();

@@ -71,7 +71,7 @@ pub struct Hub {
     changing: DashMap<Uuid, Arc<tokio::sync::Mutex<()>>>,
     /// Each workspace's endpoints' records, committed together.
     writers: DashMap<Uuid, Arc<GroupWriter>>,
-    /// Where the tasks run ([`super::runtime`]).
+    /// Where the tasks run (the server's runtime: they end with it).
     runtime: tokio::runtime::Handle,
 }
 

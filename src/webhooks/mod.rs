@@ -20,8 +20,7 @@
 //! - [`sealing`]: secrets at rest, sealed under a data key the store never holds.
 //! - [`signature`]: the Standard Webhooks signature of a delivery
 //!   (`webhook-signature: v1,<base64 HMAC-SHA256>`), one per valid secret.
-//! - [`runtime`]: the threads deliveries run on, and a catch-up's renders below the
-//!   API's priority.
+//! - [`runtime`]: the pool a catch-up's renders run on, below the API's priority.
 //! - [`retry`]: when a failed delivery is tried again (5 s, then doubling with jitter,
 //!   at most an hour apart) and when its endpoint is given up on (72 hours).
 //! - [`address`]: which URLs an endpoint may have, and which addresses a delivery may

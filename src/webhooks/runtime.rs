@@ -1,5 +1,4 @@
-//! Where deliveries run: a runtime of their own, off the API's threads, and a pool
-//! below the API's scheduling priority for the CPU a catch-up takes.
+//! Where a catch-up's CPU goes: a pool below the API's scheduling priority.
 //!
 //! A live endpoint's deliveries are small and wanted at once: they are made on their
 //! task, at the API's priority. A catch-up renders 500 changes a batch as fast as its
@@ -9,31 +8,18 @@
 //! core, the kernel's scheduler gives such a thread about a tenth of the weight of one
 //! at the default priority, and every core when nothing else wants one. A catch-up
 //! slows down under load instead of the API, and runs at full speed otherwise.
+//!
+//! The pool is the process's, started on first use: it holds nothing but the renders
+//! under way, so servers started and stopped in one process (as tests do) share it.
+//! The endpoints' tasks themselves run on the server's runtime and end with it.
 
 use std::sync::OnceLock;
 
 /// The bulk pool's niceness (0 is the default; 19 the lowest priority).
 pub const NICE: i32 = 10;
 
-/// Worker threads of the delivery runtime, and of the bulk pool.
+/// Threads of the bulk pool.
 const THREADS: usize = 2;
-
-/// The process's delivery runtime, started on first use and kept for the process's
-/// life (servers started and stopped in one process, as tests do, share it).
-pub fn deliveries() -> tokio::runtime::Handle {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(THREADS)
-                .thread_name("recruitd-deliveries")
-                .enable_all()
-                .build()
-                .expect("the webhook delivery runtime starts")
-        })
-        .handle()
-        .clone()
-}
 
 /// The pool large batches are rendered on, at [`NICE`].
 pub fn bulk() -> &'static rayon::ThreadPool {
