@@ -211,19 +211,17 @@ impl Engine {
                                 return Ended::Ledger(e);
                             }
                         }
-                        Err(FeedError::Pruned) => {
-                            d.pruned();
-                            if let Err(e) = ledger.moved(&endpoint.id, &d).await {
-                                return Ended::Ledger(e);
+                        Err(e) => {
+                            match feed_failed(e, &endpoint.id, &mut d, ledger).await {
+                                Err(ended) => return ended,
+                                Ok(false) => continue,
+                                Ok(true) => {}
                             }
-                        }
-                        Err(FeedError::Ahead) => {
                             // A state behind the point (a copy not yet caught up): look
                             // again once it has moved.
                             let deadline = tokio::time::Instant::now() + IDLE_WAIT;
                             workspace.after(state.position, deadline).await;
                         }
-                        Err(FeedError::Store(e)) => return Ended::Store(e.to_string()),
                     }
                 }
                 Step::Send => {
@@ -251,17 +249,15 @@ impl Engine {
                             }
                             // Grown past a delivery's size: made afresh, a new delivery.
                             Ok(None) => d.in_flight = None,
-                            Err(FeedError::Pruned) => {
-                                d.pruned();
-                                if let Err(e) = ledger.moved(&endpoint.id, &d).await {
-                                    return Ended::Ledger(e);
+                            Err(e) => {
+                                match feed_failed(e, &endpoint.id, &mut d, ledger).await {
+                                    Err(ended) => return ended,
+                                    Ok(false) => continue,
+                                    Ok(true) => {}
                                 }
-                            }
-                            Err(FeedError::Ahead) => {
                                 let deadline = tokio::time::Instant::now() + IDLE_WAIT;
                                 workspace.after(state.position, deadline).await;
                             }
-                            Err(FeedError::Store(e)) => return Ended::Store(e.to_string()),
                         }
                         continue;
                     };
@@ -371,6 +367,27 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// What the feed's refusal does to an endpoint: a point older than the log keeps
+/// disables it (stored; the next step ends the task), a store failure ends its task,
+/// and a state behind the point is waited out: `Ok(true)` when the caller is to wait
+/// for the next state.
+async fn feed_failed(
+    e: FeedError,
+    endpoint: &str,
+    d: &mut Deliverer,
+    ledger: &dyn Ledger,
+) -> Result<bool, Ended> {
+    match e {
+        FeedError::Pruned => {
+            d.pruned();
+            ledger.moved(endpoint, d).await.map_err(Ended::Ledger)?;
+            Ok(false)
+        }
+        FeedError::Ahead => Ok(true),
+        FeedError::Store(e) => Err(Ended::Store(e.to_string())),
     }
 }
 
