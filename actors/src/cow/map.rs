@@ -3,22 +3,19 @@
 //! Linear probing over a power-of-two array of buckets, at most 3/4 full, with
 //! backward-shift deletion (no tombstones: a removal moves the entries after it back
 //! towards their home buckets, so lookups never walk over dead buckets). The buckets are
-//! split into chunks of [`super::CHUNK`]; a write in a clone copies the chunks it
-//! touches. Growing rebuilds the map at twice the size.
+//! held in a persistent tree of chunks ([`Chunks`]); a write in a clone copies the leaves
+//! it touches and the paths to them. Growing rebuilds the map at twice the size.
 
-use super::{unique, CHUNK, CHUNK_BITS};
+use super::{Chunks, LEAF};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
 type Bucket<K, V> = Option<(K, V)>;
 
-/// The buckets, chunk by chunk.
-type Chunks<K, V> = Arc<[Arc<[Bucket<K, V>]>]>;
-
 /// A persistent hash map; see the module docs.
 pub struct CowMap<K, V, S = foldhash::fast::RandomState> {
-    pub(super) chunks: Chunks<K, V>,
+    pub(super) chunks: Chunks<Bucket<K, V>>,
     /// Buckets, a power of two (0 when nothing was ever inserted).
     cap: usize,
     len: usize,
@@ -39,7 +36,7 @@ impl<K, V, S: Clone> Clone for CowMap<K, V, S> {
 impl<K, V, S: Default> Default for CowMap<K, V, S> {
     fn default() -> Self {
         CowMap {
-            chunks: Arc::from(Vec::new()),
+            chunks: Chunks::default(),
             cap: 0,
             len: 0,
             hasher: S::default(),
@@ -66,7 +63,6 @@ impl<K, V, S> CowMap<K, V, S> {
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.chunks
             .iter()
-            .flat_map(|c| c.iter())
             .filter_map(|b| b.as_ref().map(|(k, v)| (k, v)))
     }
 
@@ -74,13 +70,8 @@ impl<K, V, S> CowMap<K, V, S> {
         self.iter().map(|(_, v)| v)
     }
 
-    fn chunk_len(&self) -> usize {
-        self.cap.min(CHUNK)
-    }
-
     fn bucket(&self, at: usize) -> &Bucket<K, V> {
-        let bits = self.chunk_len().trailing_zeros();
-        &self.chunks[at >> bits][at & (self.chunk_len() - 1)]
+        self.chunks.get(at)
     }
 }
 
@@ -109,9 +100,7 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher + Clone> CowMap<K, V, S> {
     }
 
     fn bucket_mut(&mut self, at: usize) -> &mut Bucket<K, V> {
-        let bits = self.chunk_len().trailing_zeros();
-        let mask = self.chunk_len() - 1;
-        &mut unique(&mut unique(&mut self.chunks)[at >> bits])[at & mask]
+        self.chunks.get_mut(at)
     }
 
     pub fn get<Q>(&self, k: &Q) -> Option<&V>
@@ -203,12 +192,14 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher + Clone> CowMap<K, V, S> {
     }
 
     fn empty(cap: usize, hasher: S) -> Self {
-        let chunk = cap.min(CHUNK);
-        let chunks: Vec<Arc<[Bucket<K, V>]>> = (0..cap / chunk)
-            .map(|_| (0..chunk).map(|_| None).collect())
+        // Leaves of `LEAF` buckets, or one of the whole map when it is smaller: `cap` is
+        // a power of two, so every leaf is whole.
+        let leaf = cap.min(LEAF);
+        let leaves: Vec<Arc<[Bucket<K, V>]>> = (0..cap / leaf)
+            .map(|_| (0..leaf).map(|_| None).collect())
             .collect();
         CowMap {
-            chunks: Arc::from(chunks),
+            chunks: Chunks::from_leaves(leaves),
             cap,
             len: 0,
             hasher,
@@ -264,6 +255,3 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher + Clone> CowMap<K, V, S> {
         map
     }
 }
-
-// Chunks are `CHUNK` buckets, or the whole map when it is smaller.
-const _: () = assert!(CHUNK == 1 << CHUNK_BITS);

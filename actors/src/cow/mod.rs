@@ -18,6 +18,7 @@
 //! empty. A fleet of thousands of small workspaces would hold that much per workspace
 //! for nothing; a clone of one empty map per type holds none.
 
+mod chunks;
 mod map;
 mod order;
 mod sorted;
@@ -26,6 +27,7 @@ pub use map::CowMap;
 pub use order::OrderIndex;
 pub use sorted::SortedSet;
 
+use chunks::{Chunks, LEAF};
 use std::sync::Arc;
 
 /// Deltas are folded into their vector ([`OrderIndex`], [`SortedSet`]) once they hold
@@ -60,10 +62,6 @@ pub fn shared_empty<T: Default + Clone + 'static>() -> T {
     })
 }
 
-/// Entries per chunk: a write copies one chunk of this many entries.
-const CHUNK_BITS: u32 = 9;
-const CHUNK: usize = 1 << CHUNK_BITS;
-
 /// Makes `a` uniquely owned, copying its contents when it is shared.
 fn unique<T: Clone>(a: &mut Arc<[T]>) -> &mut [T] {
     if Arc::get_mut(a).is_none() {
@@ -72,17 +70,17 @@ fn unique<T: Clone>(a: &mut Arc<[T]>) -> &mut [T] {
     Arc::get_mut(a).expect("just made unique")
 }
 
-/// A growable vector stored as shared chunks of [`CHUNK`] entries. The last chunk may
-/// be shorter: a power of two from [`FIRST_CHUNK`] up, doubled as it fills, so that a
-/// small vector (a table of a few rows, in a workspace of a few dozen records) holds a
-/// few entries rather than a whole chunk.
+/// A growable vector stored in a persistent tree of chunks ([`Chunks`]). Its last
+/// leaf may be shorter than the others: a power of two from [`FIRST_CHUNK`] up, doubled
+/// as it fills, so that a small vector (a table of a few rows, in a workspace of a few
+/// dozen records) holds a few entries rather than a whole leaf.
 pub struct CowVec<T> {
-    chunks: Arc<[Arc<[T]>]>,
-    /// Entries of the last chunk beyond `len` hold `T::default()`.
+    chunks: Chunks<T>,
+    /// Entries held beyond `len` hold `T::default()`.
     len: usize,
 }
 
-/// Entries of a vector's first chunk when it starts empty.
+/// Entries of a vector's first leaf when it starts empty.
 const FIRST_CHUNK: usize = 4;
 
 impl<T> Clone for CowVec<T> {
@@ -97,7 +95,7 @@ impl<T> Clone for CowVec<T> {
 impl<T> Default for CowVec<T> {
     fn default() -> Self {
         CowVec {
-            chunks: Arc::from(Vec::new()),
+            chunks: Chunks::default(),
             len: 0,
         }
     }
@@ -110,20 +108,20 @@ impl<T: std::fmt::Debug> std::fmt::Debug for CowVec<T> {
 }
 
 impl<T: Clone + Default> CowVec<T> {
-    /// A vector of the given entries, built at once (no copying chunk by chunk).
+    /// A vector of the given entries, built at once (no copying leaf by leaf).
     pub fn from_vec(v: Vec<T>) -> Self {
         let len = v.len();
-        let mut chunks: Vec<Arc<[T]>> = Vec::with_capacity(len.div_ceil(CHUNK));
+        let mut leaves: Vec<Arc<[T]>> = Vec::with_capacity(len.div_ceil(LEAF));
         let mut it = v.into_iter();
         loop {
-            let chunk: Vec<T> = it.by_ref().take(CHUNK).collect();
-            if chunk.is_empty() {
+            let leaf: Vec<T> = it.by_ref().take(LEAF).collect();
+            if leaf.is_empty() {
                 break;
             }
-            chunks.push(pad(chunk));
+            leaves.push(pad(leaf));
         }
         CowVec {
-            chunks: Arc::from(chunks),
+            chunks: Chunks::from_leaves(leaves),
             len,
         }
     }
@@ -131,44 +129,42 @@ impl<T: Clone + Default> CowVec<T> {
     /// Appends an entry and returns its position.
     pub fn push(&mut self, value: T) -> usize {
         let at = self.len;
-        let (c, i) = (at >> CHUNK_BITS, at & (CHUNK - 1));
-        if i == 0 {
-            let mut chunks: Vec<Arc<[T]>> = self.chunks.iter().cloned().collect();
-            // A second chunk onwards is whole at once: the vector is large already.
-            let size = if c == 0 { FIRST_CHUNK } else { CHUNK };
-            let mut chunk = vec![T::default(); size];
-            chunk[0] = value;
-            chunks.push(Arc::from(chunk));
-            self.chunks = Arc::from(chunks);
-        } else if i >= self.chunks[c].len() {
-            // The last chunk is full: twice its size (a copy, as a write to a shared
-            // chunk makes anyway).
-            let old = &self.chunks[c];
-            let mut chunk = Vec::with_capacity((old.len() * 2).min(CHUNK));
-            chunk.extend(old.iter().cloned());
-            chunk.resize((old.len() * 2).min(CHUNK), T::default());
-            chunk[i] = value;
-            unique(&mut self.chunks)[c] = Arc::from(chunk);
+        if at < self.chunks.slots() {
+            *self.chunks.get_mut(at) = value;
+        } else if self.chunks.last_leaf_len() == LEAF || self.len == 0 {
+            // A second leaf onwards is whole at once: the vector is large already.
+            let size = if self.len == 0 { FIRST_CHUNK } else { LEAF };
+            let mut leaf = vec![T::default(); size];
+            leaf[0] = value;
+            self.chunks.push_leaf(Arc::from(leaf));
         } else {
-            unique(&mut unique(&mut self.chunks)[c])[i] = value;
+            // The last leaf is full: twice its size (a copy, as a write to a shared leaf
+            // makes anyway).
+            let old = self.chunks.last_leaf_len();
+            let start = at - old;
+            let mut leaf = Vec::with_capacity(old * 2);
+            leaf.extend((start..at).map(|i| self.chunks.get(i).clone()));
+            leaf.push(value);
+            leaf.resize(old * 2, T::default());
+            self.chunks.replace_last_leaf(Arc::from(leaf));
         }
         self.len += 1;
         at
     }
 
-    /// The entry at `at`, copied out of any chunk it shares with another clone.
+    /// The entry at `at`, copied out of any leaf it shares with another clone.
     pub fn get_mut(&mut self, at: usize) -> Option<&mut T> {
         if at >= self.len {
             return None;
         }
-        Some(&mut unique(&mut unique(&mut self.chunks)[at >> CHUNK_BITS])[at & (CHUNK - 1)])
+        Some(self.chunks.get_mut(at))
     }
 }
 
-/// A chunk filled up to a power of two of entries (a whole one's [`CHUNK`]).
-fn pad<T: Clone + Default>(mut chunk: Vec<T>) -> Arc<[T]> {
-    chunk.resize(chunk.len().next_power_of_two().min(CHUNK), T::default());
-    Arc::from(chunk)
+/// A leaf filled up to a power of two of entries (a whole one's [`LEAF`]).
+fn pad<T: Clone + Default>(mut leaf: Vec<T>) -> Arc<[T]> {
+    leaf.resize(leaf.len().next_power_of_two().min(LEAF), T::default());
+    Arc::from(leaf)
 }
 
 impl<T> CowVec<T> {
@@ -184,12 +180,12 @@ impl<T> CowVec<T> {
         if at >= self.len {
             return None;
         }
-        Some(&self.chunks[at >> CHUNK_BITS][at & (CHUNK - 1)])
+        Some(self.chunks.get(at))
     }
 
     /// Every entry, by position.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter()).take(self.len)
+        self.chunks.iter().take(self.len)
     }
 }
 

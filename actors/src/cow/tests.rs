@@ -203,15 +203,72 @@ fn a_map_grows_past_many_chunks_and_shares_untouched_ones() {
     assert_eq!((m.get(&7), m.get(&8)), (Some(&1), None));
     let shared = m
         .chunks
-        .iter()
-        .zip(before.chunks.iter())
+        .leaves()
+        .zip(before.chunks.leaves())
         .filter(|(a, b)| Arc::ptr_eq(a, b))
         .count();
-    assert!(
-        shared + 3 >= m.chunks.len(),
-        "{shared} of {} chunks shared",
-        m.chunks.len()
-    );
+    let leaves = m.chunks.leaves().count();
+    assert!(leaves > 1000, "{leaves} leaves");
+    assert!(shared + 3 >= leaves, "{shared} of {leaves} leaves shared");
     *m.entry_or_default(1_000_000) += 5;
     assert_eq!(m.get(&1_000_000), Some(&5));
+}
+
+/// More entries than two inner levels hold (`LEAF` × 64 × 64), so the tree is four
+/// levels deep, built at once and grown entry by entry.
+const DEEP: usize = LEAF * 64 * 64 + 1_000;
+
+#[test]
+fn a_vector_of_several_levels_reads_and_writes_like_std() {
+    let mut model: Vec<u32> = (0..DEEP as u32).collect();
+    let built = CowVec::from_vec(model.clone());
+    let mut grown: CowVec<u32> = CowVec::default();
+    for &x in &model {
+        grown.push(x);
+    }
+    let mut at = 1usize;
+    let mut snapshots = Vec::new();
+    let (mut built, mut grown) = (built, grown);
+    for i in 0..5_000u32 {
+        // A spread of positions over the whole vector, the last leaf included.
+        at = (at * 48_271 + 11) % DEEP;
+        *built.get_mut(at).unwrap() = i;
+        *grown.get_mut(at).unwrap() = i;
+        model[at] = i;
+        if i % 1_000 == 0 {
+            snapshots.push((built.clone(), model.clone()));
+        }
+    }
+    assert!(built.iter().copied().eq(model.iter().copied()));
+    assert!(grown.iter().copied().eq(model.iter().copied()));
+    for at in [0, LEAF - 1, LEAF, DEEP / 2, DEEP - 1] {
+        assert_eq!(built.get(at), Some(&model[at]));
+    }
+    assert_eq!(built.get(DEEP), None);
+    for (v, model) in &snapshots {
+        assert!(v.iter().copied().eq(model.iter().copied()));
+    }
+}
+
+#[test]
+fn a_write_in_a_clone_copies_one_leaf_and_the_path_to_it() {
+    let mut v = CowVec::from_vec((0..DEEP as u32).collect());
+    let before = v.clone();
+    *v.get_mut(DEEP / 3).unwrap() = 7;
+    v.push(9);
+    assert_eq!(
+        (before.get(DEEP / 3), v.get(DEEP / 3)),
+        (Some(&(DEEP as u32 / 3)), Some(&7))
+    );
+    assert_eq!((before.len(), v.len()), (DEEP, DEEP + 1));
+    let leaves = before.chunks.leaves().count();
+    assert_eq!(leaves, DEEP.div_ceil(LEAF));
+    let shared = v
+        .chunks
+        .leaves()
+        .zip(before.chunks.leaves())
+        .filter(|(a, b)| Arc::ptr_eq(a, b))
+        .count();
+    // The written leaf and the last one (grown by the push) are copies; no other is.
+    assert_eq!(shared, leaves - 2);
 }
