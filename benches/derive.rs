@@ -10,12 +10,18 @@
 //! - a job's assigned recruiter (shown on its applications: `owning_recruiter_id`),
 //! - a user's name (shown on no other record),
 //! - a pipeline stage written again as it was (an import of one stage).
+//!
+//! `plan/*` then times a whole batch's planning (`actors::writes::plan_batch`: the write
+//! checked and applied, its derived changes found and touched, its tombstones), what the
+//! actor does between taking a PATCH off its queue and handing the commit to the store:
+//! a job's title, and a job's assigned recruiter (whose applications move with it).
 
 use actors::changes::derive::derived;
 use actors::model::{Record, RecordKind};
 use actors::snapshot::{parse_slice, plan_import, NoKeys};
 use actors::state::WorkspaceState;
 use actors::store::{MemoryStore, Store};
+use actors::writes::{plan_batch, Change, JobPatch, WriteOp};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use uuid::Uuid;
 
@@ -109,6 +115,46 @@ fn bench(c: &mut Criterion) {
             b.iter_batched(
                 || written,
                 |w| derived(&before, &after, [w]),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("plan/{people}"));
+    group.sample_size(30);
+    let recruiter = before.jobs.get(&job).unwrap().assigned_recruiter_id;
+    let patches: Vec<(&str, JobPatch)> = vec![
+        (
+            "job title",
+            JobPatch {
+                title: Some(Change::Set("Renamed".into())),
+                ..JobPatch::default()
+            },
+        ),
+        (
+            "job recruiter",
+            JobPatch {
+                owning_recruiter_id: Some(Change::Set(if recruiter == Some(user) {
+                    other_user
+                } else {
+                    user
+                })),
+                ..JobPatch::default()
+            },
+        ),
+    ];
+    for (name, patch) in patches {
+        let planned = plan_batch(&before, vec![(WriteOp::PatchJob(job, patch.clone()), ())]);
+        eprintln!(
+            "  {name}: {} upserts, {} derived changes",
+            planned.changes.upserts.len(),
+            planned.changes.derived.len()
+        );
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || vec![(WriteOp::PatchJob(job, patch.clone()), ())],
+                |batch| plan_batch(&before, batch),
                 BatchSize::SmallInput,
             )
         });

@@ -31,6 +31,9 @@ impl Default for ActorConfig {
 pub enum CommitKind {
     Writes,
     Import,
+    /// The rows a batch of writes touched, stored after its commit
+    /// (`crate::store::Touched`).
+    Touched,
 }
 
 /// What removed attachment bytes from the blob store.

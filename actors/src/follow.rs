@@ -16,6 +16,10 @@
 //! paired with a position for a checkpoint is read at the store's position only when no
 //! commit came since (`ReadPosition`), when the records read are exactly those at `q`.
 //!
+//! A record the writer's last commit only touched (a derived change moved its
+//! `updated_at`) may be read back before its row is stored again: the store's marker of
+//! that commit, read before the records, gives it its stamp ([`crate::store::Touched`]).
+//!
 //! A follower whose position is 0 (it loaded the workspace before its first import,
 //! which writes no log) or whose log has been pruned past its position cannot bridge
 //! the gap from the log: it loads the workspace afresh ([`Read::Reload`]).
@@ -155,6 +159,11 @@ pub fn apply(state: &mut WorkspaceState, stretch: Stretch) {
         if let Some(record) = found.remove(&key) {
             state.put(record);
         }
+    }
+    // The writer's last commit may have touched records whose rows are not stored again
+    // yet: they are read back as they were, and take the marker's stamp.
+    if let Some(marker) = &current.touched {
+        marker.touched.apply(state);
     }
 
     let left: HashMap<Change, crate::time::Stamp> = current.tombstones.into_iter().collect();

@@ -198,6 +198,17 @@ impl From<StoreError> for ApiError {
                 err.cause = Some(e.into());
                 err
             }
+            // The workspace actor settles a standing marker before it commits; refused
+            // anyway (a marker left between its look and the commit), the write changed
+            // nothing and goes through when sent again.
+            StoreError::TouchPending(_) => {
+                let mut err = ApiError::new(
+                    ErrorKind::Unavailable { retry_after: 1 },
+                    "the workspace is finishing its previous write; retry after the indicated delay",
+                );
+                err.cause = Some(e.into());
+                err
+            }
             other => ApiError::internal(other),
         }
     }

@@ -13,13 +13,16 @@
 //! 4. the workspace's row; the upserts, then the deletes (as in `MemoryStore`: a record
 //!    both upserted and deleted in one change set ends up deleted); the keys; the
 //!    tombstones;
-//! 5. the position, bumped, and the change log's parts at it.
+//! 5. the position, bumped (refused while a touch marker stands), with the marker of the
+//!    records the commit touched, and the change log's parts at it.
+//!
+//! The touched records' rows follow in a transaction of their own ([`write_touched`]).
 
 use super::Upsert;
 use actors::entries::{Change, EncodedEntries};
 use actors::model::{ApiKey, RecordKind, Workspace};
 use actors::store::ChangeSet;
-use actors::store::StoreResult;
+use actors::store::{StoreError, StoreResult};
 use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -92,6 +95,9 @@ pub(crate) struct Part<'a> {
     pub unlogged: bool,
     /// `ChangeSet::fresh`: none of the upserts can conflict.
     pub fresh: bool,
+    /// The marker of the records the commit touched (`ChangeSet::touched`), kept with
+    /// the position it moves to; their rows follow in [`write_touched`].
+    pub touched: Option<&'a str>,
 }
 
 impl Part<'_> {
@@ -130,6 +136,7 @@ pub(crate) fn parts_of<'a>(
     changes: &'a ChangeSet,
     upserts: &'a [Upsert<'a>],
     deletes: &'a [(RecordKind, &'a str)],
+    touched: Option<&'a str>,
     size: Option<&'a mut (dyn FnMut() -> usize + Send)>,
 ) -> Box<dyn Iterator<Item = Part<'a>> + Send + 'a> {
     let whole = Part {
@@ -144,6 +151,7 @@ pub(crate) fn parts_of<'a>(
         tombstones: &changes.tombstones,
         unlogged: changes.unlogged,
         fresh: changes.fresh,
+        touched,
     };
     let Some(size) = size else {
         return Box::new(std::iter::once(whole));
@@ -168,6 +176,7 @@ pub(crate) fn parts_of<'a>(
             bulk: true,
             derived: if tx.last { whole.derived } else { &[] },
             tombstones: if tx.last { whole.tombstones } else { &[] },
+            touched: if tx.last { whole.touched } else { None },
             ..whole
         }
     }))
@@ -203,8 +212,13 @@ pub(crate) trait CommitStatements: Send {
 
     async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()>;
 
-    /// Moves the workspace's position on by one.
-    async fn bump_position(&mut self, ws: &str) -> StoreResult<()>;
+    /// Moves the workspace's position on by one, and sets its touch marker to `touched`
+    /// (`None`: no marker) — unless a marker stands: then it changes nothing and says so
+    /// (`false`).
+    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool>;
+
+    /// Clears the workspace's touch marker if it stands at `position`; whether it did.
+    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool>;
 
     /// The change log's parts at the position just bumped.
     async fn log_parts(
@@ -247,7 +261,12 @@ pub(crate) async fn write_part(
         tx.tombstones(&ws, part.tombstones).await?;
     }
     if moves {
-        tx.bump_position(&ws).await?;
+        if !tx.bump_position(&ws, part.touched).await? {
+            // The transaction is rolled back when the caller drops it.
+            return Err(StoreError::TouchPending(format!(
+                "workspace {workspace}: the rows its last commit touched are not stored yet"
+            )));
+        }
         if !part.unlogged {
             let parts = super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived);
             if !parts.is_empty() {
@@ -256,4 +275,26 @@ pub(crate) async fn write_part(
         }
     }
     Ok(())
+}
+
+/// The transaction after a commit that touched records (`ChangeSet::touched`, see
+/// `actors::store::Touched`), on `tx`, which the caller opened (with no flush of its own)
+/// and commits: the writer's fence, the marker cleared if it stands at `position`, and
+/// then, only if it did, the touched records' rows. Whether the marker stood: when it
+/// did not (already stored, or another commit's), nothing is written.
+pub(crate) async fn write_touched(
+    tx: &mut dyn CommitStatements,
+    workspace: Uuid,
+    position: u64,
+    upserts: &[Upsert<'_>],
+) -> StoreResult<bool> {
+    let ws = workspace.to_string();
+    tx.fence(workspace, &ws).await?;
+    if !tx.clear_touch_marker(&ws, position).await? {
+        return Ok(false);
+    }
+    if !upserts.is_empty() {
+        tx.upserts(&ws, upserts, false).await?;
+    }
+    Ok(true)
 }

@@ -248,8 +248,16 @@ fn id_key(r: &Record) -> IdKey<'_> {
 pub(crate) fn in_key_order(changes: &actors::store::ChangeSet) -> Vec<Upsert<'_>> {
     // Bodies rendered ahead are used only when there is one per upsert.
     let rendered = (changes.rendered.len() == changes.upserts.len()).then_some(&changes.rendered);
-    let mut sorted: Vec<Upsert<'_>> = changes
-        .upserts
+    records_in_key_order(&changes.upserts, rendered.map(|r| &r[..]))
+}
+
+/// `records` as upserts in key order (see [`in_key_order`]), with their bodies rendered
+/// ahead when `rendered` has one for each.
+pub(crate) fn records_in_key_order<'a>(
+    records: &'a [Record],
+    rendered: Option<&'a [String]>,
+) -> Vec<Upsert<'a>> {
+    let mut sorted: Vec<Upsert<'a>> = records
         .iter()
         .enumerate()
         .map(|(i, record)| Upsert {
@@ -501,6 +509,26 @@ where
             return put(std::mem::take(&mut decoded));
         }
     }
+}
+
+/// The standing touch markers `rows` (workspace, position, marker) of `workspaces`, in
+/// their order, as both adapters read them.
+pub(crate) fn touch_markers(
+    workspaces: &[Uuid],
+    rows: Vec<(String, i64, String)>,
+) -> StoreResult<Vec<Option<actors::store::TouchMarker>>> {
+    let mut standing = std::collections::HashMap::new();
+    for (ws, position, text) in rows {
+        let Ok(ws) = Uuid::parse_str(&ws) else {
+            continue;
+        };
+        let marker = actors::store::TouchMarker {
+            position: position as u64,
+            touched: actors::store::Touched::decode(&text)?,
+        };
+        standing.insert(ws, marker);
+    }
+    Ok(workspaces.iter().map(|w| standing.remove(w)).collect())
 }
 
 /// A `commit_positions` row's position and tag, as both adapters read them.

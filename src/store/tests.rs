@@ -797,6 +797,205 @@ async fn postgres_reads_of_many_workspaces_are_those_of_each() {
     }
 }
 
+/// A commit's touched records (`ChangeSet::touched`) are marked, not stored, until
+/// `flush_touched` stores them and clears the marker; meanwhile the workspace's next
+/// commit or import is refused whole, and a load applies the marker.
+async fn touched_records_follow_their_commit(b: &Backend) {
+    use actors::entries::{Change, LoggedId};
+    use actors::model::Entity;
+    use actors::store::Touched;
+    let store = b.open().await;
+    let name = b.name;
+    let (a, c) = (Uuid::new_v4(), Uuid::new_v4());
+    store
+        .commit(
+            ws(WS),
+            &ChangeSet {
+                workspace: Some(workspace(WS, "Touched")),
+                upserts: vec![candidate(a, "A"), candidate(c, "C")],
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let stamp = actors::time::Stamp::from_millis(1_900_000_000_000);
+    let restamped = |r: &Record| {
+        let mut r = r.clone();
+        if let Record::Candidate(c) = &mut r {
+            c.updated_at = stamp;
+        }
+        r
+    };
+    let before = loaded(&*store, WS).await;
+    let rows: Vec<Record> = before.iter().map(restamped).collect();
+    let touched = Touched {
+        stamp,
+        records: vec![(RecordKind::Candidate, a), (RecordKind::Candidate, c)],
+    };
+    let derived = |id: Uuid| Change {
+        entity: Entity::Candidates,
+        id: LoggedId::Uuid(id),
+    };
+    let job = rec(
+        RecordKind::Job,
+        json!({"id": Uuid::new_v4(), "title": "J", "created_at": T, "updated_at": T}),
+    );
+    store
+        .commit(
+            ws(WS),
+            &ChangeSet {
+                upserts: vec![job.clone()],
+                derived: vec![derived(a), derived(c)],
+                touched: Some(touched.clone()),
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let position = store.position(ws(WS)).await.unwrap().seq;
+    // The job is stored, the rows are not: the marker stands in their place.
+    let now = loaded(&*store, WS).await;
+    assert!(now.contains(&job), "{name}");
+    assert_eq!(
+        now.iter()
+            .filter(|r| r.kind() == RecordKind::Candidate)
+            .collect::<Vec<_>>(),
+        before.iter().collect::<Vec<_>>(),
+        "{name}"
+    );
+    let markers = store.touches(&[ws(WS2), ws(WS)]).await.unwrap();
+    assert_eq!(
+        markers,
+        vec![
+            None,
+            Some(actors::store::TouchMarker {
+                position,
+                touched: touched.clone()
+            })
+        ],
+        "{name}"
+    );
+    // A load applies it.
+    let state = actors::loader::read::read_state(&*store, workspace(WS, "Touched"))
+        .await
+        .unwrap();
+    for id in [a, c] {
+        assert_eq!(
+            state.candidates.get(&id).unwrap().updated_at(),
+            stamp,
+            "{name}"
+        );
+    }
+    // Nothing more commits past it, an import neither; nothing of either is written.
+    let other = candidate(Uuid::new_v4(), "O");
+    let next = ChangeSet {
+        upserts: vec![other.clone()],
+        ..ChangeSet::default()
+    };
+    for refused in [
+        store.commit(ws(WS), &next).await,
+        store.commit_import(ws(WS), &next).await,
+    ] {
+        assert!(
+            matches!(refused, Err(StoreError::TouchPending(_))),
+            "{name}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        store.position(ws(WS)).await.unwrap().seq,
+        position,
+        "{name}"
+    );
+    assert!(!loaded(&*store, WS).await.contains(&other), "{name}");
+    // Keys live beside the workspace and still commit.
+    let key = key("k_touch", Scopes::read_only(), None);
+    let keys_only = ChangeSet {
+        keys: vec![key.clone()],
+        ..ChangeSet::default()
+    };
+    store.commit(ws(WS), &keys_only).await.unwrap();
+    // Flushed for another position: nothing happens.
+    store
+        .flush_touched(ws(WS), position + 1, &rows)
+        .await
+        .unwrap();
+    assert!(
+        store.touches(&[ws(WS)]).await.unwrap()[0].is_some(),
+        "{name}"
+    );
+    // Flushed for its own: the rows are stored, the marker gone, the next commit goes.
+    store.flush_touched(ws(WS), position, &rows).await.unwrap();
+    let now = loaded(&*store, WS).await;
+    for r in &rows {
+        assert!(now.contains(r), "{name}: {r:?}");
+    }
+    assert_eq!(
+        store.touches(&[ws(WS)]).await.unwrap(),
+        vec![None],
+        "{name}"
+    );
+    store.commit(ws(WS), &next).await.unwrap();
+    assert_eq!(
+        store.position(ws(WS)).await.unwrap().seq,
+        position + 1,
+        "{name}"
+    );
+    // Flushed again late (a retry whose first answer was lost): nothing is undone.
+    store.flush_touched(ws(WS), position, &rows).await.unwrap();
+    assert!(loaded(&*store, WS).await.contains(&other), "{name}");
+}
+
+#[tokio::test]
+async fn sqlite_touched_records_follow_their_commit() {
+    touched_records_follow_their_commit(&Backend::sqlite()).await;
+}
+
+/// Touched rows are stored without a sync of their own; every commit after syncs again.
+#[tokio::test]
+async fn touched_rows_leave_every_later_commit_synced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite::SqliteStore::open(&dir.path().join("recruit.db"))
+        .await
+        .unwrap();
+    let id = Uuid::new_v4();
+    let row = candidate(id, "A");
+    let touched = actors::store::Touched {
+        stamp: actors::time::Stamp::from_millis(1_900_000_000_000),
+        records: vec![(RecordKind::Candidate, id)],
+    };
+    store
+        .commit(
+            ws(WS),
+            &ChangeSet {
+                upserts: vec![candidate(Uuid::new_v4(), "B")],
+                touched: Some(touched),
+                ..ChangeSet::default()
+            },
+        )
+        .await
+        .unwrap();
+    let position = store.position(ws(WS)).await.unwrap().seq;
+    store
+        .flush_touched(ws(WS), position, std::slice::from_ref(&row))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.writer_pragma::<i64>("synchronous").await,
+        2,
+        "synchronous=FULL again"
+    );
+    assert!(loaded(&store, WS).await.contains(&row));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn postgres_touched_records_follow_their_commit() {
+    if let Some(b) = Backend::postgres().await {
+        touched_records_follow_their_commit(&b).await;
+        b.cleanup().await;
+    }
+}
+
 /// A workspace's first import is inserted rather than upserted where the store can
 /// (PostgreSQL copies it in, several transactions of it): what loads back is what the
 /// upsert would have written, the last version of a key given twice included.

@@ -249,7 +249,7 @@ impl Metrics {
             // Fine steps (×1.5 from 0.5 ms): the lag's percentiles are read from them.
             follower_lag: r.add("recruitd_follower_lag_seconds", "Per commit another node made, from when it was made to when this node's copy held it", Histogram::new(exponential_buckets(0.000_5, 1.5, 24))),
             rate_limited: r.add("recruitd_rate_limited", "Requests refused because the key's budget was spent", Family::default()),
-            commits: r.add("recruitd_store_commit_duration_seconds", "Store transactions of write batches and imports", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
+            commits: r.add("recruitd_store_commit_duration_seconds", "Store transactions of write batches, of the rows they touched, and of imports", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
             reclaimed_objects: r.add("recruitd_blobs_reclaimed_objects", "Attachment objects removed from the blob store, by what removed them", Family::default()),
             reclaimed_bytes: r.add("recruitd_blobs_reclaimed_bytes", "Bytes of attachment objects removed from the blob store, by what removed them", Family::default()),
             workspaces: r.add("recruitd_workspaces", "Workspaces by load state", Family::default()),
@@ -427,6 +427,7 @@ impl Metrics {
                         StoreError::Corrupt(_) => "corrupt",
                         StoreError::Other(_) => "other",
                         StoreError::Fenced(_) => "fenced",
+                        StoreError::TouchPending(_) => "touch_pending",
                     },
                 })
                 .set(i64::from(f.attempts));
@@ -485,6 +486,7 @@ impl CommitObserver for Metrics {
                 kind: match kind {
                     CommitKind::Writes => "writes",
                     CommitKind::Import => "import",
+                    CommitKind::Touched => "touched",
                 },
                 outcome: if ok { "ok" } else { "failed" },
             })

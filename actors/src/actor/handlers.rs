@@ -1,10 +1,10 @@
 //! How the workspace actor handles each message, and its commit loop.
 
-use super::InDoubt;
 use super::{
     Drain, Follow, Followed, ForgetTombstones, Import, ImportError, ImportReport, IndexRebuilt,
     Job, Positioned, ReadPosition, WorkspaceActor, Write, WriteDone,
 };
+use super::{InDoubt, Unflushed};
 use crate::env::CommitKind;
 use crate::loader::{LOAD_RETRY_FIRST, LOAD_RETRY_MAX};
 use crate::snapshot::{plan_import, Applied, ApplyError, BuildNext};
@@ -172,6 +172,11 @@ impl WorkspaceActor {
                 }
                 return;
             }
+            let commits_next = matches!(self.queue.front(), Some(Job::Write(..) | Job::Import(..)));
+            if self.unflushed.is_some() || (self.marker_unknown && commits_next) {
+                self.flush_touched(ctx);
+                return;
+            }
             match self.queue.pop_front() {
                 None => return,
                 Some(Job::Import(snap, reply)) => self.commit_import(snap, reply, ctx),
@@ -222,6 +227,7 @@ impl WorkspaceActor {
         self.committing = true;
         let batch = Uuid::new_v4();
         changes.batch = Some(batch);
+        let touched = changes.touched.clone();
         let store = self.env.store.clone();
         let id = self.id;
         let writes = accepted.len();
@@ -261,12 +267,14 @@ impl WorkspaceActor {
                 act.in_doubt = Some(InDoubt {
                     batch,
                     next: next.clone(),
+                    touched: touched.clone(),
                 });
                 act.settle_later(ctx);
             }
             match res {
                 Ok(()) => {
                     let state = act.publish(next, ctx);
+                    act.committed_with(state.position, touched);
                     for (written, reply) in accepted {
                         let _ = reply.send(Ok(WriteDone {
                             written,
@@ -275,6 +283,9 @@ impl WorkspaceActor {
                     }
                 }
                 Err(e) => {
+                    if matches!(e, StoreError::TouchPending(_)) {
+                        act.marker_unknown = true;
+                    }
                     tracing::warn!(workspace = %act.id, error = %e, writes = accepted.len(), "commit failed; nothing applied");
                     for (_, reply) in accepted {
                         let _ = reply.send(Err(WriteError::Store(e.clone())));
@@ -311,30 +322,13 @@ impl WorkspaceActor {
                     let doubt = act.in_doubt.take().expect("settling");
                     tracing::info!(workspace = %act.id, batch = %doubt.batch, committed, "settled a commit whose outcome was unknown");
                     if committed {
-                        act.publish(doubt.next, ctx);
+                        let state = act.publish(doubt.next, ctx);
+                        act.committed_with(state.position, doubt.touched);
                     }
                 }
                 Err(e) => {
                     act.settle_later(ctx);
-                    for job in act.queue.drain(..) {
-                        match job {
-                            Job::Write(_, reply, _) => {
-                                let _ = reply.send(Err(WriteError::Store(e.clone())));
-                            }
-                            Job::Import(_, reply) => {
-                                let _ = reply.send(Err(ImportError::Store(e.clone())));
-                            }
-                            Job::Position(reply) => {
-                                let _ = reply.send(Err(e.clone()));
-                            }
-                            Job::Follow(reply) => {
-                                let _ = reply.send(Err(e.clone()));
-                            }
-                            Job::Drain(reply) => {
-                                let _ = reply.send(());
-                            }
-                        }
-                    }
+                    act.refuse_queued(&e);
                 }
             }
             act.pump(ctx);
@@ -408,6 +402,8 @@ impl WorkspaceActor {
                         (stretch.position, stretch.committed_at_ms.clone());
                     crate::follow::apply(&mut next, *stretch);
                     act.publish(next, ctx);
+                    // The writer may have left a marker: this state holds its stamps.
+                    act.marker_unknown = true;
                     Ok(Followed::At {
                         position,
                         committed_at_ms,
@@ -436,11 +432,114 @@ impl WorkspaceActor {
                 let position = state.position;
                 tracing::info!(workspace = %act.id, position, records = state.stored_records(), "the change log could not bring the copy up to date: reloaded it");
                 act.publish(state, ctx);
+                act.marker_unknown = true;
                 Followed::Reloaded { position }
             });
             let _ = reply.send(followed);
             act.pump(ctx);
         }));
+    }
+
+    /// After a commit of this actor's: no marker stands but the one it may have left,
+    /// whose rows are stored next (`flush_touched`).
+    fn committed_with(&mut self, position: u64, touched: Option<crate::store::Touched>) {
+        self.marker_unknown = false;
+        self.unflushed = touched.map(|touched| Unflushed { position, touched });
+    }
+
+    /// Stores the rows of the records the last commit touched, as the published state
+    /// holds them, the queue waiting (a transaction without a flush of its own). When the
+    /// store may hold a marker this actor did not leave (`marker_unknown`), it looks
+    /// first: a marker at the published state's position is stored the same way, that
+    /// state holding the marked records with their stamp (the loader and the follower
+    /// applied it). While the store cannot take them, every queued job is refused with
+    /// its error, as while a commit's outcome is unknown, and the flush is tried again
+    /// when the next job arrives.
+    fn flush_touched(&mut self, ctx: &mut Context<Self>) {
+        self.committing = true;
+        let (store, id) = (self.env.store.clone(), self.id);
+        let Some(unflushed) = &self.unflushed else {
+            let look = bounded(SETTLE_TIMEOUT, "looking for a touch marker", async move {
+                store.touches(&[id]).await
+            });
+            ctx.spawn(look.into_actor(self).map(move |res, act, ctx| {
+                act.committing = false;
+                let position = act.view.load().position;
+                match res.map(|mut m| m.pop().flatten()) {
+                    Ok(None) => act.marker_unknown = false,
+                    Ok(Some(marker)) if marker.position == position => {
+                        tracing::info!(workspace = %act.id, position, "storing the rows a commit touched before this actor wrote the workspace");
+                        act.marker_unknown = false;
+                        act.unflushed = Some(marker);
+                    }
+                    // Not reached by a writer, which holds the store's last commit; a
+                    // commit from this state would be refused anyway.
+                    Ok(Some(marker)) => act.refuse_queued(&StoreError::Other(format!(
+                        "a touch marker at position {} and the state at {position}",
+                        marker.position
+                    ))),
+                    Err(e) => act.refuse_queued(&e),
+                }
+                act.pump_when_unflushed(ctx);
+            }));
+            return;
+        };
+        let position = unflushed.position;
+        let rows = unflushed.touched.rows_in(&self.view.load());
+        let env = self.env.clone();
+        let flush = bounded(WRITE_COMMIT_TIMEOUT, "storing touched rows", async move {
+            let started = Instant::now();
+            let res = store.flush_touched(id, position, &rows).await;
+            env.observer
+                .commit(CommitKind::Touched, started.elapsed(), res.is_ok());
+            res
+        });
+        ctx.spawn(flush.into_actor(self).map(move |res, act, ctx| {
+            act.committing = false;
+            match res {
+                Ok(()) => act.unflushed = None,
+                Err(e) => {
+                    tracing::warn!(workspace = %act.id, error = %e, "could not store the rows the last commit touched; trying again");
+                    act.refuse_queued(&e);
+                }
+            }
+            act.pump_when_unflushed(ctx);
+        }));
+    }
+
+    /// Pumps on, or, while touched rows are still to be stored or a marker to be looked
+    /// for, tries again later even if no job arrives meanwhile.
+    fn pump_when_unflushed(&mut self, ctx: &mut Context<Self>) {
+        if self.unflushed.is_some() {
+            ctx.run_later(SETTLE_RETRY, |act, ctx| act.pump(ctx));
+            if self.queue.is_empty() {
+                return;
+            }
+        }
+        self.pump(ctx);
+    }
+
+    /// Refuses every queued job with `e`, promptly (the store cannot take them now).
+    fn refuse_queued(&mut self, e: &StoreError) {
+        for job in self.queue.drain(..) {
+            match job {
+                Job::Write(_, reply, _) => {
+                    let _ = reply.send(Err(WriteError::Store(e.clone())));
+                }
+                Job::Import(_, reply) => {
+                    let _ = reply.send(Err(ImportError::Store(e.clone())));
+                }
+                Job::Position(reply) => {
+                    let _ = reply.send(Err(e.clone()));
+                }
+                Job::Follow(reply) => {
+                    let _ = reply.send(Err(e.clone()));
+                }
+                Job::Drain(reply) => {
+                    let _ = reply.send(());
+                }
+            }
+        }
     }
 
     /// Settles an unconfirmed batch a little later even if no write arrives meanwhile, so
@@ -615,6 +714,8 @@ impl WorkspaceActor {
                         "import applied"
                     );
                     act.publish(next.expect("planned with the next state"), ctx);
+                    // Its commits passed the store's check: no marker stands.
+                    act.marker_unknown = false;
                     act.reclaim(released, ctx);
                     // Freeing a large import's records takes a while too: not on the
                     // arbiter.
@@ -625,7 +726,12 @@ impl WorkspaceActor {
                     act.recover(batch, ctx);
                     Err(e)
                 }
-                Err(ImportFailed::Nothing(e)) => Err(e),
+                Err(ImportFailed::Nothing(e)) => {
+                    if matches!(e, ImportError::Store(StoreError::TouchPending(_))) {
+                        act.marker_unknown = true;
+                    }
+                    Err(e)
+                }
             };
             let _ = reply.send(answer);
             act.pump(ctx);

@@ -129,13 +129,29 @@ pub struct WorkspaceActor {
     /// A retention cutoff that arrived while a batch was committing: tombstones older
     /// than it are forgotten from the state that batch publishes.
     forget_before: Option<crate::time::Stamp>,
+    /// Records the last commit touched whose rows the store has yet to take
+    /// (`Store::flush_touched`, see `crate::store::Touched`): stored right after that
+    /// commit, before any other job, and kept here while the store cannot take them.
+    unflushed: Option<Unflushed>,
+    /// Whether the store may hold a touch marker this actor did not leave (one left by a
+    /// server that stopped between a commit and its flush, here or on another node):
+    /// true from the start and after the state is read afresh from the store, until a
+    /// look or a commit of this actor's shows there is none. The store refuses to commit
+    /// past a marker, so one is settled before the next write or import.
+    marker_unknown: bool,
 }
 
 /// A batch whose commit outcome is unknown, and what to publish if it did commit.
 struct InDoubt {
     batch: Uuid,
     next: WorkspaceState,
+    /// What it touched, stored if it did commit.
+    touched: Option<crate::store::Touched>,
 }
+
+/// Touched records of a commit, whose rows the store has yet to take: the marker it
+/// left (stored from the published state, which holds them as that commit made them).
+type Unflushed = crate::store::TouchMarker;
 
 impl WorkspaceActor {
     /// Starts the actor of `state` on `arbiter`, publishing `state` as its first view.
@@ -175,6 +191,8 @@ impl WorkspaceActor {
             in_doubt: None,
             expiry_armed: false,
             forget_before: None,
+            unflushed: None,
+            marker_unknown: true,
         }
     }
 

@@ -34,6 +34,9 @@ struct SlowStore {
     /// import does), and the CPU priority (nice value) that thread had.
     import_busy_ms: std::sync::atomic::AtomicU64,
     import_nice: std::sync::atomic::AtomicI32,
+    /// While set, storing touched rows fails (a store that fails between a commit and
+    /// its flush).
+    flush_fails: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
@@ -59,6 +62,23 @@ impl Store for SlowStore {
             }
             _ => std::future::pending().await,
         }
+    }
+    async fn flush_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[crate::model::Record],
+    ) -> StoreResult<()> {
+        if self.flush_fails.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("flush refused".into()));
+        }
+        self.inner.flush_touched(workspace, position, rows).await
+    }
+    async fn touches(
+        &self,
+        workspaces: &[Uuid],
+    ) -> StoreResult<Vec<Option<crate::store::TouchMarker>>> {
+        self.inner.touches(workspaces).await
     }
     async fn commit_import(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         let busy = self.import_busy_ms.load(Ordering::SeqCst);
@@ -131,6 +151,7 @@ async fn workspace(delay: Duration) -> (Arc<SlowStore>, WorkspaceHandle, Arc<Act
         stall_ms: std::sync::atomic::AtomicU64::new(0),
         import_busy_ms: std::sync::atomic::AtomicU64::new(0),
         import_nice: std::sync::atomic::AtomicI32::new(0),
+        flush_fails: std::sync::atomic::AtomicBool::new(false),
     });
     let env = Arc::new(ActorEnv::new(
         store.clone(),
@@ -700,6 +721,18 @@ async fn a_follower_applies_the_writers_commits_as_a_load_would() {
     );
     assert_eq!(fresh.state().position, position);
     assert_eq!(fresh.state().describe(), loaded.describe());
+
+    // The writer's last commit touched contacts whose rows it could not store yet: the
+    // follower reads them back as they were, and the marker gives them their stamps.
+    store.flush_fails.store(true, Ordering::SeqCst);
+    write(rename_fabrikam("Fabrikam Group"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.inner.touches(&[w.id]).await.unwrap()[0].is_some());
+    follower.addr.send(Follow).await.unwrap().unwrap();
+    assert_eq!(follower.state().describe(), writer.state().describe());
+    store.flush_fails.store(false, Ordering::SeqCst);
 }
 
 /// A workspace's first import, its commits stalled: no other reader finds the workspace
@@ -717,6 +750,7 @@ async fn a_first_import_is_found_whole_or_not_at_all() {
         stall_ms: std::sync::atomic::AtomicU64::new(150),
         import_busy_ms: std::sync::atomic::AtomicU64::new(0),
         import_nice: std::sync::atomic::AtomicI32::new(0),
+        flush_fails: std::sync::atomic::AtomicBool::new(false),
     });
     let env = Arc::new(ActorEnv::new(
         store.clone(),
@@ -757,4 +791,92 @@ async fn a_first_import_is_found_whole_or_not_at_all() {
         .unwrap();
     assert_eq!(h.state().stored_records(), report.records);
     assert_eq!(h.state().describe(), loaded.describe());
+}
+
+/// A company renamed: its contacts show the new name, so they are touched (a derived
+/// change) at one new stamp.
+fn rename_fabrikam(name: &str) -> WriteOp {
+    WriteOp::PatchCompany(
+        Uuid::parse_str(FABRIKAM).unwrap(),
+        crate::writes::CompanyPatch {
+            name: Some(crate::writes::Change::Set(name.into())),
+            ..Default::default()
+        },
+    )
+}
+
+/// The store's records of the workspace, as a load reads them.
+async fn reloaded(store: &SlowStore, h: &WorkspaceHandle) -> WorkspaceState {
+    crate::loader::read::read_state(store, (*h.state().workspace).clone())
+        .await
+        .unwrap()
+}
+
+#[actix::test]
+async fn a_commit_stores_the_rows_it_touched_right_after_it() {
+    let (store, h, _) = workspace(Duration::ZERO).await;
+    let before = h.state();
+    h.addr
+        .send(Write(rename_fabrikam("Fabrikam Ltd")))
+        .await
+        .unwrap()
+        .unwrap();
+    let after = h.state();
+    let moved: Vec<Uuid> = after
+        .contacts
+        .iter()
+        .filter(|(id, c)| before.contacts.get(id).unwrap().raw.updated_at != c.raw.updated_at)
+        .map(|(id, _)| *id)
+        .collect();
+    assert!(!moved.is_empty(), "the company's contacts were touched");
+    // The next job runs once the rows are stored; then no marker stands, and the store
+    // holds what memory holds.
+    h.addr.send(super::Drain).await.unwrap();
+    let id = after.id();
+    assert_eq!(store.inner.touches(&[id]).await.unwrap(), vec![None]);
+    assert_eq!(reloaded(&store, &h).await.describe(), after.describe());
+}
+
+#[actix::test]
+async fn touched_rows_left_unstored_by_a_stop_are_stored_by_the_next_writer() {
+    let (store, h, env) = workspace(Duration::ZERO).await;
+    store.flush_fails.store(true, Ordering::SeqCst);
+    // The commit holds: the write is answered, and readers see it.
+    h.addr
+        .send(Write(rename_fabrikam("Fabrikam Ltd")))
+        .await
+        .unwrap()
+        .unwrap();
+    let published = h.state();
+    let id = published.id();
+    let marker = store.inner.touches(&[id]).await.unwrap().pop().flatten();
+    let marker = marker.expect("a marker stands while the rows are not stored");
+    assert_eq!(marker.position, published.position);
+    // While the rows cannot be stored, further writes are refused (nothing commits past
+    // the marker), promptly.
+    let refused = h.addr.send(Write(note("refused", None))).await.unwrap();
+    assert!(
+        matches!(refused, Err(WriteError::Store(StoreError::Unavailable(_)))),
+        "{:?}",
+        refused.err()
+    );
+    // A load meanwhile (a restart, another node) gives the published state: the marker
+    // stamps the records whose rows still show the stamps before.
+    let loaded = reloaded(&store, &h).await;
+    assert_eq!(loaded.describe(), published.describe());
+    // The server stops with the rows unstored; the next one to write the workspace
+    // starts from a load, stores them before its first commit, and commits.
+    store.flush_fails.store(false, Ordering::SeqCst);
+    let next = WorkspaceActor::spawn(loaded, env.clone(), &actix::Arbiter::current());
+    next.addr
+        .send(Write(note("after the marker", None)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.inner.touches(&[id]).await.unwrap(), vec![None]);
+    assert_eq!(
+        reloaded(&store, &next).await.describe(),
+        next.state().describe()
+    );
+    assert_eq!(next.state().position, published.position + 1);
 }

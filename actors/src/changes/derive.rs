@@ -4,8 +4,9 @@
 
 use crate::entities;
 use crate::entries::{Change, LoggedId};
-use crate::model::{Entity, ParentType, Record, RecordKind};
+use crate::model::{Entity, ParentType, RecordKind};
 use crate::state::WorkspaceState;
+use crate::store::Touched;
 use crate::time::Stamp;
 use crate::tombstones::TombstoneChange;
 use std::collections::HashSet;
@@ -94,7 +95,14 @@ pub fn derived(
     // in both states and compared.
     out.sort_unstable();
     out.dedup();
-    out.retain(|c| rendered(before, c) != rendered(after, c));
+    // Two buffers for all the renderings: a record's JSON is most of a kilobyte, and
+    // grown anew for each it cost more allocations than the rendering itself.
+    let (mut was, mut is) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
+    out.retain(|c| {
+        let shown_before = rendered(before, c, &mut was);
+        let shown_after = rendered(after, c, &mut is);
+        shown_before != shown_after || (shown_before && was != is)
+    });
     out
 }
 
@@ -197,20 +205,22 @@ fn change(entity: Entity, id: Uuid) -> Change {
     }
 }
 
-/// What the API shows of a record in `ws`: its JSON, or nothing when it is not shown.
-fn rendered(ws: &WorkspaceState, change: &Change) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    match entities::write_visible(ws, change.entity, &change.id.to_string(), &mut out) {
-        Ok(true) => Some(out),
-        _ => None,
-    }
+/// What the API shows of a record in `ws`, written into `out` (emptied first): whether it
+/// is shown at all.
+fn rendered(ws: &WorkspaceState, change: &Change, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    matches!(
+        entities::write_visible_logged(ws, change.entity, &change.id, out),
+        Ok(true)
+    )
 }
 
-/// The records behind `derived` changes, rewritten with `updated_at` at `stamp`: a
-/// representation that changed moves the record's `updated_at` too, so that a
-/// watermark client (`updated_since`) sees it as the feed does. Attachments are left
-/// out: a CV's stamps are its candidate row's, which the change moved already.
-pub fn touch(ws: &WorkspaceState, derived: &[Change], stamp: crate::time::Stamp) -> Vec<Record> {
+/// Touches the records behind `derived` changes in `ws`: each moves its `updated_at` to
+/// `stamp` ([`WorkspaceState::restamp`]): a representation that changed moves the
+/// record's `updated_at` too, so that a watermark client (`updated_since`) sees it as
+/// the feed does. The records so touched, by kind and id. Attachments are left out: a
+/// CV's stamps are its candidate row's, which the change moved already.
+pub fn touch(ws: &mut WorkspaceState, derived: &[Change], stamp: Stamp) -> Touched {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for change in derived {
@@ -224,34 +234,24 @@ pub fn touch(ws: &WorkspaceState, derived: &[Change], stamp: crate::time::Stamp)
             Entity::Notes => RecordKind::Note,
             _ => continue,
         };
-        if !seen.insert((kind, id)) {
-            continue;
+        if seen.insert((kind, id)) && ws.restamp(kind, id, stamp) {
+            out.push((kind, id));
         }
-        let record = match kind {
-            RecordKind::Candidate => ws.candidates.get(&id).map(|c| {
-                let mut raw = c.raw();
-                raw.updated_at = stamp;
-                Record::Candidate(Box::new(raw))
-            }),
-            RecordKind::Contact => ws.contacts.get(&id).map(|c| {
-                let mut raw = c.raw.clone();
-                raw.updated_at = stamp;
-                Record::Contact(raw)
-            }),
-            RecordKind::Job => ws.jobs.get(&id).map(|j| {
-                let mut raw = (**j).clone();
-                raw.updated_at = stamp;
-                Record::Job(raw)
-            }),
-            _ => ws.notes.get(&id).map(|n| {
-                let mut raw = n.raw();
-                raw.updated_at = stamp;
-                Record::Note(raw)
-            }),
-        };
-        out.extend(record);
     }
-    out
+    Touched {
+        stamp,
+        records: out,
+    }
+}
+
+/// Where [`complete`] puts the records a commit touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TouchedRows {
+    /// Apart from the upserts (`ChangeSet::touched`): a batch of API writes, whose
+    /// client waits for its commit, stores them after it (`Store::flush_touched`).
+    Apart,
+    /// With the upserts: an import, written in transactions of its own anyway.
+    WithUpserts,
 }
 
 /// Completes a commit's change set with what it shows beyond the records it writes, and
@@ -265,6 +265,7 @@ pub fn complete(
     before: &WorkspaceState,
     after: &mut WorkspaceState,
     changes: &mut crate::store::ChangeSet,
+    touched_rows: TouchedRows,
     also_written: impl IntoIterator<Item = (RecordKind, Uuid)>,
     also_changed: impl IntoIterator<Item = Change>,
 ) {
@@ -272,11 +273,14 @@ pub fn complete(
     changes.derived = derived(before, after, written);
     if !changes.derived.is_empty() {
         let stamp = after.next_stamp();
-        for record in touch(after, &changes.derived, stamp) {
-            after.put(record.clone());
-            changes.upserts.push(record);
+        let touched = touch(after, &changes.derived, stamp);
+        match touched_rows {
+            TouchedRows::WithUpserts => changes.upserts.extend(touched.rows_in(after)),
+            TouchedRows::Apart if touched.records.is_empty() => {}
+            TouchedRows::Apart => changes.touched = Some(touched),
         }
     }
+    // The touched records are among the derived changes.
     let changed = crate::entries::direct(
         &changes.upserts,
         changes.deletes.iter().map(|(k, id)| (*k, id.as_str())),

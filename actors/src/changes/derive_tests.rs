@@ -122,7 +122,11 @@ fn derived_by_scan(
     // The scans above find what may have changed (a job's applications, whatever of the
     // job changed); only what the API now shows differently is a change: each is
     // rendered in both states and compared.
-    out.retain(|c| rendered(before, c) != rendered(after, c));
+    let shown = |ws: &WorkspaceState, c: &Change| {
+        let mut out = Vec::new();
+        rendered(ws, c, &mut out).then_some(out)
+    };
+    out.retain(|c| shown(before, c) != shown(after, c));
     out
 }
 

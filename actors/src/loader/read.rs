@@ -25,6 +25,9 @@ pub async fn read_states(
     // Before the records: a commit between the reads would then only make a state
     // newer than its position says, never older (the feed stays exact).
     let positions = store.positions(&ids).await?;
+    // Also before the records, applied after them: a marker read stamps its records
+    // whether or not their rows were stored again in between (`crate::store::Touched`).
+    let touches = store.touches(&ids).await?;
     let mut states: Vec<Option<WorkspaceState>> = Vec::with_capacity(batch.len());
     let mut from_store: Vec<usize> = Vec::new();
     for (i, (w, position)) in batch.iter().zip(&positions).enumerate() {
@@ -67,6 +70,12 @@ pub async fn read_states(
         let mut state = state.expect("every workspace restored or read");
         state.tombstones =
             crate::tombstones::Tombstones::build(tombstones.next().unwrap_or_default());
+        // A state restored from a checkpoint holds the marker's stamps already (a
+        // checkpoint is taken with no touch outstanding, or by a follower that applied
+        // it): applied again, it changes nothing.
+        if let Some(marker) = &touches[i] {
+            marker.touched.apply(&mut state);
+        }
         if from_store.binary_search(&i).is_ok() {
             state.end_bulk();
         }

@@ -207,6 +207,12 @@ impl Rec<Candidate> {
         Rec::new(w.finish())
     }
 
+    /// The same row with `updated_at` at `stamp`, and nothing else of it unpacked:
+    /// what a derived change's touch makes of each row it moves.
+    pub fn restamped(&self, stamp: Stamp) -> Arc<Self> {
+        self.with_stamp(layout::UPDATED, stamp)
+    }
+
     pub fn outcome(&self) -> Option<Outcome> {
         self.packed().byte(layout::OUTCOME).map(|b| match b {
             0 => Outcome::Placed,

@@ -135,6 +135,16 @@ impl Packed {
         ))
     }
 
+    /// A copy with the 8-byte field `i`, which must be present, set to `w`: one
+    /// allocation and a copy of the bytes, where unpacking and packing again would
+    /// allocate every text.
+    pub fn with_word(&self, i: u8, w: u64) -> Arc<Packed> {
+        let at = self.fixed_at(Field::Word(i)).expect("a present word");
+        let mut bytes = self.bytes().to_vec();
+        bytes[at..at + 8].copy_from_slice(&w.to_le_bytes());
+        Packed::from_bytes(&bytes)
+    }
+
     /// A 1-byte field.
     pub fn byte(&self, i: u8) -> Option<u8> {
         let at = self.fixed_at(Field::Byte(i))?;

@@ -64,6 +64,11 @@ impl<T> Rec<T> {
         self.packed.word(i).map(|w| Stamp::from_millis(w as i64))
     }
 
+    /// A copy with the timestamp `i`, which must be present, at `s`.
+    pub(crate) fn with_stamp(&self, i: u8, s: Stamp) -> Arc<Self> {
+        Rec::new(self.packed.with_word(i, s.millis() as u64))
+    }
+
     /// Every text field, read in one pass: for `raw`, which reads them all (one by one,
     /// each would walk the texts before it).
     pub(crate) fn text_fields(&self) -> TextFields<'_> {

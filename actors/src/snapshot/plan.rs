@@ -237,6 +237,7 @@ pub fn plan_import(
             before,
             after,
             &mut changes,
+            crate::changes::derive::TouchedRows::WithUpserts,
             packed
                 .candidates
                 .iter()

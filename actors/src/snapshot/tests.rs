@@ -621,6 +621,20 @@ impl crate::store::Store for CheckingStore {
     async fn committed(&self, ws: uuid::Uuid, batch: uuid::Uuid) -> StoreResult<bool> {
         self.inner.committed(ws, batch).await
     }
+    async fn flush_touched(
+        &self,
+        ws: uuid::Uuid,
+        position: u64,
+        rows: &[crate::model::Record],
+    ) -> StoreResult<()> {
+        self.inner.flush_touched(ws, position, rows).await
+    }
+    async fn touches(
+        &self,
+        workspaces: &[uuid::Uuid],
+    ) -> StoreResult<Vec<Option<crate::store::TouchMarker>>> {
+        self.inner.touches(workspaces).await
+    }
     async fn position(&self, ws: uuid::Uuid) -> StoreResult<crate::store::CommitPosition> {
         self.inner.position(ws).await
     }

@@ -436,6 +436,63 @@ impl WorkspaceState {
         }
     }
 
+    /// Moves a record's `updated_at` to `stamp` and nothing else (a derived change's
+    /// touch, or a store's [`Touched`](crate::store::Touched) marker read back); `false`
+    /// when there is no such record of a kind a derived change touches. Candidate rows,
+    /// touched by the dozen or the thousand, are restamped in place
+    /// ([`Self::restamp_candidate`]); the other kinds are put again whole.
+    pub fn restamp(&mut self, kind: RecordKind, id: Uuid, stamp: Stamp) -> bool {
+        if kind == RecordKind::Candidate {
+            return self.restamp_candidate(id, stamp).is_some();
+        }
+        let Some(mut record) = self.touchable(kind, id) else {
+            return false;
+        };
+        match &mut record {
+            Record::Contact(c) => c.updated_at = stamp,
+            Record::Job(j) => j.updated_at = stamp,
+            Record::Note(n) => n.updated_at = stamp,
+            _ => unreachable!("touchable kinds only"),
+        }
+        self.put(record);
+        true
+    }
+
+    /// A record of a kind a derived change touches (candidate rows, contacts, jobs,
+    /// notes), as the store keeps it; `None` for another kind or no such record. No
+    /// derived change shows on the other kinds (a CV shows its row's stamps).
+    pub fn touchable(&self, kind: RecordKind, id: Uuid) -> Option<Record> {
+        match kind {
+            RecordKind::Candidate => self
+                .candidates
+                .get(&id)
+                .map(|r| Record::Candidate(Box::new(r.raw()))),
+            RecordKind::Contact => self
+                .contacts
+                .get(&id)
+                .map(|c| Record::Contact(c.raw.clone())),
+            RecordKind::Job => self.jobs.get(&id).map(|j| Record::Job((**j).clone())),
+            RecordKind::Note => self.notes.get(&id).map(|n| Record::Note(n.raw())),
+            _ => None,
+        }
+    }
+
+    /// Moves a candidate row's `updated_at` to `stamp` and nothing else (a derived
+    /// change's touch): the row packed as it was but for that word, so its numbers,
+    /// search keys, person and links stay as they are and are not worked out again;
+    /// only its places in the sync orders and its CVs' (which show its stamps) move.
+    /// The row as it now is; `None` when there is no such row.
+    pub fn restamp_candidate(&mut self, id: Uuid, stamp: Stamp) -> Option<Arc<CandidateRec>> {
+        let rec = self.candidates.get(&id)?.restamped(stamp);
+        self.bump_clock(stamp);
+        let order = Some(reported_updated_at(rec.created_at(), stamp));
+        self.candidates.put(id, rec.clone(), order);
+        if !self.bulk_fill() {
+            self.reorder_cvs(id);
+        }
+        Some(rec)
+    }
+
     /// Normalises a number; in a bulk fill each distinct number once.
     fn normalise_number(&mut self, raw: Option<&str>) -> Option<Box<str>> {
         match &mut self.bulk {

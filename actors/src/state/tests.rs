@@ -275,3 +275,25 @@ fn search_indexes_built_together_or_in_turn_are_those_of_puts_one_by_one() {
         assert_eq!(index_contents(&bulk), want, "{how:?}");
     }
 }
+
+#[test]
+fn a_row_restamped_in_place_is_the_row_put_again_with_that_stamp() {
+    let (w, records) = records();
+    let mut state = WorkspaceState::new(w);
+    apply(&mut state, records.iter().cloned().map(Ok).collect());
+    let id = |n: u128| Uuid::from_u128(0xb000_0000 + n);
+    let stamp = Stamp::from_millis(CHANGE_TRACKING_START.millis() + 77_000_000);
+    let (mut restamped, mut put_again) = (state.clone(), state.clone());
+    // A talent-pool row and an application, both with CVs (which show their stamps).
+    for n in [20, 21] {
+        let rec = restamped.restamp_candidate(id(n), stamp).expect("a row");
+        assert_eq!(rec.updated_at(), stamp);
+        let mut raw = put_again.candidates.get(&id(n)).unwrap().raw();
+        raw.updated_at = stamp;
+        assert_eq!(rec.raw(), raw);
+        put_again.put(Record::Candidate(Box::new(raw)));
+    }
+    assert_eq!(restamped.describe(), put_again.describe());
+    assert_ne!(restamped.describe(), state.describe());
+    assert!(restamped.restamp_candidate(id(9_999), stamp).is_none());
+}

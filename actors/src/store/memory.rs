@@ -4,7 +4,7 @@
 use super::StoreResult;
 use super::{
     now_ms, ChangeSet, CommitPosition, Current, LogPart, LogRead, LogWindow, Pruned, RecordSink,
-    Store, StoreError,
+    Store, StoreError, TouchMarker,
 };
 use crate::entries::Change;
 use crate::model::{ApiKey, Record, RecordKind, Workspace};
@@ -34,6 +34,7 @@ struct MemoryInner {
     log: BTreeMap<(Uuid, u64, u32), LogPart>,
     pruned: BTreeMap<Uuid, u64>,
     tombstones: BTreeMap<(Uuid, Change), Stamp>,
+    touches: BTreeMap<Uuid, TouchMarker>,
 }
 
 impl MemoryStore {
@@ -74,6 +75,14 @@ impl Store for MemoryStore {
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
         self.check()?;
         let mut g = self.inner.lock();
+        if changes.moves_position() {
+            if let Some(marker) = g.touches.get(&workspace) {
+                return Err(StoreError::TouchPending(format!(
+                    "position {}",
+                    marker.position
+                )));
+            }
+        }
         if let Some(w) = &changes.workspace {
             g.workspaces.insert(w.id, w.clone());
         }
@@ -95,6 +104,15 @@ impl Store for MemoryStore {
             at.seq += 1;
             at.tag = Uuid::new_v4();
             let position = at.seq;
+            if let Some(touched) = &changes.touched {
+                g.touches.insert(
+                    workspace,
+                    TouchMarker {
+                        position,
+                        touched: touched.clone(),
+                    },
+                );
+            }
             let committed_at_ms = now_ms();
             for (change, left) in &changes.tombstones {
                 match left {
@@ -115,6 +133,34 @@ impl Store for MemoryStore {
             }
         }
         Ok(())
+    }
+
+    async fn flush_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[Record],
+    ) -> StoreResult<()> {
+        self.check()?;
+        let mut g = self.inner.lock();
+        if g.touches.get(&workspace).map(|m| m.position) != Some(position) {
+            return Ok(());
+        }
+        for r in rows {
+            g.records
+                .insert((workspace, r.kind(), r.id_string()), r.clone());
+        }
+        g.touches.remove(&workspace);
+        Ok(())
+    }
+
+    async fn touches(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Option<TouchMarker>>> {
+        self.check()?;
+        let g = self.inner.lock();
+        Ok(workspaces
+            .iter()
+            .map(|w| g.touches.get(w).cloned())
+            .collect())
     }
 
     async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
@@ -157,6 +203,7 @@ impl Store for MemoryStore {
                 .filter_map(|c| Some((c.clone(), *g.tombstones.get(&(workspace, c.clone()))?)))
                 .collect(),
             keys,
+            touched: g.touches.get(&workspace).cloned(),
         })
     }
 

@@ -43,6 +43,11 @@ pub enum StoreError {
     /// the workspace now). Retry later, or at the workspace's writer.
     #[error("not the workspace's writer: {0}")]
     Fenced(String),
+    /// The commit was refused, nothing of it written: the workspace's last commit
+    /// touched records whose rows are not stored again yet ([`TouchMarker`]). Store them
+    /// ([`Store::flush_touched`]) and commit again.
+    #[error("the workspace's last commit has touched rows to store first: {0}")]
+    TouchPending(String),
 }
 
 /// Everything one commit writes, applied in a single transaction.
@@ -77,6 +82,93 @@ pub struct ChangeSet {
     /// into a store without any of its records. A store may insert rather than upsert
     /// (PostgreSQL copies the rows in).
     pub fresh: bool,
+    /// Records the commit only moves to a new `updated_at` (its derived changes' records,
+    /// [`crate::changes::derive::touch`]), kept apart from `upserts`: [`Store::commit`]
+    /// marks them, and their rows follow in a transaction of their own
+    /// ([`Store::flush_touched`]).
+    pub touched: Option<Touched>,
+}
+
+/// Records a commit moved to a new `updated_at` and changed in nothing else: the records
+/// behind its derived changes, all at one stamp, by kind and id.
+///
+/// A job's recruiter shows on each of its applications, a user's activity on every row it
+/// owns: one write touches dozens of rows, or thousands. Stored in the commit itself,
+/// each is a row written again on its random page, and the client waits for all of them
+/// to be written and flushed. So [`Store::commit`] stores in its transaction only a
+/// marker of them (this, beside the workspace's position: [`TouchMarker`]), and the rows
+/// follow in a transaction that needs no flush of its own ([`Store::flush_touched`]),
+/// which clears the marker. Until it has, the store refuses the workspace's next commit
+/// ([`StoreError::TouchPending`]), and whoever reads the workspace's records applies the
+/// marker to them ([`Touched::apply`]): the marker is always the workspace's last
+/// commit, so its stamp is the marked records' last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touched {
+    pub stamp: Stamp,
+    pub records: Vec<(RecordKind, Uuid)>,
+}
+
+impl Touched {
+    /// As stores keep it beside the position: the stamp, then `kind:id` of each record,
+    /// separated by spaces.
+    pub fn encode(&self) -> String {
+        let mut out = self.stamp.millis().to_string();
+        for (kind, id) in &self.records {
+            out.push(' ');
+            out.push_str(kind.as_str());
+            out.push(':');
+            out.push_str(&id.to_string());
+        }
+        out
+    }
+
+    /// The marker kept as `text` ([`Self::encode`]).
+    pub fn decode(text: &str) -> StoreResult<Touched> {
+        let corrupt =
+            |what: &str| StoreError::Corrupt(format!("a touch marker's {what}: {text:?}"));
+        let mut words = text.split(' ');
+        let stamp = words
+            .next()
+            .and_then(|w| w.parse::<i64>().ok())
+            .ok_or_else(|| corrupt("stamp"))?;
+        let records = words
+            .map(|w| {
+                let (kind, id) = w.split_once(':').ok_or_else(|| corrupt("record"))?;
+                Ok((
+                    RecordKind::parse(kind).ok_or_else(|| corrupt("kind"))?,
+                    Uuid::try_parse(id).map_err(|_| corrupt("id"))?,
+                ))
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(Touched {
+            stamp: Stamp::from_millis(stamp),
+            records,
+        })
+    }
+
+    /// Moves the records of `state` to the stamp, as the commit that left the marker did
+    /// in its writer's memory: a store reads their rows back as they were before it.
+    pub fn apply(&self, state: &mut crate::state::WorkspaceState) {
+        for (kind, id) in &self.records {
+            state.restamp(*kind, *id, self.stamp);
+        }
+    }
+
+    /// The records as `state` holds them (with their stamp), as the store keeps them:
+    /// the rows [`Store::flush_touched`] stores.
+    pub fn rows_in(&self, state: &crate::state::WorkspaceState) -> Vec<Record> {
+        self.records
+            .iter()
+            .filter_map(|(kind, id)| state.touchable(*kind, *id))
+            .collect()
+    }
+}
+
+/// A [`Touched`] marker standing in a store, at the position of the commit that left it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TouchMarker {
+    pub position: u64,
+    pub touched: Touched,
 }
 
 impl ChangeSet {
@@ -140,6 +232,10 @@ pub struct Current {
     pub workspace: Option<Workspace>,
     /// The changes asked for that have a tombstone, and when their records left.
     pub tombstones: Vec<(Change, Stamp)>,
+    /// The workspace's standing marker, read before the records: applied after them,
+    /// it gives the marked records their stamp whether or not their rows were stored
+    /// again meanwhile.
+    pub touched: Option<TouchMarker>,
 }
 
 /// Which parts of the change log a read asks for: those after `(position, part)` `after`
@@ -247,8 +343,27 @@ pub trait Store: Send + Sync + 'static {
         Ok(out)
     }
 
-    /// Applies a change set to one workspace atomically: all of it or nothing.
+    /// Applies a change set to one workspace atomically: all of it or nothing. Its
+    /// `touched` records are not stored with it but marked ([`Touched`]): their rows
+    /// follow with [`flush_touched`](Self::flush_touched). While a marker of the
+    /// workspace stands, a commit is refused with [`StoreError::TouchPending`], nothing
+    /// of it written.
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()>;
+
+    /// Stores `rows`, the records the commit at `position` touched as they now are
+    /// ([`Touched::rows_in`]), and clears its marker, in one transaction that waits for
+    /// no flush of its own: the next commit's flush makes it durable, and a crash before
+    /// that leaves the marker, which readers apply. While no marker stands at `position`
+    /// (stored already, or another commit's), nothing is written.
+    async fn flush_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[Record],
+    ) -> StoreResult<()>;
+
+    /// The marker each of `workspaces` has standing ([`Touched`]), in their order.
+    async fn touches(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Option<TouchMarker>>>;
 
     /// Applies an import's change set. Unlike [`commit`](Self::commit), a store may split
     /// it into several transactions, so that a large import never holds other

@@ -37,7 +37,14 @@ pub fn plan_batch<R>(before: &WorkspaceState, batch: Vec<(WriteOp, R)>) -> Plann
         }
     }
     if !accepted.is_empty() {
-        crate::changes::derive::complete(before, &mut next, &mut changes, [], []);
+        crate::changes::derive::complete(
+            before,
+            &mut next,
+            &mut changes,
+            crate::changes::derive::TouchedRows::Apart,
+            [],
+            [],
+        );
         if changes.moves_position() {
             // One transaction: the store's position moves by one (`Store::commit`).
             next.position += 1;

@@ -557,7 +557,8 @@ fn a_batch_commits_what_it_accepts_with_what_that_shows_elsewhere() {
     let refused: Vec<u8> = planned.refused.iter().map(|(_, t)| *t).collect();
     assert_eq!((accepted, refused), (vec![1, 3], vec![2]));
     assert_eq!(field_of(&planned.refused[0].0), "parent_id");
-    // The company's contact shows its new name: a derived change, touched and upserted.
+    // The company's contact shows its new name: a derived change, touched at one new
+    // stamp and kept apart from the upserts (its row is stored after the commit).
     let hana = crate::entries::Change {
         entity: Entity::Contacts,
         id: crate::entries::LoggedId::Uuid(uuid(HANA)),
@@ -567,11 +568,23 @@ fn a_batch_commits_what_it_accepts_with_what_that_shows_elsewhere() {
         "{:?}",
         planned.changes.derived
     );
-    assert!(planned
+    let touched = planned.changes.touched.as_ref().expect("records touched");
+    assert!(touched.records.contains(&(RecordKind::Contact, uuid(HANA))));
+    assert!(!planned
         .changes
         .upserts
         .iter()
         .any(|r| matches!(r, Record::Contact(c) if c.id == uuid(HANA))));
+    assert_eq!(
+        planned
+            .next
+            .contacts
+            .get(&uuid(HANA))
+            .unwrap()
+            .raw
+            .updated_at,
+        touched.stamp
+    );
     // The task left what the API shows: a tombstone, in the change set and the state.
     let task = crate::entries::Change {
         entity: Entity::Tasks,

@@ -501,10 +501,41 @@ impl Store for PostgresStore {
             }
         };
         let mut size = size;
-        for part in parts_of(changes, &upserts, &deletes, Some(&mut size)) {
+        let marker = changes.touched.as_ref().map(|t| t.encode());
+        for part in parts_of(
+            changes,
+            &upserts,
+            &deletes,
+            marker.as_deref(),
+            Some(&mut size),
+        ) {
             self.write_tracked(workspace, part).await?;
         }
         Ok(())
+    }
+
+    async fn flush_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[actors::model::Record],
+    ) -> StoreResult<()> {
+        self.write_touched(workspace, position, rows).await
+    }
+
+    async fn touches(
+        &self,
+        workspaces: &[Uuid],
+    ) -> StoreResult<Vec<Option<actors::store::TouchMarker>>> {
+        // Through the partial index of standing markers: nearly always none at all.
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
+            "SELECT workspace_id, position, touched FROM commit_positions \
+             WHERE touched IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err("reading touch markers"))?;
+        super::touch_markers(workspaces, rows)
     }
 
     async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
@@ -548,8 +579,8 @@ impl Store for PostgresStore {
         super::tombstone_rows(rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect())
     }
 
-    /// In one read-only transaction at one snapshot, three statements each within the
-    /// workspace.
+    /// In one read-only transaction at one snapshot, four statements each within the
+    /// workspace: the marker and the records it names are read as of one moment.
     async fn read_current(
         &self,
         workspace: Uuid,
@@ -564,6 +595,20 @@ impl Store for PostgresStore {
             .await
             .map_err(&fail)?;
         let row = workspace_row(&mut *tx, &ws, &fail).await?;
+        let marker: Option<(i64, Option<String>)> = sqlx::query_as(
+            "SELECT position, touched FROM commit_positions WHERE workspace_id = $1",
+        )
+        .bind(&ws)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&fail)?;
+        let touched = match marker {
+            Some((position, Some(text))) => Some(actors::store::TouchMarker {
+                position: position as u64,
+                touched: actors::store::Touched::decode(&text)?,
+            }),
+            _ => None,
+        };
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
         let mut found = Vec::new();
@@ -607,6 +652,7 @@ impl Store for PostgresStore {
             tombstones: super::tombstone_rows(
                 rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
             )?,
+            touched,
         })
     }
 

@@ -50,11 +50,18 @@ const UPSERT_KEY: &str =
 /// committers of one workspace and is held only until the commit.
 /// The transaction's id goes with it, for the nodes that follow the workspace's commits
 /// (`crate::store::cluster`: horizon reads).
+/// With the marker of the records the transaction touched; it changes nothing while a
+/// marker stands (`actors::store::Touched`).
 pub(super) const BUMP_POSITION: &str =
-    "INSERT INTO commit_positions (workspace_id, position, tag, xid) \
-     VALUES ($1, 1, $2, pg_current_xact_id()::text::bigint) \
+    "INSERT INTO commit_positions (workspace_id, position, tag, xid, touched) \
+     VALUES ($1, 1, $2, pg_current_xact_id()::text::bigint, $3) \
      ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
-     tag = EXCLUDED.tag, xid = EXCLUDED.xid";
+     tag = EXCLUDED.tag, xid = EXCLUDED.xid, touched = EXCLUDED.touched \
+     WHERE commit_positions.touched IS NULL";
+
+/// Clears a workspace's touch marker standing at a position.
+const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
+     WHERE workspace_id = $1 AND position = $2 AND touched IS NOT NULL";
 
 /// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
 const INSERT_LOG_PARTS: &str =
@@ -284,9 +291,23 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn bump_position(&mut self, ws: &str) -> StoreResult<()> {
-        self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
+    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool> {
+        let done = bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws))
+            .bind(touched)
+            .execute(&mut *self.tx)
             .await
+            .map_err(err("commit"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool> {
+        let done = sqlx::query(CLEAR_TOUCH_MARKER)
+            .bind(ws)
+            .bind(position as i64)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("storing touched rows"))?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn log_parts(
@@ -409,10 +430,32 @@ impl PostgresStore {
     ) -> StoreResult<()> {
         let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
-        for part in parts_of(changes, &upserts, &deletes, None) {
+        let marker = changes.touched.as_ref().map(|t| t.encode());
+        for part in parts_of(changes, &upserts, &deletes, marker.as_deref(), None) {
             self.write_tracked(workspace, part).await?;
         }
         Ok(())
+    }
+
+    /// The rows of a commit's touched records and its marker cleared, in one transaction
+    /// fenced like a commit and committed without waiting for the WAL's flush
+    /// (`synchronous_commit = off`): durable with the next commit's flush, and a crash
+    /// before it leaves the marker, which readers apply.
+    pub(super) async fn write_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[actors::model::Record],
+    ) -> StoreResult<()> {
+        let fail = err("storing touched rows");
+        let upserts = super::super::records_in_key_order(rows, None);
+        let tx = self.pool.begin().await.map_err(&fail)?;
+        let mut statements = PgStatements { tx, store: self };
+        statements
+            .run(sqlx::query("SET LOCAL synchronous_commit = off"))
+            .await?;
+        super::super::commit::write_touched(&mut statements, workspace, position, &upserts).await?;
+        statements.tx.commit().await.map_err(&fail)
     }
 
     /// `write_part`, with the transaction tracked in `in_flight` under its batch until

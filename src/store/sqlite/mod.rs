@@ -41,12 +41,13 @@ mod webhooks;
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
     commit_position, decode_workspace, in_key_order, key_from_row, load_rows, map_error,
-    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    records_in_key_order, ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
-use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::StoreResult;
 use actors::store::{
     ChangeSet, CommitPosition, LogRead, LogWindow, Reclaimed, RecordSink, Store, StoreError,
+    TouchMarker,
 };
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -538,10 +539,51 @@ impl Store for SqliteStore {
         }
         let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
-        for part in parts_of(changes, &upserts, &deletes, None) {
+        let marker = changes.touched.as_ref().map(|t| t.encode());
+        for part in parts_of(changes, &upserts, &deletes, marker.as_deref(), None) {
             self.write_part(workspace, part).await?;
         }
         Ok(())
+    }
+
+    /// On the writer, without a sync of its own (see `Unsynced`): durable with the next
+    /// commit's sync, and a crash before it leaves the marker, which loads apply.
+    async fn flush_touched(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        rows: &[Record],
+    ) -> StoreResult<()> {
+        let fail = err("storing touched rows");
+        let upserts = records_in_key_order(rows, None);
+        let conn = self.writer.acquire().await.map_err(&fail)?;
+        let mut relaxed = Unsynced::relax(conn).await.map_err(&fail)?;
+        let outcome = async {
+            use sqlx::Connection;
+            let tx = relaxed
+                .conn()
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(&fail)?;
+            let mut statements = SqliteStatements { tx };
+            super::commit::write_touched(&mut statements, workspace, position, &upserts).await?;
+            statements.tx.commit().await.map_err(&fail)
+        }
+        .await;
+        relaxed.restore().await.map_err(&fail)?;
+        outcome
+    }
+
+    async fn touches(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Option<TouchMarker>>> {
+        // Through the partial index of standing markers: nearly always none at all.
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
+            "SELECT workspace_id, position, touched FROM commit_positions \
+             WHERE touched IS NOT NULL",
+        )
+        .fetch_all(&self.readers)
+        .await
+        .map_err(err("reading touch markers"))?;
+        super::touch_markers(workspaces, rows)
     }
 
     /// In transactions of at most `IMPORT_TX_RECORDS` records each, so that the one
@@ -557,7 +599,15 @@ impl Store for SqliteStore {
         let upserts = in_key_order(changes);
         let deletes = sorted_deletes(changes);
         let mut size = || self.import_tx_records;
-        for (i, part) in parts_of(changes, &upserts, &deletes, Some(&mut size)).enumerate() {
+        let marker = changes.touched.as_ref().map(|t| t.encode());
+        let parts = parts_of(
+            changes,
+            &upserts,
+            &deletes,
+            marker.as_deref(),
+            Some(&mut size),
+        );
+        for (i, part) in parts.enumerate() {
             if self
                 .import_fold_every
                 .is_some_and(|every| i > 0 && i % every == 0)

@@ -33,11 +33,17 @@ const UPSERT_KEY: &str =
      rate_limit_per_minute = excluded.rate_limit_per_minute";
 
 /// Counts a transaction that changes a workspace's records or description (see
-/// `Store::position`).
-const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag) \
-     VALUES (?1, 1, ?2) \
+/// `Store::position`), with the marker of the records it touched; changes nothing while
+/// a marker stands (`actors::store::Touched`).
+const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, position, tag, touched) \
+     VALUES (?1, 1, ?2, ?3) \
      ON CONFLICT (workspace_id) DO UPDATE SET position = commit_positions.position + 1, \
-     tag = excluded.tag";
+     tag = excluded.tag, touched = excluded.touched \
+     WHERE commit_positions.touched IS NULL";
+
+/// Clears a workspace's touch marker standing at a position.
+const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
+     WHERE workspace_id = ?1 AND position = ?2 AND touched IS NOT NULL";
 
 /// The commit sequence's statements on one SQLite transaction, on the writer.
 pub(super) struct SqliteStatements<'c> {
@@ -144,9 +150,23 @@ impl CommitStatements for SqliteStatements<'_> {
         Ok(())
     }
 
-    async fn bump_position(&mut self, ws: &str) -> StoreResult<()> {
-        self.run(bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws)))
+    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool> {
+        let done = bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws))
+            .bind(touched)
+            .execute(&mut *self.tx)
             .await
+            .map_err(err("commit"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool> {
+        let done = sqlx::query(CLEAR_TOUCH_MARKER)
+            .bind(ws)
+            .bind(position as i64)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(err("storing touched rows"))?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn log_parts(
