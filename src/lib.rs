@@ -22,6 +22,9 @@
 //! - [`webhooks`]: the rules webhook deliveries follow (signatures, secrets, retries,
 //!   the addresses a receiver may have).
 
+/// The build's version, as nodes report it to each other and the console shows it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod admin;
 pub mod cli;
 pub mod clock;
