@@ -63,6 +63,16 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
         ) >= 1.0
     );
     assert_eq!(sample(&text, "recruitd_workspaces{state=\"ready\"}"), 1.0);
+    // The example's 15 records and the note written above, held in memory; the
+    // process's resident memory, which holds them.
+    assert_eq!(
+        sample(
+            &text,
+            "recruitd_workspace_records{workspace=\"b2574901-bbf6-5245-9d3f-3dd074396143\"}"
+        ),
+        16.0
+    );
+    assert!(sample(&text, "recruitd_process_resident_memory_bytes") > 1_000_000.0);
     // A small import lands in the index's delta; a large one in its base.
     let labels = "{workspace=\"b2574901-bbf6-5245-9d3f-3dd074396143\",index=\"phone\"}";
     let indexed = sample(&text, &format!("recruitd_search_index_keys{labels}"))
