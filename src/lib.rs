@@ -9,8 +9,8 @@
 //!   the logs.
 //! - [`http`]: the public API: routes, extractors, auth and scopes, the rate limiter,
 //!   signed download URLs, the error envelope.
-//! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics) and the
-//!   client the CLI reaches a running server with.
+//! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics, the
+//!   operator console) and the client the CLI reaches a running server with.
 //! - [`cli`]: the command line (`serve`, `import`, `key`, `generate`), the offline
 //!   commands and the demo.
 //! - [`cluster`]: several nodes on one PostgreSQL store: membership by leases in the

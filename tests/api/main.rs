@@ -41,6 +41,7 @@ mod changes;
 mod checkpoint;
 mod cli;
 mod cluster;
+mod console;
 mod demo;
 mod docs;
 mod doubt;

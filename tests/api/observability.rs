@@ -19,14 +19,7 @@ fn sample(text: &str, prefix: &str) -> f64 {
 async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     let app = spawn_app(b).await;
     app.import_ok(&example()).await;
-    for _ in 0..3 {
-        let (s, _) = app
-            .get("/v1/search/phone?number=07700900123", READ_KEY)
-            .await;
-        assert_eq!(s, 200);
-    }
-    let (s, _) = app.get("/v1/candidates/not-an-id", READ_KEY).await;
-    assert_eq!(s, 404);
+    app.lookups_and_a_miss(3).await;
     assert_eq!(app.post_company_note("x").await.0, 201);
     let text = app.metrics_text().await;
     assert_eq!(
