@@ -49,6 +49,7 @@ mod downloads;
 mod early_refusals;
 mod errors;
 mod fleet;
+mod grafana;
 mod isolation;
 mod lists;
 mod loading;
