@@ -8,14 +8,21 @@
   const DETAIL_EVERY_MS = 5000;
   const TRAFFIC_EVERY_MS = 5000;
   const SEARCH_DELAY_MS = 250;
-  // The traffic charts' window: what the server keeps (15 minutes).
+  // The traffic charts' widest window: what the server keeps (15 minutes); narrower
+  // while less is kept, down to a minute.
   const WINDOW_MS = 15 * 60 * 1000;
+  const NARROWEST_MS = 60 * 1000;
   const ROUTES_SHOWN = 12;
   const SVG = 'http://www.w3.org/2000/svg';
 
   let query = '';
   let selected = null;
   let searchTimer = null;
+  // The selected workspace's last description, and its row of the last overview: the
+  // panel shows the cluster's part (writer, position, holders) from the overview,
+  // refreshed every second, and the copy's part from the description.
+  let described = null;
+  let overviewRow = null;
 
   const $ = (id) => document.getElementById(id);
 
@@ -126,6 +133,14 @@
     }
     $('workspace-count').textContent = `(${count})`;
     rows($('workspaces').tBodies[0], list.map(workspaceRow));
+    if (selected) {
+      overviewRow = o.workspaces.find((w) => w.id === selected) || null;
+      drawDetail();
+      // A new writer: its copy's description is wanted now, not at the next refresh.
+      if (described && overviewRow && overviewRow.writer !== described.cluster.writer) {
+        refreshDetail().catch((e) => status(`error: ${e.message}`, true));
+      }
+    }
     const at = new Date(o.at_ms);
     status(`updated ${at.toLocaleTimeString('en-GB')}`);
   }
@@ -134,6 +149,8 @@
 
   function select(id) {
     selected = id;
+    described = null;
+    overviewRow = null;
     $('detail').hidden = false;
     for (const tr of $('workspaces').tBodies[0].rows) {
       tr.classList.toggle('selected', tr.dataset.workspace === id);
@@ -146,12 +163,23 @@
     const id = selected;
     const d = await get(`/admin/v1/console/workspaces/${encodeURIComponent(id)}`);
     if (id !== selected) return;
+    described = d;
+    drawDetail();
+  }
+
+  function drawDetail() {
+    const d = described;
+    if (!d || d.id !== selected) return;
     const c = d.copy;
+    // The overview's row is a second old at most; the description's up to five.
+    const cluster = overviewRow
+      ? { writer: overviewRow.writer, position: overviewRow.position, holders: overviewRow.holders }
+      : d.cluster;
     $('detail-name').textContent = d.name || (c && c.name) || '(no name)';
     $('detail-id').textContent = d.id;
     const parts = [
-      `writer ${d.cluster.writer || 'none'}`,
-      `store position ${number(d.cluster.position)}`,
+      `writer ${cluster.writer || 'none'}`,
+      `store position ${number(cluster.position)}`,
     ];
     if (c) {
       parts.push(`copy of ${c.node} at ${number(c.position)}`,
@@ -166,7 +194,7 @@
     const counts = c ? Object.entries(c.counts) : [];
     rows($('detail-counts').tBodies[0], counts.map(([entity, n]) =>
       el('tr', {}, el('td', {}, entity), el('td', { class: 'num' }, number(n)))));
-    rows($('detail-holders').tBodies[0], (d.cluster.holders || []).map((h) =>
+    rows($('detail-holders').tBodies[0], (cluster.holders || []).map((h) =>
       el('tr', {}, el('td', { class: 'mono' }, h.node), el('td', { class: 'num' }, number(h.position)),
         el('td', { class: 'num' }, lag(h.lag_ms)))));
     rows($('detail-webhooks').tBodies[0], (c ? c.webhooks : []).map((w) => {
@@ -192,7 +220,7 @@
 
   // A chart of series (each {values, cls}) over the window ending at `end`; gaps where
   // a value is null.
-  function chart(at, series, end, unit) {
+  function chart(at, series, end, span, unit) {
     const w = 300;
     const h = 70;
     const top = 12;
@@ -215,7 +243,7 @@
       };
       s.values.forEach((v, i) => {
         if (v === null) { flush(); return; }
-        const x = Math.max(0, w - ((end - at[i]) / WINDOW_MS) * w);
+        const x = Math.max(0, w - ((end - at[i]) / span) * w);
         const y = h - 1 - (v / scale) * (h - 1 - top);
         points.push(`${x.toFixed(1)},${y.toFixed(1)}`);
       });
@@ -232,8 +260,10 @@
   async function refreshTraffic() {
     const t = await get('/admin/v1/console/traffic');
     const end = t.at_ms.length ? t.at_ms[t.at_ms.length - 1] : Date.now();
+    const first = t.at_ms.length ? t.at_ms[0] - t.sample_every_ms : end;
+    const span = Math.min(WINDOW_MS, Math.max(NARROWEST_MS, end - first));
     $('traffic-note').textContent = t.at_ms.length
-      ? `(${t.node}; one point per ${t.sample_every_ms / 1000} s, the last 15 minutes)`
+      ? `(${t.node}; one point per ${t.sample_every_ms / 1000} s, up to the last 15 minutes)`
       : `(${t.node}; the first interval ends ${t.sample_every_ms / 1000} s after the start)`;
     const shown = t.routes.slice(0, ROUTES_SHOWN).map((r) => {
       const p50 = lastOf(r.p50_ms);
@@ -242,8 +272,8 @@
       return el('div', { class: 'route', 'data-route': r.route },
         el('div', { class: 'name' }, r.route),
         el('div', { class: 'figures' }, figures),
-        chart(t.at_ms, [{ values: r.rate, cls: 'rate' }], end, 'req/s'),
-        chart(t.at_ms, [{ values: r.p50_ms, cls: 'p50' }, { values: r.p99_ms, cls: 'p99' }], end, 'ms (p50 green, p99 red)'));
+        chart(t.at_ms, [{ values: r.rate, cls: 'rate' }], end, span, 'req/s'),
+        chart(t.at_ms, [{ values: r.p50_ms, cls: 'p50' }, { values: r.p99_ms, cls: 'p99' }], end, span, 'ms (p50 green, p99 red)'));
     });
     $('traffic').replaceChildren(...(shown.length ? shown : [el('p', { class: 'muted' }, 'No API requests in the intervals kept.')]));
   }
@@ -272,6 +302,7 @@
     });
     $('detail-close').addEventListener('click', () => {
       selected = null;
+      described = null;
       $('detail').hidden = true;
       for (const tr of $('workspaces').tBodies[0].rows) tr.classList.remove('selected');
     });
