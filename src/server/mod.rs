@@ -468,11 +468,7 @@ impl Application {
         let admin_addr = admin_listener.local_addr()?;
         let api_accepting = Arc::new(AtomicBool::new(true));
         let console = admin::console::Console::new(s.console_sample_every);
-        let traffic_samples = admin::console::traffic::start(
-            metrics.clone(),
-            console.traffic.clone(),
-            s.console_sample_every,
-        );
+        let sampled = (metrics.clone(), console.traffic.clone());
         let admin_state = web::Data::new(AdminState {
             registry: registry.clone(),
             loader,
@@ -495,6 +491,9 @@ impl Application {
             .disable_signals()
             .listen(admin_listener)?
             .run();
+        // Once nothing can fail any more: the task lives as long as the servers.
+        let traffic_samples =
+            admin::console::traffic::start(sampled.0, sampled.1, s.console_sample_every);
 
         Ok(Application {
             api_addr,
