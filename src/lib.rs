@@ -9,8 +9,8 @@
 //!   the logs.
 //! - [`http`]: the public API: routes, extractors, auth and scopes, the rate limiter,
 //!   signed download URLs, the error envelope.
-//! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics) and the
-//!   client the CLI reaches a running server with.
+//! - [`admin`]: the loopback admin interface (readiness, imports, keys, metrics, the
+//!   operator console) and the client the CLI reaches a running server with.
 //! - [`cli`]: the command line (`serve`, `import`, `key`, `generate`), the offline
 //!   commands and the demo.
 //! - [`cluster`]: several nodes on one PostgreSQL store: membership by leases in the
@@ -21,6 +21,9 @@
 //! - [`clock`]: the wall clock, or a manual one in tests (signed URLs' expiry).
 //! - [`webhooks`]: the rules webhook deliveries follow (signatures, secrets, retries,
 //!   the addresses a receiver may have).
+
+/// The build's version, as nodes report it to each other and the console shows it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod admin;
 pub mod cli;

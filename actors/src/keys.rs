@@ -57,6 +57,19 @@ impl KeyRing {
         self.by_id.get(id).map(|k| k.value().clone())
     }
 
+    /// The keys of one workspace, revoked ones included, in id order (a walk of every
+    /// key: for the operator's views, never a request's path).
+    pub fn of_workspace(&self, workspace: Uuid) -> Vec<Arc<ApiKey>> {
+        let mut keys: Vec<Arc<ApiKey>> = self
+            .by_id
+            .iter()
+            .filter(|k| k.workspace_id == workspace)
+            .map(|k| k.value().clone())
+            .collect();
+        keys.sort_by(|a, b| a.id.cmp(&b.id));
+        keys
+    }
+
     /// Reads the keys afresh for a presented secret the ring does not know (a key made
     /// through another server since the ring was read): at once when `certain` (another
     /// server knew the key), otherwise at most once a second, so that a flood of bad

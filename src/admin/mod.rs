@@ -1,11 +1,14 @@
 //! The admin interface: plain HTTP on loopback, bearer admin token.
 //!
 //! `GET /admin/v1/ready`, `POST /admin/v1/import`, `POST /admin/v1/keys`,
-//! `DELETE /admin/v1/keys/{id}` — see `docs/operations.md`. Same envelope as the API.
+//! `DELETE /admin/v1/keys/{id}`, `GET /admin/v1/cluster`, `GET /metrics` — see
+//! `docs/operations.md`. Same envelope as the API. [`console`]: the operator console, a
+//! read-only page with its own login.
 
 pub mod client;
+pub mod console;
 
-use crate::cluster::relay::{PASSED_IMPORT, PASSED_KEYS};
+use crate::cluster::relay::{PassTo, PASSED_IMPORT, PASSED_KEYS};
 use crate::http::context::request_context;
 use crate::http::envelope::Envelope;
 use crate::http::errors::{ApiError, ErrorKind};
@@ -33,6 +36,11 @@ pub struct AdminState {
     pub metrics: Arc<crate::telemetry::metrics::Metrics>,
     /// This node in the cluster (`GET /admin/v1/cluster`).
     pub membership: Arc<crate::cluster::Membership>,
+    /// What the console reads besides: the store, the keys, the webhook endpoints.
+    pub store: Arc<dyn actors::store::Store>,
+    pub key_ring: Arc<actors::keys::KeyRing>,
+    pub webhooks: Arc<crate::webhooks::hub::Hub>,
+    pub console: console::Console,
 }
 
 /// The workspaces this node holds in memory, each with the position its state stands
@@ -64,13 +72,21 @@ async fn metrics(req: HttpRequest, state: web::Data<AdminState>) -> Result<HttpR
         .body(state.metrics.render(&state.registry, &state.loader)))
 }
 
+/// Whether a request carries the admin token as a bearer: what every admin path but the
+/// console's reads requires (a console session is no substitute).
 fn check_token(req: &HttpRequest, state: &AdminState) -> Result<(), ApiError> {
     // The same header rules as API keys; only the comparison differs (constant time
     // against the one token, where API keys are looked up by hash).
     match crate::http::auth::bearer(req) {
-        Ok(t) if bool::from(t.as_bytes().ct_eq(state.token.as_bytes())) => Ok(()),
+        Ok(t) if token_matches(t, &state.token) => Ok(()),
         _ => Err(ApiError::unauthorized("missing or wrong admin token")),
     }
+}
+
+/// Whether `presented` is the admin token, compared in constant time (its length
+/// aside).
+fn token_matches(presented: &str, token: &str) -> bool {
+    bool::from(presented.as_bytes().ct_eq(token.as_bytes()))
 }
 
 async fn ready(
@@ -203,7 +219,7 @@ async fn import(
         let workspace = node::workspace_of(&snap).id;
         let passed = state
             .membership
-            .pass(workspace, PASSED_IMPORT, kept, rid.as_str())
+            .pass(PassTo::Writer, workspace, PASSED_IMPORT, kept, rid.as_str())
             .await;
         if let Some(answer) = passed {
             return Ok(respond(answer?));
@@ -228,7 +244,7 @@ async fn create_key(
         None => {
             let passed = state
                 .membership
-                .pass(workspace, PASSED_KEYS, body, rid.as_str())
+                .pass(PassTo::Writer, workspace, PASSED_KEYS, body, rid.as_str())
                 .await;
             return match passed {
                 Some(answer) => Ok(respond(answer?)),
@@ -305,6 +321,7 @@ pub fn app(state: web::Data<AdminState>) -> actix_web::App<impl AppServiceFactor
                 .route(web::delete().to(revoke_key))
                 .default_service(refuse_methods_but("DELETE")),
         )
+        .configure(console::routes)
         .default_service(web::to(no_such_path))
         .wrap(middleware::from_fn(request_context))
 }

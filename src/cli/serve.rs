@@ -38,6 +38,7 @@ pub(super) async fn serve(store_args: StoreArgs, args: ServeArgs) -> anyhow::Res
         replicas: args.replicas as usize,
         webhooks_allow_insecure: args.webhooks_allow_insecure,
         webhooks_schedule: crate::webhooks::retry::Schedule::CONTRACT,
+        console_sample_every: crate::admin::console::traffic::SAMPLE_EVERY,
     };
     // The sockets first: an address in use is found before anything is made.
     let listeners = crate::server::Listeners::bind(&settings)?;

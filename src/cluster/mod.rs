@@ -124,6 +124,11 @@ pub struct Node {
     pub alive: bool,
     pub workspaces_held: usize,
     pub workspaces_owned: usize,
+    /// The build it runs (`null`: an earlier build, which does not say).
+    pub version: Option<String>,
+    /// How long ago it last renewed its lease, by the store's clock: past the lease
+    /// (`LEASE`) it is dead, whatever its session.
+    pub renewed_ms_ago: Option<u64>,
 }
 
 /// A workspace as the cluster view shows it.
@@ -135,6 +140,8 @@ pub struct HeldWorkspace {
     pub holders: Vec<String>,
     /// Per holder, how far behind the store's last commit it stands (0: up to date).
     pub lag_ms: std::collections::BTreeMap<String, u64>,
+    /// Per holder, the commit position its copy stands at, as it last reported it.
+    pub positions: std::collections::BTreeMap<String, u64>,
 }
 
 /// The cluster as one node sees it (`GET /admin/v1/cluster`).
@@ -411,6 +418,15 @@ impl Membership {
         self.left.store(true, Ordering::Relaxed);
     }
 
+    /// The store's commit positions of `ids` (of those that have one; none on a node
+    /// alone, whose copies are at the store's positions).
+    pub async fn store_positions(&self, ids: &[Uuid]) -> anyhow::Result<Vec<(Uuid, u64)>> {
+        if !self.store.shared() {
+            return Ok(Vec::new());
+        }
+        self.store.positions_of(ids).await
+    }
+
     /// The cluster as the store says it is, this node's holdings (`held`) reported
     /// first.
     pub async fn view(&self, held: &[Holding]) -> anyhow::Result<ClusterView> {
@@ -424,14 +440,17 @@ impl Membership {
                     alive: true,
                     workspaces_held: held.len(),
                     workspaces_owned: held.len(),
+                    version: Some(crate::VERSION.to_string()),
+                    renewed_ms_ago: Some(0),
                 }],
                 workspaces: held
                     .iter()
-                    .map(|(id, _)| HeldWorkspace {
+                    .map(|(id, position)| HeldWorkspace {
                         id: *id,
                         owner: Some(me.clone()),
                         holders: vec![me.clone()],
                         lag_ms: [(me.clone(), 0)].into(),
+                        positions: [(me.clone(), *position)].into(),
                     })
                     .collect(),
             });
@@ -448,10 +467,14 @@ impl Membership {
                     owner: directory.writer(id).map(str::to_string),
                     holders: Vec::new(),
                     lag_ms: Default::default(),
+                    positions: Default::default(),
                 });
             }
             let w = workspaces.last_mut().expect("pushed");
             w.lag_ms.insert(node.clone(), lag);
+            if let Some(copy) = directory.copies(id).find(|c| *c.node == *node) {
+                w.positions.insert(node.clone(), copy.position);
+            }
             w.holders.push(node);
         }
         let nodes = self
@@ -459,18 +482,20 @@ impl Membership {
             .all_nodes()
             .await?
             .into_iter()
-            .map(|(row, alive)| Node {
+            .map(|n| Node {
                 workspaces_held: workspaces
                     .iter()
-                    .filter(|w| w.holders.contains(&row.name))
+                    .filter(|w| w.holders.contains(&n.row.name))
                     .count(),
                 workspaces_owned: workspaces
                     .iter()
-                    .filter(|w| w.owner.as_ref() == Some(&row.name))
+                    .filter(|w| w.owner.as_ref() == Some(&n.row.name))
                     .count(),
-                name: row.name,
-                advertise_url: row.advertise_url,
-                alive,
+                name: n.row.name,
+                advertise_url: n.row.advertise_url,
+                alive: n.alive,
+                version: n.version,
+                renewed_ms_ago: n.renewed_ms_ago,
             })
             .collect();
         Ok(ClusterView {

@@ -29,6 +29,17 @@ pub struct NodeRow {
     pub secret_sha256: String,
 }
 
+/// A node's row as the cluster view shows it: alive or not, and what it says of itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub row: NodeRow,
+    pub alive: bool,
+    /// The build it runs (`None`: an earlier build, which does not say).
+    pub version: Option<String>,
+    /// How long ago it last renewed its lease, by the store's clock (`None`: not said).
+    pub renewed_ms_ago: Option<u64>,
+}
+
 /// A workspace's writer lease. It holds while its holder's node row does, under the
 /// same incarnation (so a node's one renewal renews all its leases); a lease given up
 /// has an empty incarnation. Epochs only grow.
@@ -148,7 +159,7 @@ pub trait ClusterStore: Send + Sync + 'static {
     async fn lags(&self) -> Result<Vec<(Uuid, String, u64)>, PortError>;
 
     /// Every node row, live or not, with whether it is alive (the cluster view).
-    async fn all_nodes(&self) -> Result<Vec<(NodeRow, bool)>, PortError>;
+    async fn all_nodes(&self) -> Result<Vec<NodeStatus>, PortError>;
 
     // --- signing keys ---
 

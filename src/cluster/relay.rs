@@ -29,6 +29,11 @@ pub const PASSED_KEYS: &str = "/cluster/v1/admin/keys";
 /// workspace's writer (node to node only).
 pub const PASSED_IMPORT: &str = "/cluster/v1/admin/import";
 
+/// The path on which a node's operator console asks a node that holds a workspace what
+/// its copy says of it (counts, positions, webhook endpoints, keys), when the asking
+/// node holds none (node to node only).
+pub const CONSOLE_COPY: &str = "/cluster/v1/admin/console-copy";
+
 /// The path on which a node that has just given writer leases up tells their next
 /// writer to take them now, rather than at its next round (node to node only).
 pub const TAKE_NOW: &str = "/cluster/v1/take";
@@ -47,6 +52,15 @@ const LOOK_AGAIN: Duration = Duration::from_millis(100);
 /// Longest a forwarded request waits for its answer, unless it says it waits longer
 /// itself (a long-poll of the change feed).
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+
+/// Where [`Membership::pass`] passes an admin request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassTo {
+    /// The workspace's writer (a request that changes it).
+    Writer,
+    /// Its writer, else any node that holds it (a read).
+    Holder,
+}
 
 /// A request to relay.
 pub struct Relay {
@@ -192,24 +206,27 @@ impl Membership {
         }
     }
 
-    /// Passes an admin request (`target`: [`PASSED_KEYS`], [`PASSED_IMPORT`]) for
-    /// `workspace` to its writer, waiting up to [`WAIT_FOR_WRITER`] for one while it is
-    /// replaced, and returns the writer's answer. `None` when it is this node's to do:
-    /// alone, this node writes the workspace, or no node holds or writes it (a new
-    /// workspace).
+    /// Passes an admin request for `workspace` to another node and returns its answer:
+    /// to its writer ([`PassTo::Writer`]: [`PASSED_KEYS`], [`PASSED_IMPORT`]), waiting up
+    /// to [`WAIT_FOR_WRITER`] for one while it is replaced; or, for a read this node
+    /// cannot answer ([`PassTo::Holder`]: [`CONSOLE_COPY`]), to its writer, else any node
+    /// that holds it. `None` when it is this node's to do: alone, this node writes the
+    /// workspace, or no node holds or writes it (a new workspace).
     pub async fn pass(
         &self,
+        to: PassTo,
         workspace: Uuid,
         target: &str,
         body: bytes::Bytes,
         request_id: &str,
     ) -> Option<Result<forward::Answer, Refusal>> {
+        let read = to == PassTo::Holder;
         if !self.has_peers() {
             return None;
         }
         let relay = Relay {
             workspace,
-            read: false,
+            read,
             admin: true,
             answer_within: ANSWER_WITHIN,
         };

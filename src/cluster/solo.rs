@@ -4,7 +4,7 @@
 //! memory; nothing of it is stored.
 
 use super::budgets::KeyWindow;
-use super::port::{ClusterStore, HoldingRow, LeaseRow, Me, NodeRow, PortError, Since};
+use super::port::{ClusterStore, HoldingRow, LeaseRow, Me, NodeRow, NodeStatus, PortError, Since};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -50,8 +50,18 @@ impl ClusterStore for Solo {
         Ok(self.me.lock().iter().cloned().collect())
     }
 
-    async fn all_nodes(&self) -> Result<Vec<(NodeRow, bool)>, PortError> {
-        Ok(self.me.lock().iter().map(|n| (n.clone(), true)).collect())
+    async fn all_nodes(&self) -> Result<Vec<NodeStatus>, PortError> {
+        Ok(self
+            .me
+            .lock()
+            .iter()
+            .map(|n| NodeStatus {
+                row: n.clone(),
+                alive: true,
+                version: Some(crate::VERSION.to_string()),
+                renewed_ms_ago: Some(0),
+            })
+            .collect())
     }
 
     async fn workspace_ids(&self) -> Result<Vec<Uuid>, PortError> {

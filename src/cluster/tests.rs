@@ -172,7 +172,7 @@ impl ClusterStore for CountedReads {
     async fn lags(&self) -> Result<Vec<(Uuid, String, u64)>, port::PortError> {
         self.alone.lags().await
     }
-    async fn all_nodes(&self) -> Result<Vec<(port::NodeRow, bool)>, port::PortError> {
+    async fn all_nodes(&self) -> Result<Vec<port::NodeStatus>, port::PortError> {
         self.alone.all_nodes().await
     }
     async fn publish_key(&self, me: &Me, id: &str, k: &[u8]) -> Result<(), port::PortError> {

@@ -23,6 +23,7 @@
 //! - [`openapi`]: `GET /v1/openapi.json`, the API's OpenAPI document (the committed
 //!   `docs/openapi.json`, which the API tests' builder checks against the routes).
 //! - [`ratelimit`]: per-key budgets and the `RateLimit` headers.
+//! - [`report`]: what a copy of a workspace says of it, for the operator console.
 //! - [`signed_urls`]: signing and checking download URLs.
 //! - [`state`]: [`AppState`](state::AppState), what every handler shares.
 //!
@@ -48,6 +49,7 @@ pub mod openapi;
 pub mod query;
 pub mod ratelimit;
 pub mod records;
+pub mod report;
 pub mod request;
 pub mod search;
 pub mod signed_urls;

@@ -9,7 +9,9 @@
 //!   does;
 //! - [`TAKE_NOW`]: another node gave leases up for this one to take: a round runs now;
 //! - [`WEBHOOKS_KEY`]: the webhook data key with a fingerprint, when this node holds it
-//!   (a new writer of a workspace opens its endpoints' secrets with it).
+//!   (a new writer of a workspace opens its endpoints' secrets with it);
+//! - [`CONSOLE_COPY`]: what this node's copy of a workspace says of it (`super::report`),
+//!   for another node's operator console; refused untouched (421) without a copy.
 //!
 //! Imports applied here, for this node's admin interface or another's, go through
 //! [`import_here`].
@@ -18,7 +20,9 @@ use super::errors::{ApiError, ErrorKind};
 use super::request::RequestId;
 use super::state::AppState;
 use crate::cluster::forward::{NODE, NODE_SECRET, NOT_HERE, REQUEST_ID};
-use crate::cluster::relay::{KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS, TAKE_NOW, WEBHOOKS_KEY};
+use crate::cluster::relay::{
+    CONSOLE_COPY, KEYS_CHANGED, PASSED_IMPORT, PASSED_KEYS, TAKE_NOW, WEBHOOKS_KEY,
+};
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::Method;
 use actix_web::{web, HttpMessage, HttpResponse};
@@ -82,6 +86,10 @@ pub async fn answer(req: &mut ServiceRequest, rid: &RequestId) -> Option<HttpRes
             Some(body) => passed_key(&app, &body).await,
             None => Err(ApiError::bad_request("the key request is too large")),
         },
+        CONSOLE_COPY => match read_body_within(req, 64).await {
+            Some(body) => console_copy(&app, &body).await,
+            None => Err(ApiError::bad_request("the workspace id is too long")),
+        },
         PASSED_IMPORT => match read_body_within(req, super::body::MAX_IMPORT_BYTES).await {
             Some(body) => passed_import(&app, body).await,
             None => Err(ApiError::bad_request("the snapshot is too large")),
@@ -121,6 +129,27 @@ async fn passed_key(app: &AppState, body: &[u8]) -> Result<Option<serde_json::Va
         .await?;
     app.cluster.tell_keys_changed().await;
     Ok(Some(serde_json::json!({"id": key.id, "secret": secret})))
+}
+
+/// What this node's copy of a workspace (its id, the body) says of it, for another
+/// node's console: `None` when this node has no copy loaded.
+async fn console_copy(app: &AppState, body: &[u8]) -> Result<Option<serde_json::Value>, ApiError> {
+    let workspace = std::str::from_utf8(body)
+        .ok()
+        .and_then(|s| uuid::Uuid::parse_str(s.trim()).ok())
+        .ok_or_else(|| ApiError::bad_request("not a workspace id"))?;
+    let Some(Slot::Ready(handle)) = app.registry.slot(workspace) else {
+        return Ok(None);
+    };
+    let sources = super::report::Sources {
+        node: &app.cluster.me().name,
+        keys: &app.keys,
+        store: &*app.store,
+        webhooks: &app.webhooks,
+    };
+    super::report::describe(&sources, &handle.state())
+        .await
+        .map(Some)
 }
 
 /// An import applied here for another node's admin interface: its `data`, or `None`

@@ -54,8 +54,9 @@ impl FromRequest for RequestId {
 }
 
 /// Marks a response (in its extensions) whose body is its own, error or not: the
-/// middleware adds `X-Request-Id` and leaves the rest as it is. Only the signed file route
-/// (`http::files`) uses it, for its object-store-style answers.
+/// middleware adds `X-Request-Id` and leaves the rest as it is. The signed file route
+/// (`http::files`) uses it for its object-store-style answers, and the operator console
+/// (`crate::admin::console`) for its login form, an HTML page answered 401.
 #[derive(Clone, Copy, Debug)]
 pub struct OwnBody;
 

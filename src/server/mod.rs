@@ -79,6 +79,8 @@ pub struct Settings {
     pub webhooks_allow_insecure: bool,
     /// When failed deliveries are tried again (the contract's; tests shorten it).
     pub webhooks_schedule: crate::webhooks::retry::Schedule,
+    /// How often the operator console samples the live traffic (tests shorten it).
+    pub console_sample_every: std::time::Duration,
 }
 
 /// `--checkpoint-interval`'s default: a restart after a deploy finds a checkpoint at
@@ -126,6 +128,7 @@ impl Settings {
             replicas: crate::cluster::DEFAULT_REPLICAS,
             webhooks_allow_insecure: false,
             webhooks_schedule: crate::webhooks::retry::Schedule::CONTRACT,
+            console_sample_every: crate::admin::console::traffic::SAMPLE_EVERY,
         }
     }
 }
@@ -176,6 +179,8 @@ pub struct Application {
     /// The webhook endpoints' tasks, stopped before the store closes.
     webhooks: Arc<crate::webhooks::hub::Hub>,
     webhook_looks: tokio::task::JoinHandle<()>,
+    /// The console's samples of live traffic, ended with the servers.
+    traffic_samples: tokio::task::JoinHandle<()>,
     // Kept so their threads live as long as the application.
     _actors: actix::Arbiter,
     _loading: actix::Arbiter,
@@ -462,14 +467,20 @@ impl Application {
 
         let admin_addr = admin_listener.local_addr()?;
         let api_accepting = Arc::new(AtomicBool::new(true));
+        let console = admin::console::Console::new(s.console_sample_every);
+        let sampled = (metrics.clone(), console.traffic.clone());
         let admin_state = web::Data::new(AdminState {
             registry: registry.clone(),
             loader,
-            keys: KeyService::new(store.clone(), keys),
+            keys: KeyService::new(store.clone(), keys.clone()),
             token: admin_token.clone(),
             api_accepting,
             metrics,
             membership: membership.clone(),
+            store: store.clone(),
+            key_ring: keys,
+            webhooks: webhooks.clone(),
+            console,
         });
         // Signals are the caller's (`stop_on_signals`): several servers may share a
         // process (tests), and actix would stop at once on SIGINT.
@@ -480,6 +491,9 @@ impl Application {
             .disable_signals()
             .listen(admin_listener)?
             .run();
+        // Once nothing can fail any more: the task lives as long as the servers.
+        let traffic_samples =
+            admin::console::traffic::start(sampled.0, sampled.1, s.console_sample_every);
 
         Ok(Application {
             api_addr,
@@ -497,6 +511,7 @@ impl Application {
             _actors: actors,
             webhooks,
             webhook_looks,
+            traffic_samples,
             _loading: loading,
         })
     }
@@ -580,6 +595,7 @@ impl Application {
         if let Some(keeper) = &self.keeper {
             keeper.flush(SHUTDOWN_CHECKPOINT_LIMIT).await;
         }
+        self.traffic_samples.abort();
         // No delivery starts after this; what each acknowledged is stored.
         self.webhook_looks.abort();
         let _ = self.webhook_looks.await;

@@ -36,6 +36,14 @@
 //! - `recruitd_feed_pages_ahead_total{outcome}`: feed pages made before they were asked
 //!   for (`http::changes::PagesAhead`), `taken` by the request they were made for or
 //!   `unused` (the workspace changed first, or the client stopped).
+//! - `recruitd_workspace_records{workspace}`: the records a workspace holds in memory
+//!   (hidden ones included), and `recruitd_process_resident_memory_bytes`: the
+//!   process's resident memory; read when scraped. Records are what a workspace's
+//!   memory grows with (its search indexes are `recruitd_search_index_bytes`); no
+//!   figure of bytes per workspace is kept, since measuring one walks every record.
+//!
+//! [`Metrics::traffic_text`] renders the request latencies alone, for the operator
+//! console's samples of live traffic (`crate::admin::console::traffic`).
 
 use actors::env::{CommitKind, CommitObserver, ReclaimedBy};
 use actors::loader::Loader;
@@ -165,6 +173,8 @@ fn commit_histogram() -> Histogram {
 
 pub struct Metrics {
     registry: prometheus_client::registry::Registry,
+    /// The request latencies alone (the same family as in `registry`).
+    traffic: prometheus_client::registry::Registry,
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily<RequestLabels>,
     rate_limited: Family<KeyLabels, Counter>,
@@ -178,6 +188,8 @@ pub struct Metrics {
     log_position: Family<WorkspaceLabels, Gauge>,
     pages_ahead: Family<OutcomeLabels, Counter>,
     tombstones: Family<WorkspaceLabels, Gauge>,
+    records: Family<WorkspaceLabels, Gauge>,
+    resident_bytes: Gauge,
     retention: RetentionMetrics,
     prunes: HistogramFamily<OutcomeLabels>,
     forwarded: Family<ForwardLabels, Counter>,
@@ -241,9 +253,17 @@ impl Metrics {
     pub fn new() -> Self {
         // Registered in the order written, which is the order of the rendered text.
         let mut r = Registrar::default();
+        let latency: HistogramFamily<RequestLabels> =
+            Family::new_with_constructor(request_histogram as fn() -> Histogram);
+        let mut traffic = prometheus_client::registry::Registry::default();
+        traffic.register(
+            "recruitd_http_request_duration_seconds",
+            "Time from a request's arrival to its answer",
+            latency.clone(),
+        );
         Metrics {
             requests: r.add("recruitd_http_requests", "API requests answered", Family::default()),
-            latency: r.add("recruitd_http_request_duration_seconds", "Time from a request's arrival to its answer", Family::new_with_constructor(request_histogram as fn() -> Histogram)),
+            latency: r.add("recruitd_http_request_duration_seconds", "Time from a request's arrival to its answer", latency),
             forwarded: r.add("recruitd_forwarded_requests", "Requests passed to the node that writes their workspace, by node and outcome", Family::default()),
             forward_seconds: r.add("recruitd_forward_duration_seconds", "Time a request passed to another node took, its answer read", Family::new_with_constructor(request_histogram as fn() -> Histogram)),
             // Fine steps (×1.5 from 0.5 ms): the lag's percentiles are read from them.
@@ -281,7 +301,10 @@ impl Metrics {
                 backlog: r.add("recruitd_webhook_backlog", "Commits after a webhook endpoint's acknowledged point, on the workspace's writer", Family::default()),
             },
             pages_ahead: r.add("recruitd_feed_pages_ahead", "Change feed pages made before they were asked for, by outcome (taken, unused)", Family::default()),
+            records: r.add("recruitd_workspace_records", "Records a workspace holds in memory, hidden ones included", Family::default()),
+            resident_bytes: r.add("recruitd_process_resident_memory_bytes", "The process's resident memory", Gauge::default()),
             registry: r.0,
+            traffic,
         }
     }
 
@@ -374,6 +397,8 @@ impl Metrics {
     /// loader's failures.
     pub fn render(&self, workspaces: &Registry, loader: &Loader) -> String {
         let (mut loading, mut ready) = (0, 0);
+        // Only the workspaces held now: one let go (to another node) holds nothing here.
+        self.records.clear();
         for (id, slot) in workspaces.slots() {
             match slot {
                 Slot::Loading => loading += 1,
@@ -389,6 +414,9 @@ impl Metrics {
                     self.tombstones
                         .get_or_create(&l)
                         .set(state.tombstones.len() as i64);
+                    self.records
+                        .get_or_create(&l)
+                        .set(state.stored_records() as i64);
                     let stats = state.search.stats();
                     for (index, keys, bytes, delta) in [
                         (
@@ -441,11 +469,35 @@ impl Metrics {
         self.workspaces
             .get_or_create(&StateLabels { state: "ready" })
             .set(ready);
+        if let Some(bytes) = resident_bytes() {
+            self.resident_bytes.set(bytes as i64);
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
     }
+}
+
+impl Metrics {
+    /// The text exposition of `recruitd_http_request_duration_seconds` alone: what the
+    /// console's samples of live traffic read (cheaper than [`Metrics::render`], which
+    /// also reads every workspace).
+    pub fn traffic_text(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.traffic)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// The process's resident memory, from `/proc/self/statm` (Linux; `None` elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
 }
 
 impl crate::webhooks::engine::Observer for Metrics {

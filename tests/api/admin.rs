@@ -221,6 +221,10 @@ async fn a_single_node_is_the_whole_cluster(b: Backend) {
         .as_str()
         .unwrap()
         .starts_with("https://127.0.0.1:"));
+    assert_eq!(nodes[0]["version"], env!("CARGO_PKG_VERSION"));
+    // Its copy is at the import's last commit.
+    let position = view["workspaces"][0]["positions"][me].as_u64().unwrap();
+    assert!(position > 0, "{view}");
     assert_eq!(
         view["workspaces"],
         json!([{
@@ -228,6 +232,7 @@ async fn a_single_node_is_the_whole_cluster(b: Backend) {
             "owner": me,
             "holders": [me],
             "lag_ms": {me: 0},
+            "positions": {me: position},
         }])
     );
     let res = app

@@ -290,6 +290,19 @@ impl TestApp {
         (s.as_u16(), retry, body)
     }
 
+    /// `lookups` phone searches that find someone, then a GET of a malformed id (a
+    /// 404): traffic of two routes for the metrics to count.
+    pub async fn lookups_and_a_miss(&self, lookups: usize) {
+        for _ in 0..lookups {
+            let (s, _) = self
+                .get("/v1/search/phone?number=07700900123", READ_KEY)
+                .await;
+            assert_eq!(s, 200);
+        }
+        let (s, _) = self.get("/v1/candidates/not-an-id", READ_KEY).await;
+        assert_eq!(s, 404);
+    }
+
     /// GET with a key; returns status and JSON body.
     pub async fn get(&self, path: &str, key: &str) -> (StatusCode, Value) {
         let res = self.req(Method::GET, path, Some(key)).send().await.unwrap();

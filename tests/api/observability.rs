@@ -19,14 +19,7 @@ fn sample(text: &str, prefix: &str) -> f64 {
 async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
     let app = spawn_app(b).await;
     app.import_ok(&example()).await;
-    for _ in 0..3 {
-        let (s, _) = app
-            .get("/v1/search/phone?number=07700900123", READ_KEY)
-            .await;
-        assert_eq!(s, 200);
-    }
-    let (s, _) = app.get("/v1/candidates/not-an-id", READ_KEY).await;
-    assert_eq!(s, 404);
+    app.lookups_and_a_miss(3).await;
     assert_eq!(app.post_company_note("x").await.0, 201);
     let text = app.metrics_text().await;
     assert_eq!(
@@ -63,6 +56,16 @@ async fn metrics_cover_requests_commits_limits_and_indexes(b: Backend) {
         ) >= 1.0
     );
     assert_eq!(sample(&text, "recruitd_workspaces{state=\"ready\"}"), 1.0);
+    // The example's 15 records and the note written above, held in memory; the
+    // process's resident memory, which holds them.
+    assert_eq!(
+        sample(
+            &text,
+            "recruitd_workspace_records{workspace=\"b2574901-bbf6-5245-9d3f-3dd074396143\"}"
+        ),
+        16.0
+    );
+    assert!(sample(&text, "recruitd_process_resident_memory_bytes") > 1_000_000.0);
     // A small import lands in the index's delta; a large one in its base.
     let labels = "{workspace=\"b2574901-bbf6-5245-9d3f-3dd074396143\",index=\"phone\"}";
     let indexed = sample(&text, &format!("recruitd_search_index_keys{labels}"))

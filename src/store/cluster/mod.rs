@@ -32,7 +32,9 @@
 mod rows;
 
 use crate::cluster::budgets::KeyWindow;
-use crate::cluster::port::{ClusterStore, HoldingRow, LeaseRow, Me, NodeRow, PortError, Since};
+use crate::cluster::port::{
+    ClusterStore, HoldingRow, LeaseRow, Me, NodeRow, NodeStatus, PortError, Since,
+};
 use anyhow::Context;
 use rows::Rows;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -136,7 +138,7 @@ impl ClusterStore for PgCluster {
         self.at_home(async move { rows.live_nodes().await }).await
     }
 
-    async fn all_nodes(&self) -> Result<Vec<(NodeRow, bool)>, PortError> {
+    async fn all_nodes(&self) -> Result<Vec<NodeStatus>, PortError> {
         let rows = self.inner.clone();
         self.at_home(async move { rows.all_nodes().await }).await
     }

@@ -3,7 +3,7 @@
 //! call to the node's runtime, so that the SQL reads on its own.
 
 use crate::cluster::budgets::KeyWindow;
-use crate::cluster::port::{HoldingRow, LeaseRow, Me, NodeRow, PortError, Since};
+use crate::cluster::port::{HoldingRow, LeaseRow, Me, NodeRow, NodeStatus, PortError, Since};
 use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 use sqlx::{ConnectOptions, Connection};
@@ -82,16 +82,18 @@ fn take_name_on<'a>(
     Box::pin(async move {
         let taken: Option<String> = sqlx::query_scalar(&format!(
             "INSERT INTO cluster_nodes AS n (name, advertise_url, incarnation, started_at, \
-             lease_until, cert_sha256, secret_sha256, session_pid, session_started) \
+             lease_until, cert_sha256, secret_sha256, session_pid, session_started, \
+             version, renewed_at) \
          SELECT $1, $2, $3, now(), now() + $4 * interval '1 millisecond', $5, $6, \
-             pg_backend_pid(), backend_start \
+             pg_backend_pid(), backend_start, $7, now() \
          FROM pg_stat_activity WHERE pid = pg_backend_pid() \
          ON CONFLICT (name) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, \
              incarnation = EXCLUDED.incarnation, started_at = EXCLUDED.started_at, \
              lease_until = EXCLUDED.lease_until, cert_sha256 = EXCLUDED.cert_sha256, \
              secret_sha256 = EXCLUDED.secret_sha256, \
              session_pid = EXCLUDED.session_pid, \
-             session_started = EXCLUDED.session_started \
+             session_started = EXCLUDED.session_started, \
+             version = EXCLUDED.version, renewed_at = EXCLUDED.renewed_at \
          WHERE NOT {ALIVE} OR n.incarnation = $3 OR n.advertise_url = $2 \
          RETURNING incarnation"
         ))
@@ -101,6 +103,7 @@ fn take_name_on<'a>(
         .bind(lease_ms as i64)
         .bind(&me.cert_sha256)
         .bind(&me.secret_sha256)
+        .bind(crate::VERSION)
         .fetch_optional(conn)
         .await?;
         Ok(taken.is_some())
@@ -117,7 +120,7 @@ fn renew_on<'a>(
     Box::pin(async move {
         let renewed = sqlx::query(
             "UPDATE cluster_nodes SET lease_until = now() + $3 * interval '1 millisecond', \
-             session_pid = pg_backend_pid(), \
+             renewed_at = now(), session_pid = pg_backend_pid(), \
              session_started = (SELECT backend_start FROM pg_stat_activity \
                                 WHERE pid = pg_backend_pid()) \
          WHERE name = $1 AND incarnation = $2",
@@ -307,9 +310,20 @@ impl Rows {
             .collect())
     }
 
-    pub(super) async fn all_nodes(&self) -> Result<Vec<(NodeRow, bool)>, PortError> {
-        let rows: Vec<(String, String, String, String, String, bool)> = sqlx::query_as(&format!(
-            "SELECT name, advertise_url, incarnation, cert_sha256, secret_sha256, {ALIVE} \
+    pub(super) async fn all_nodes(&self) -> Result<Vec<NodeStatus>, PortError> {
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            bool,
+            String,
+            Option<i64>,
+        );
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT name, advertise_url, incarnation, cert_sha256, secret_sha256, {ALIVE}, \
+                    version, (extract(epoch FROM now() - renewed_at) * 1000)::bigint \
                  FROM cluster_nodes n ORDER BY name"
         ))
         .fetch_all(&self.pool)
@@ -317,9 +331,18 @@ impl Rows {
         Ok(rows
             .into_iter()
             .map(
-                |(name, advertise_url, incarnation, cert_sha256, secret_sha256, alive)| {
-                    (
-                        NodeRow {
+                |(
+                    name,
+                    advertise_url,
+                    incarnation,
+                    cert_sha256,
+                    secret_sha256,
+                    alive,
+                    version,
+                    renewed,
+                )| {
+                    NodeStatus {
+                        row: NodeRow {
                             name,
                             advertise_url,
                             incarnation,
@@ -327,7 +350,9 @@ impl Rows {
                             secret_sha256,
                         },
                         alive,
-                    )
+                        version: Some(version).filter(|v| !v.is_empty()),
+                        renewed_ms_ago: renewed.map(|ms| ms.max(0) as u64),
+                    }
                 },
             )
             .collect())
