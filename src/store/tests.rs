@@ -1015,25 +1015,196 @@ async fn postgres_webhook_rows_are_kept_by_workspace() {
     }
 }
 
-#[tokio::test]
-async fn a_webhook_record_leaves_every_later_commit_synced() {
-    use actors::store::{WebhookRows, WebhookWrite};
-    let dir = tempfile::tempdir().unwrap();
-    let store = sqlite::SqliteStore::open(&dir.path().join("recruit.db"))
+/// A webhook endpoint's row and its attempts as written, both as the API writes them and
+/// as deliveries record them.
+async fn plant_webhook_rows(rows: &dyn actors::store::WebhookRows, w: Uuid) {
+    use actors::store::WebhookWrite;
+    let put = |id: &str, body: &str| WebhookWrite::Put {
+        id: id.into(),
+        body: body.into(),
+    };
+    rows.write(w, &[put("whe_a", "a0"), put("whe_b", "b0")])
         .await
         .unwrap();
-    let put = WebhookWrite::Put {
-        id: "whe_a".into(),
-        body: "a".into(),
+    for n in 1..=3 {
+        let attempt = WebhookWrite::Attempt {
+            endpoint: "whe_a".into(),
+            body: format!("{{\"n\":{n}}}"),
+            keep: 100,
+        };
+        rows.record(w, &[attempt, put("whe_a", &format!("a{n}"))])
+            .await
+            .unwrap();
+    }
+}
+
+/// What a store's webhook rows hold of `w`: its endpoints, and `whe_a`'s attempts.
+async fn webhook_rows_of(
+    rows: &dyn actors::store::WebhookRows,
+    w: Uuid,
+) -> (Vec<(String, String)>, Vec<String>) {
+    (
+        rows.endpoints(w).await.unwrap(),
+        rows.attempts(w, "whe_a", 100).await.unwrap(),
+    )
+}
+
+/// `SELECT count(*)` of a table of `recruit.db`, behind the store's back.
+async fn count_in_main(dir: &std::path::Path, table: &str) -> i64 {
+    use sqlx::Connection;
+    let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("recruit.db"));
+    let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(&mut c)
+        .await
+        .unwrap()
+}
+
+/// On SQLite the webhook rows live in `webhooks.db` beside `recruit.db`, private as the
+/// data dir's other files, with a writer of their own: a workspace's commit in progress
+/// on `recruit.db` holds up neither the deliveries' records nor the API's writes, and
+/// the rows are there after a restart. The records commit without a flush, the API's
+/// writes with one.
+#[tokio::test]
+async fn sqlite_webhook_rows_have_a_file_and_a_writer_of_their_own() {
+    use actors::store::WebhookWrite;
+    let b = Backend::sqlite();
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let store = sqlite::SqliteStore::open(&b.dir.join("recruit.db"))
+        .await
+        .unwrap();
+    let rows = store.webhook_rows().unwrap();
+    let w = ws(WS);
+    plant_webhook_rows(rows, w).await;
+    // The workspaces' writer is busy (a commit in progress, as long as it likes): the
+    // webhook rows are written all the same, at once.
+    let held = store.hold_writer().await;
+    let started = Instant::now();
+    let attempt = WebhookWrite::Attempt {
+        endpoint: "whe_a".into(),
+        body: "{\"n\":4}".into(),
+        keep: 100,
     };
-    store.record(ws(WS), &[put]).await.unwrap();
+    rows.record(w, &[attempt]).await.unwrap();
+    let put = WebhookWrite::Put {
+        id: "whe_c".into(),
+        body: "c0".into(),
+    };
+    rows.write(w, &[put]).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "waited {:?} behind the workspaces' writer",
+        started.elapsed()
+    );
+    drop(held);
+    assert_eq!(
+        store.webhooks().writer_pragma::<i64>("synchronous").await,
+        1,
+        "NORMAL again after a write that flushed"
+    );
     assert_eq!(
         store.writer_pragma::<i64>("synchronous").await,
         2,
-        "synchronous=FULL again"
+        "recruit.db's commits flush as ever"
     );
-    assert_eq!(store.endpoints(ws(WS)).await.unwrap().len(), 1);
+    let before = webhook_rows_of(rows, w).await;
+    assert_eq!(before.0.len(), 3);
+    assert_eq!(before.1.len(), 4);
     store.close().await;
+    assert_eq!(count_in_main(&b.dir, "webhook_endpoints").await, 0);
+    assert_eq!(count_in_main(&b.dir, "webhook_attempts").await, 0);
+    #[cfg(unix)]
+    {
+        assert_eq!(mode(&b.dir.join("webhooks.db")), 0o600);
+    }
+
+    let store = open(None, &b.dir).await.unwrap();
+    let after = webhook_rows_of(store.webhook_rows().unwrap(), w).await;
+    assert_eq!(after, before, "the rows survive a restart");
+    #[cfg(unix)]
+    for file in ["webhooks.db", "webhooks.db-wal"] {
+        assert_eq!(mode(&b.dir.join(file)), 0o600, "{file}");
+    }
+    store.close().await;
+}
+
+/// A data dir of an earlier release, whose `recruit.db` holds the webhook rows and has
+/// no `webhooks.db`: made by writing the rows through a store, then putting them back
+/// into `recruit.db`'s tables and removing the new file. What the rows were.
+async fn older_data_dir(dir: &std::path::Path) -> (Vec<(String, String)>, Vec<String>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let main = dir.join("recruit.db");
+    let store = sqlite::SqliteStore::open(&main).await.unwrap();
+    plant_webhook_rows(store.webhook_rows().unwrap(), ws(WS)).await;
+    let rows = webhook_rows_of(store.webhook_rows().unwrap(), ws(WS)).await;
+    store.close().await;
+    {
+        use sqlx::Connection;
+        let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(&main);
+        let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+        sqlx::query("ATTACH DATABASE ?1 AS new")
+            .bind(dir.join("webhooks.db").to_string_lossy().into_owned())
+            .execute(&mut c)
+            .await
+            .unwrap();
+        for table in ["webhook_endpoints", "webhook_attempts"] {
+            sqlx::query(&format!("INSERT INTO {table} SELECT * FROM new.{table}"))
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+        c.close().await.unwrap();
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("webhooks.db{suffix}")));
+    }
+    assert_eq!(count_in_main(dir, "webhook_endpoints").await, 2);
+    rows
+}
+
+/// The first open of an older data dir moves its webhook rows from `recruit.db` into
+/// `webhooks.db`, once: the next open finds them there, and `recruit.db`'s tables empty.
+#[tokio::test]
+async fn sqlite_webhook_rows_of_an_older_data_dir_move_into_their_file_once() {
+    let b = Backend::sqlite();
+    let planted = older_data_dir(&b.dir).await;
+    assert_eq!((planted.0.len(), planted.1.len()), (2, 3));
+    for _ in 0..2 {
+        opens_with_the_rows_moved(&b.dir, &planted).await;
+    }
+}
+
+/// Opens the store in `dir`: its webhook rows are `planted`, in `webhooks.db` alone.
+async fn opens_with_the_rows_moved(
+    dir: &std::path::Path,
+    planted: &(Vec<(String, String)>, Vec<String>),
+) {
+    let store = open(None, dir).await.unwrap();
+    let rows = webhook_rows_of(store.webhook_rows().unwrap(), ws(WS)).await;
+    assert_eq!(&rows, planted);
+    store.close().await;
+    assert_eq!(count_in_main(dir, "webhook_endpoints").await, 0);
+    assert_eq!(count_in_main(dir, "webhook_attempts").await, 0);
+}
+
+/// A move interrupted after the rows were copied into `webhooks.db` (its transaction
+/// committed) but before `recruit.db`'s were cleared: the next open copies nothing
+/// again (no row twice, no attempt numbered twice) and clears the old rows. One
+/// interrupted before that commit left nothing in `webhooks.db`, which is the older
+/// data dir as it was (the test above).
+#[tokio::test]
+async fn sqlite_an_interrupted_move_of_webhook_rows_loses_and_doubles_nothing() {
+    let b = Backend::sqlite();
+    let planted = older_data_dir(&b.dir).await;
+    let main = b.dir.join("recruit.db");
+    let file = sqlite::webhooks::SqliteWebhooks::open_file(&main)
+        .await
+        .unwrap();
+    let copied = sqlite::webhooks::copy_in(&file, &main).await.unwrap();
+    assert_eq!(copied, Some((2, 3)));
+    file.close().await;
+    assert_eq!(count_in_main(&b.dir, "webhook_endpoints").await, 2);
+    opens_with_the_rows_moved(&b.dir, &planted).await;
 }
 
 #[tokio::test]
