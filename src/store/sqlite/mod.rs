@@ -114,6 +114,17 @@ const READERS: u32 = 4;
 /// How often the background task folds the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// `Store::count_entries`'s statements (`super::count_entries`). The sum reads the
+/// index `change_log_counts` alone, no part's row.
+pub(crate) const COUNT_STATEMENTS: super::CountStatements = super::CountStatements {
+    counted: "SELECT coalesce(sum(entries_count), 0), count(*) - count(entries_count) \
+              FROM change_log \
+              WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4",
+    uncounted: "SELECT position, part, entries FROM change_log \
+                WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
+                AND entries_count IS NULL ORDER BY position, part LIMIT ?5",
+};
+
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
@@ -686,6 +697,24 @@ impl Store for SqliteStore {
             pruned_through,
             parts: rows.into_iter().map(super::log_part).collect(),
         })
+    }
+
+    async fn count_entries(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+    ) -> StoreResult<u64> {
+        let fail = err("counting the change log");
+        super::count_entries(
+            &self.readers,
+            &COUNT_STATEMENTS,
+            workspace,
+            after,
+            upto,
+            fail,
+        )
+        .await
     }
 
     async fn tombstones(

@@ -10,11 +10,10 @@
 
 use super::runtime;
 use actors::changes::feed::{feed_pick, feed_range, FeedError, FeedPage, PartCache, Picked};
-use actors::changes::tokens::FeedPoint;
+use actors::changes::tokens::{FeedPoint, WHOLE_PART};
 use actors::model::Entity;
 use actors::state::WorkspaceState;
-use actors::store::Store;
-use actors::store::StoreError;
+use actors::store::{LogWindow, Store, StoreError};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -103,6 +102,44 @@ pub async fn range_batch(
         changes: page.changes,
         body,
     }))
+}
+
+/// Changes committed after `point` up to position `head`: the entries of the log's
+/// parts after it (an endpoint's `backlog`). What remains of a part the point is inside
+/// is counted from that part, read; the parts after it are counted by the store
+/// ([`Store::count_entries`]), from the count kept beside each, none read: the cost is
+/// the parts', not the changes'. A point the log no longer holds counts what is left.
+pub async fn backlog(
+    store: &dyn Store,
+    ws: Uuid,
+    point: FeedPoint,
+    head: u64,
+) -> Result<u64, StoreError> {
+    let mut total = 0;
+    if point.index != WHOLE_PART && point.position <= head {
+        let before = if point.part > 0 {
+            (point.position, point.part - 1)
+        } else {
+            (point.position.saturating_sub(1), u32::MAX)
+        };
+        let window = LogWindow {
+            after: before,
+            upto: head,
+            max_parts: 1,
+        };
+        let read = store.read_changes(ws, window).await?;
+        if let Some(part) = read
+            .parts
+            .first()
+            .filter(|p| (p.position, p.part) == (point.position, point.part))
+        {
+            total += actors::store::count_of(part)?.saturating_sub(u64::from(point.index));
+        }
+    }
+    let after = store
+        .count_entries(ws, (point.position, point.part), head)
+        .await?;
+    Ok(total + after)
 }
 
 /// Changes from which a batch is rendered on the low-priority pool (a catch-up's),
