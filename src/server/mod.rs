@@ -370,7 +370,7 @@ impl Application {
         let webhook_policy = crate::webhooks::address::Policy {
             allow_insecure: s.webhooks_allow_insecure,
         };
-        let writes: crate::webhooks::hub::Writes = {
+        let writes: Arc<dyn Fn(uuid::Uuid) -> bool + Send + Sync> = {
             let membership = membership.clone();
             Arc::new(move |ws| membership.writes(ws))
         };
@@ -416,7 +416,7 @@ impl Application {
                 Arc::new(engine),
                 registry.clone(),
                 Some(Arc::new(keyring)),
-                writes,
+                Arc::new(Writing(membership.clone())),
                 // The server's own: its tasks end with it.
                 tokio::runtime::Handle::current(),
             )
@@ -589,6 +589,24 @@ impl Application {
         self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)
+    }
+}
+
+/// What the node's webhooks go by: the workspaces its membership writes, and its
+/// writer leases (none alone on SQLite, where it writes every workspace).
+struct Writing(Arc<crate::cluster::Membership>);
+
+impl crate::webhooks::hub::Writers for Writing {
+    fn writes(&self, ws: uuid::Uuid) -> bool {
+        self.0.writes(ws)
+    }
+
+    fn moved(&self) -> u64 {
+        self.0.leases_moved()
+    }
+
+    fn held(&self) -> Option<Vec<(uuid::Uuid, u64)>> {
+        self.0.leases()
     }
 }
 

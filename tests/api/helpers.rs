@@ -487,7 +487,7 @@ pub async fn memory_app_state(
         Arc::new(engine),
         registry.clone(),
         None,
-        Arc::new(|_| true),
+        Arc::new(recruitd::webhooks::hub::Alone),
         tokio::runtime::Handle::current(),
     );
     let state = actix_web::web::Data::new(recruitd::http::state::AppState {
