@@ -380,6 +380,7 @@ impl Application {
                 observer: metrics.clone(),
                 store: store.clone(),
                 cache: Arc::new(actors::changes::feed::PartCache::default()),
+                pages: Default::default(),
                 sender: crate::webhooks::send::Sender::new(webhook_policy),
                 schedule: s.webhooks_schedule,
                 token: {

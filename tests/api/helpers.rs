@@ -475,6 +475,7 @@ pub async fn memory_app_state(
     let engine = recruitd::webhooks::engine::Engine {
         store: store.clone(),
         cache: Arc::new(actors::changes::feed::PartCache::default()),
+        pages: Default::default(),
         sender: recruitd::webhooks::send::Sender::new(policy),
         schedule: recruitd::webhooks::retry::Schedule::CONTRACT,
         token: Arc::new(|_, p| format!("{}", p.position)),

@@ -148,6 +148,7 @@ async fn hub(
     let engine = Engine {
         store: store.clone(),
         cache: Default::default(),
+        pages: Default::default(),
         sender: crate::webhooks::send::Sender::new(Default::default()),
         schedule: crate::webhooks::retry::Schedule::CONTRACT,
         token: Arc::new(|_, p| format!("{}", p.position)),
