@@ -158,6 +158,36 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Change>, String> {
     Ok(out)
 }
 
+/// How many entries a part's bytes hold ([`decode`]'s length), walked without making
+/// them: an entry is its tag and a 16-byte id, or its tag, a 2-byte length and the text.
+pub fn count(bytes: &[u8]) -> Result<usize, String> {
+    let (mut at, mut n) = (0, 0);
+    while at < bytes.len() {
+        let tag = bytes[at];
+        at += 1;
+        if Entity::ALL.get((tag & !UUID_TAG) as usize).is_none() {
+            return Err(format!(
+                "a change log entry names entity {}",
+                tag & !UUID_TAG
+            ));
+        }
+        at += if tag & UUID_TAG != 0 {
+            16
+        } else {
+            let len = bytes
+                .get(at..at + 2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+                .ok_or("a change log entry is cut short")?;
+            2 + len
+        };
+        if at > bytes.len() {
+            return Err("a change log entry is cut short".into());
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// The records of entities that upserts and deletes change directly: a candidate row
 /// names its candidate and, on a job, its application; a deleted one both (whether it
 /// was an application is not known here: a tombstone for an id that was not one tells
@@ -309,5 +339,28 @@ mod tests {
         assert_eq!(back[2].id.to_string(), u.to_string());
         assert!(decode(&e.as_bytes()[..5]).is_err());
         assert!(decode(&[0x7f]).is_err());
+    }
+
+    #[test]
+    fn a_count_is_the_length_of_the_decoding() {
+        let mut e = EncodedEntries::default();
+        for i in 0..50 {
+            if i % 3 == 0 {
+                e.push_raw(Entity::Attachments, &"a".repeat(i));
+            } else {
+                e.push(Entity::Notes, &LoggedId::Uuid(Uuid::new_v4()));
+            }
+            let bytes = e.as_bytes();
+            assert_eq!(count(bytes), Ok(decode(bytes).unwrap().len()));
+            assert_eq!(count(bytes), Ok(e.len()));
+        }
+        // Cut anywhere inside an entry, or naming no entity: refused, as decoding is.
+        let bytes = e.as_bytes();
+        for cut in 1..40 {
+            let short = &bytes[..bytes.len() - cut];
+            assert_eq!(count(short).is_err(), decode(short).is_err(), "{cut}");
+        }
+        assert!(count(&[0x7f]).is_err());
+        assert_eq!(count(&[]), Ok(0));
     }
 }

@@ -128,6 +128,19 @@ impl Membership {
                 && !self.leaving.lock().contains(&workspace))
     }
 
+    /// The workspaces whose writer leases this node holds, each with its epoch; `None`
+    /// alone on its store, where it writes every workspace it holds, for good, and
+    /// takes no lease.
+    pub fn leases(&self) -> Option<Vec<(Uuid, u64)>> {
+        self.store.shared().then(|| self.fences.epochs())
+    }
+
+    /// A count that moves on with every change to [`Membership::leases`]
+    /// ([`crate::store::fence::Fences::changes`]).
+    pub fn leases_moved(&self) -> u64 {
+        self.fences.changes()
+    }
+
     /// This node's credentials on a request to another node.
     fn node_headers(&self) -> [(String, Vec<u8>); 2] {
         [

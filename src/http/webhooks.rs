@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::webhooks::address;
+use crate::webhooks::batch;
 use crate::webhooks::deliverer::Reason;
 use crate::webhooks::hub::HubError;
 use crate::webhooks::stored::{StoredAttempt, StoredEndpoint, OLD_SECRET_SIGNS_FOR_MS};
@@ -156,7 +157,7 @@ async fn endpoint_view(
 ) -> Result<Value, ApiError> {
     let ws = state.id();
     let entities: Vec<&str> = row.entity_filter().iter().map(|e| e.name()).collect();
-    let backlog = backlog(app, ws, row.acknowledged.into(), state.position).await?;
+    let backlog = batch::backlog(&*app.store, ws, row.acknowledged.into(), state.position).await?;
     Ok(json!({
         "id": row.id,
         "url": row.url,
@@ -170,49 +171,6 @@ async fn endpoint_view(
         "created_at": iso(row.created_at_ms),
         "updated_at": iso(row.updated_at_ms),
     }))
-}
-
-/// Changes committed after `point`, up to `head`: the entries of the log's parts
-/// after it. A point the log no longer holds counts what is left.
-async fn backlog(app: &AppState, ws: Uuid, point: FeedPoint, head: u64) -> Result<u64, ApiError> {
-    let inside = point.part != u32::MAX || point.index != WHOLE_PART;
-    // The part the point is inside is read whole, and what it had passed taken off.
-    let mut after = if inside {
-        (point.position, point.part.wrapping_sub(1))
-    } else {
-        (point.position, u32::MAX)
-    };
-    if inside && point.part == 0 {
-        after = (point.position.saturating_sub(1), u32::MAX);
-    }
-    let mut total: u64 = 0;
-    loop {
-        let window = LogWindow {
-            after,
-            upto: head,
-            max_parts: 256,
-        };
-        let read = app.store.read_changes(ws, window).await?;
-        let Some(last) = read.parts.last() else {
-            break;
-        };
-        after = (last.position, last.part);
-        for part in &read.parts {
-            let n = actors::entries::decode(&part.entries)
-                .map_err(|e| ApiError::internal(anyhow::anyhow!(e)))?
-                .len() as u64;
-            let passed = if inside && (part.position, part.part) == (point.position, point.part) {
-                u64::from(point.index).min(n)
-            } else {
-                0
-            };
-            total += n - passed;
-        }
-        if read.parts.len() < 256 {
-            break;
-        }
-    }
-    Ok(total)
 }
 
 fn answer(status: StatusCode, data: &Value, rid: &RequestId) -> Result<HttpResponse, ApiError> {

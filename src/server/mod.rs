@@ -375,7 +375,7 @@ impl Application {
         let webhook_policy = crate::webhooks::address::Policy {
             allow_insecure: s.webhooks_allow_insecure,
         };
-        let writes: crate::webhooks::hub::Writes = {
+        let writes: Arc<dyn Fn(uuid::Uuid) -> bool + Send + Sync> = {
             let membership = membership.clone();
             Arc::new(move |ws| membership.writes(ws))
         };
@@ -385,6 +385,7 @@ impl Application {
                 observer: metrics.clone(),
                 store: store.clone(),
                 cache: Arc::new(actors::changes::feed::PartCache::default()),
+                pages: Default::default(),
                 sender: crate::webhooks::send::Sender::new(webhook_policy),
                 schedule: s.webhooks_schedule,
                 token: {
@@ -421,7 +422,7 @@ impl Application {
                 Arc::new(engine),
                 registry.clone(),
                 Some(Arc::new(keyring)),
-                writes,
+                Arc::new(Writing(membership.clone())),
                 // The server's own: its tasks end with it.
                 tokio::runtime::Handle::current(),
             )
@@ -605,6 +606,24 @@ impl Application {
         self.store.close().await;
         self.store_lock.release().await;
         ra.and(rb)
+    }
+}
+
+/// What the node's webhooks go by: the workspaces its membership writes, and its
+/// writer leases (none alone on SQLite, where it writes every workspace).
+struct Writing(Arc<crate::cluster::Membership>);
+
+impl crate::webhooks::hub::Writers for Writing {
+    fn writes(&self, ws: uuid::Uuid) -> bool {
+        self.0.writes(ws)
+    }
+
+    fn moved(&self) -> u64 {
+        self.0.leases_moved()
+    }
+
+    fn held(&self) -> Option<Vec<(uuid::Uuid, u64)>> {
+        self.0.leases()
     }
 }
 

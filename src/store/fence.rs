@@ -42,6 +42,8 @@ pub struct Fences {
     /// `base` (0: never renewed).
     until: AtomicU64,
     base: Instant,
+    /// Moved on by every change to `held` (see [`Fences::changes`]).
+    changes: AtomicU64,
 }
 
 impl Fences {
@@ -53,6 +55,7 @@ impl Fences {
             held: DashMap::new(),
             until: AtomicU64::new(0),
             base: Instant::now(),
+            changes: AtomicU64::new(0),
         })
     }
 
@@ -81,14 +84,28 @@ impl Fences {
             .fetch_max(self.nanos(began + self.lease), Ordering::AcqRel);
     }
 
+    /// A count that moves on whenever the set of leases held changes (one taken, given
+    /// up, lost or dropped): who acts on what this server writes reads the set again
+    /// only when it moved, so an idle server's look costs nothing per workspace.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Holds the workspace's lease at `epoch` (taken, and the copy caught up).
     pub fn hold(&self, workspace: Uuid, epoch: u64) {
         self.held.insert(workspace, epoch);
+        self.changed();
     }
 
     /// Holds the lease no more (given up): its commits are refused from now on.
     pub fn drop_lease(&self, workspace: Uuid) {
-        self.held.remove(&workspace);
+        if self.held.remove(&workspace).is_some() {
+            self.changed();
+        }
     }
 
     /// Drops the workspace's lease if the store's row says another holds it now: a
@@ -98,6 +115,9 @@ impl Fences {
         let dropped = self.held.remove_if(&workspace, |_, held| {
             epoch > *held || (epoch == *held && !mine)
         });
+        if dropped.is_some() {
+            self.changed();
+        }
         dropped.is_some()
     }
 
@@ -106,9 +126,16 @@ impl Fences {
         self.held.iter().map(|e| *e.key()).collect()
     }
 
+    /// The leases this server holds, each workspace with its epoch (by the store's last
+    /// word).
+    pub fn epochs(&self) -> Vec<(Uuid, u64)> {
+        self.held.iter().map(|e| (*e.key(), *e.value())).collect()
+    }
+
     /// Holds nothing from now on (a server that leaves).
     pub fn drop_all(&self) {
         self.held.clear();
+        self.changed();
     }
 }
 
@@ -143,5 +170,35 @@ mod tests {
         fences.hold(w, 5);
         assert!(fences.superseded(w, 6, true));
         assert_eq!(fences.held(), Vec::<Uuid>::new());
+    }
+
+    #[test]
+    fn every_change_to_the_leases_held_moves_the_count() {
+        let fences = Fences::new("a".into(), "a-1".into(), Duration::from_secs(5));
+        let (w, v) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut last = fences.changes();
+        let mut moved = |fences: &Fences| {
+            let now = fences.changes();
+            let did = now != last;
+            last = now;
+            did
+        };
+        fences.hold(w, 1);
+        assert!(moved(&fences), "taken");
+        fences.renewed(Instant::now());
+        assert!(!moved(&fences), "a renewal changes no lease");
+        assert!(!fences.superseded(w, 1, true));
+        assert!(!moved(&fences), "a row of its own epoch");
+        fences.hold(v, 1);
+        assert!(moved(&fences), "taken");
+        assert!(fences.superseded(v, 2, false));
+        assert!(moved(&fences), "lost");
+        fences.drop_lease(v);
+        assert!(!moved(&fences), "not held: nothing to drop");
+        fences.drop_lease(w);
+        assert!(moved(&fences), "given up");
+        fences.hold(w, 2);
+        fences.drop_all();
+        assert!(moved(&fences), "all dropped");
     }
 }

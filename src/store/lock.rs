@@ -14,7 +14,8 @@
 //!
 //! # SQLite
 //! An OS file lock (`flock`, through std's `File::try_lock`) on
-//! `<data-dir>/recruit.db.lock`. The holder writes its role and pid into the file, so
+//! `<data-dir>/recruit.db.lock`, for both files of the store (`recruit.db` and the
+//! webhook rows' `webhooks.db` beside it: `super::sqlite::webhooks`). The holder writes its role and pid into the file, so
 //! that whoever is refused can say who holds it. The OS drops the lock when the holder's
 //! process ends, however it ends (`kill -9` included): there is never a stale lock to
 //! clean up, and the file itself is left in place (removing it would let two processes

@@ -7,8 +7,10 @@
 //! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same tables:
 //!   `workspaces`, `records` (one JSON body per raw record, keyed by workspace, kind and
 //!   id), `api_keys` (secret hashes only), `commit_marks` (the last batch committed per
-//!   workspace) and `commit_positions` (per workspace, how many transactions changed
-//!   it: what checkpoints are checked against).
+//!   workspace), `commit_positions` (per workspace, how many transactions changed
+//!   it: what checkpoints are checked against), `change_log` (each part with the count
+//!   of its entries) and the webhook rows (`webhooks`; SQLite keeps them in a file of
+//!   their own, `sqlite::webhooks`).
 //! - [`lock`]: the store lock every `serve` holds and offline writers need exclusively,
 //!   so that nothing writes a store behind a running server's back.
 //! - [`testing`]: a fresh PostgreSQL schema per test, and the sweep of old ones.
@@ -684,6 +686,77 @@ pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart 
         committed_at_ms: row.2,
         entries: row.3,
     }
+}
+
+/// The statements of `Store::count_entries` in one adapter's SQL. Each binds the
+/// workspace id (as stored), then the position and part the window starts after, and
+/// the last position it covers.
+pub(crate) struct CountStatements {
+    /// The sum of the window's parts' counts, and how many of its parts have none
+    /// (written before counts were kept).
+    pub counted: &'static str,
+    /// The window's parts without a count, in order: position, part (64-bit), entries.
+    /// A fifth number binds how many at most.
+    pub uncounted: &'static str,
+}
+
+/// Parts without a count read per round trip of [`count_entries`].
+const UNCOUNTED_PER_READ: i64 = 256;
+
+/// `Store::count_entries` over an adapter's statements, on `pool`: the sum of the
+/// parts' counts, and the entries of any part written without one, read and counted.
+pub(crate) async fn count_entries<DB>(
+    pool: &sqlx::Pool<DB>,
+    sql: &CountStatements,
+    workspace: Uuid,
+    after: (u64, u32),
+    upto: u64,
+    fail: impl Fn(sqlx::Error) -> StoreError,
+) -> StoreResult<u64>
+where
+    DB: sqlx::Database,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    Vec<u8>: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    use sqlx::Row;
+    let ws = workspace.to_string();
+    let window = [after.0 as i64, i64::from(after.1), upto as i64];
+    let sums = read_numbers(pool, &ws, sql.counted, &window)
+        .await
+        .map_err(&fail)?;
+    let mut total = sums.first().copied().flatten().unwrap_or(0);
+    let mut uncounted = sums.get(1).copied().flatten().unwrap_or(0);
+    let mut from = (window[0], window[1]);
+    while uncounted > 0 {
+        let rows = sqlx::query(sql.uncounted)
+            .bind(ws.as_str())
+            .bind(from.0)
+            .bind(from.1)
+            .bind(window[2])
+            .bind(UNCOUNTED_PER_READ)
+            .fetch_all(pool)
+            .await
+            .map_err(&fail)?;
+        for row in &rows {
+            let (position, part): (i64, i64) = (
+                row.try_get(0).map_err(&fail)?,
+                row.try_get(1).map_err(&fail)?,
+            );
+            let entries: Vec<u8> = row.try_get(2).map_err(&fail)?;
+            total += actors::store::count_of(&log_part((position, part, 0, entries)))?;
+            from = (position, part);
+        }
+        // Fewer than asked: none is left (retention may have removed some meanwhile).
+        if (rows.len() as i64) < UNCOUNTED_PER_READ {
+            break;
+        }
+        uncounted = uncounted.saturating_sub(rows.len() as u64);
+    }
+    Ok(total)
 }
 
 /// Change log parts deleted per transaction when retention prunes (each some tens of

@@ -1141,6 +1141,169 @@ async fn blobs_are_kept_by_workspace_and_name(b: &Backend) {
     store.close().await;
 }
 
+/// An endpoint's backlog as it was first computed: every part after the point read and
+/// decoded, what the point had passed of its own part taken off.
+async fn backlog_by_decoding(
+    store: &dyn Store,
+    ws: Uuid,
+    point: actors::changes::tokens::FeedPoint,
+    head: u64,
+) -> u64 {
+    use actors::changes::tokens::WHOLE_PART;
+    let inside = point.part != u32::MAX || point.index != WHOLE_PART;
+    let mut after = if inside {
+        (point.position, point.part.wrapping_sub(1))
+    } else {
+        (point.position, u32::MAX)
+    };
+    if inside && point.part == 0 {
+        after = (point.position.saturating_sub(1), u32::MAX);
+    }
+    let mut total: u64 = 0;
+    loop {
+        let window = LogWindow {
+            after,
+            upto: head,
+            max_parts: 256,
+        };
+        let read = store.read_changes(ws, window).await.unwrap();
+        let Some(last) = read.parts.last() else {
+            break;
+        };
+        after = (last.position, last.part);
+        for part in &read.parts {
+            let n = actors::entries::decode(&part.entries).unwrap().len() as u64;
+            let passed = if inside && (part.position, part.part) == (point.position, point.part) {
+                u64::from(point.index).min(n)
+            } else {
+                0
+            };
+            total += n - passed;
+        }
+        if read.parts.len() < 256 {
+            break;
+        }
+    }
+    total
+}
+
+/// An endpoint's backlog (`webhooks::batch::backlog`) is the count of the entries after
+/// its point, from every point of a log of small and multi-part commits with text ids,
+/// some parts written before counts were kept: the same figure as decoding every part
+/// after it, read from the counts kept beside the parts (`Store::count_entries`).
+async fn backlog_counts_the_entries_after_a_point(b: &Backend) {
+    use actors::changes::tokens::{FeedPoint, WHOLE_PART};
+    let store = b.open().await;
+    let w = ws(WS);
+    let tasks = |n: usize| -> Vec<(RecordKind, String)> {
+        (0..n)
+            .map(|_| (RecordKind::Task, Uuid::new_v4().to_string()))
+            .collect()
+    };
+    let mut sets = vec![tasks(1), tasks(3), tasks(5000), tasks(2)];
+    sets.push(vec![
+        (RecordKind::Attachment, "cv:short".into()),
+        (RecordKind::Attachment, format!("cv:{}", "x".repeat(300))),
+        (RecordKind::Candidate, Uuid::new_v4().to_string()),
+    ]);
+    sets.push(tasks(4097));
+    sets.push(tasks(1));
+    for deletes in sets {
+        let changes = ChangeSet {
+            deletes,
+            ..ChangeSet::default()
+        };
+        store.commit(w, &changes).await.unwrap();
+    }
+    let head = store.position(w).await.unwrap().seq;
+    // Parts as an earlier release wrote them, with no count.
+    b.raw("UPDATE change_log SET entries_count = NULL WHERE position IN (2, 3, 6)")
+        .await;
+    let all = store
+        .read_changes(
+            w,
+            LogWindow {
+                after: (0, 0),
+                upto: head,
+                max_parts: 1000,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(all.parts.iter().any(|p| p.part > 0), "a multi-part commit");
+    let mut points = vec![
+        FeedPoint::at(0),
+        FeedPoint::at(head),
+        FeedPoint::at(head + 1),
+    ];
+    for part in &all.parts {
+        let n = actors::entries::decode(&part.entries).unwrap().len() as u32;
+        points.push(FeedPoint::at(part.position));
+        for index in [0, 1, n / 2, n - 1, n, n + 1, WHOLE_PART] {
+            points.push(FeedPoint {
+                position: part.position,
+                part: part.part,
+                index,
+            });
+        }
+    }
+    let total = backlog_by_decoding(&*store, w, FeedPoint::at(0), head).await;
+    assert_eq!(total, 1 + 3 + 5000 + 2 + 4 + 4097 + 1, "{}", b.name);
+    for point in points {
+        for upto in [head, head - 1] {
+            let want = backlog_by_decoding(&*store, w, point, upto).await;
+            let got = crate::webhooks::batch::backlog(&*store, w, point, upto)
+                .await
+                .unwrap();
+            assert_eq!(got, want, "{}: {point:?} up to {upto}", b.name);
+        }
+    }
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_backlog_counts_the_entries_after_a_point() {
+    backlog_counts_the_entries_after_a_point(&Backend::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_backlog_counts_the_entries_after_a_point() {
+    if let Some(b) = Backend::postgres().await {
+        backlog_counts_the_entries_after_a_point(&b).await;
+        b.cleanup().await;
+    }
+}
+
+/// SQLite sums a window's counts from the index beside the log, reading none of its
+/// rows (a large part's entries span overflow pages, which a read of the count would
+/// walk).
+#[tokio::test]
+async fn sqlite_counts_the_log_from_its_index_alone() {
+    use sqlx::Connection;
+    let b = Backend::sqlite();
+    let store = b.open().await;
+    store.close().await;
+    let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(b.dir.join("recruit.db"));
+    let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+    let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(&format!(
+        "EXPLAIN QUERY PLAN {}",
+        sqlite::COUNT_STATEMENTS.counted
+    ))
+    .bind(WS)
+    .bind(0i64)
+    .bind(0i64)
+    .bind(10i64)
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let plan: Vec<&str> = plan.iter().map(|r| r.3.as_str()).collect();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("COVERING INDEX change_log_counts")),
+        "{plan:?}"
+    );
+}
+
 /// Webhook rows: kept by workspace and id, replaced whole, removed with their attempts;
 /// attempts listed newest first, the newest `keep` kept; a transaction all or nothing.
 async fn webhook_rows_are_kept_by_workspace(b: &Backend) {
@@ -1214,25 +1377,196 @@ async fn postgres_webhook_rows_are_kept_by_workspace() {
     }
 }
 
-#[tokio::test]
-async fn a_webhook_record_leaves_every_later_commit_synced() {
-    use actors::store::{WebhookRows, WebhookWrite};
-    let dir = tempfile::tempdir().unwrap();
-    let store = sqlite::SqliteStore::open(&dir.path().join("recruit.db"))
+/// A webhook endpoint's row and its attempts as written, both as the API writes them and
+/// as deliveries record them.
+async fn plant_webhook_rows(rows: &dyn actors::store::WebhookRows, w: Uuid) {
+    use actors::store::WebhookWrite;
+    let put = |id: &str, body: &str| WebhookWrite::Put {
+        id: id.into(),
+        body: body.into(),
+    };
+    rows.write(w, &[put("whe_a", "a0"), put("whe_b", "b0")])
         .await
         .unwrap();
-    let put = WebhookWrite::Put {
-        id: "whe_a".into(),
-        body: "a".into(),
+    for n in 1..=3 {
+        let attempt = WebhookWrite::Attempt {
+            endpoint: "whe_a".into(),
+            body: format!("{{\"n\":{n}}}"),
+            keep: 100,
+        };
+        rows.record(w, &[attempt, put("whe_a", &format!("a{n}"))])
+            .await
+            .unwrap();
+    }
+}
+
+/// What a store's webhook rows hold of `w`: its endpoints, and `whe_a`'s attempts.
+async fn webhook_rows_of(
+    rows: &dyn actors::store::WebhookRows,
+    w: Uuid,
+) -> (Vec<(String, String)>, Vec<String>) {
+    (
+        rows.endpoints(w).await.unwrap(),
+        rows.attempts(w, "whe_a", 100).await.unwrap(),
+    )
+}
+
+/// `SELECT count(*)` of a table of `recruit.db`, behind the store's back.
+async fn count_in_main(dir: &std::path::Path, table: &str) -> i64 {
+    use sqlx::Connection;
+    let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("recruit.db"));
+    let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(&mut c)
+        .await
+        .unwrap()
+}
+
+/// On SQLite the webhook rows live in `webhooks.db` beside `recruit.db`, private as the
+/// data dir's other files, with a writer of their own: a workspace's commit in progress
+/// on `recruit.db` holds up neither the deliveries' records nor the API's writes, and
+/// the rows are there after a restart. The records commit without a flush, the API's
+/// writes with one.
+#[tokio::test]
+async fn sqlite_webhook_rows_have_a_file_and_a_writer_of_their_own() {
+    use actors::store::WebhookWrite;
+    let b = Backend::sqlite();
+    std::fs::create_dir_all(&b.dir).unwrap();
+    let store = sqlite::SqliteStore::open(&b.dir.join("recruit.db"))
+        .await
+        .unwrap();
+    let rows = store.webhook_rows().unwrap();
+    let w = ws(WS);
+    plant_webhook_rows(rows, w).await;
+    // The workspaces' writer is busy (a commit in progress, as long as it likes): the
+    // webhook rows are written all the same, at once.
+    let held = store.hold_writer().await;
+    let started = Instant::now();
+    let attempt = WebhookWrite::Attempt {
+        endpoint: "whe_a".into(),
+        body: "{\"n\":4}".into(),
+        keep: 100,
     };
-    store.record(ws(WS), &[put]).await.unwrap();
+    rows.record(w, &[attempt]).await.unwrap();
+    let put = WebhookWrite::Put {
+        id: "whe_c".into(),
+        body: "c0".into(),
+    };
+    rows.write(w, &[put]).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "waited {:?} behind the workspaces' writer",
+        started.elapsed()
+    );
+    drop(held);
+    assert_eq!(
+        store.webhooks().writer_pragma::<i64>("synchronous").await,
+        1,
+        "NORMAL again after a write that flushed"
+    );
     assert_eq!(
         store.writer_pragma::<i64>("synchronous").await,
         2,
-        "synchronous=FULL again"
+        "recruit.db's commits flush as ever"
     );
-    assert_eq!(store.endpoints(ws(WS)).await.unwrap().len(), 1);
+    let before = webhook_rows_of(rows, w).await;
+    assert_eq!(before.0.len(), 3);
+    assert_eq!(before.1.len(), 4);
     store.close().await;
+    assert_eq!(count_in_main(&b.dir, "webhook_endpoints").await, 0);
+    assert_eq!(count_in_main(&b.dir, "webhook_attempts").await, 0);
+    #[cfg(unix)]
+    {
+        assert_eq!(mode(&b.dir.join("webhooks.db")), 0o600);
+    }
+
+    let store = open(None, &b.dir).await.unwrap();
+    let after = webhook_rows_of(store.webhook_rows().unwrap(), w).await;
+    assert_eq!(after, before, "the rows survive a restart");
+    #[cfg(unix)]
+    for file in ["webhooks.db", "webhooks.db-wal"] {
+        assert_eq!(mode(&b.dir.join(file)), 0o600, "{file}");
+    }
+    store.close().await;
+}
+
+/// A data dir of an earlier release, whose `recruit.db` holds the webhook rows and has
+/// no `webhooks.db`: made by writing the rows through a store, then putting them back
+/// into `recruit.db`'s tables and removing the new file. What the rows were.
+async fn older_data_dir(dir: &std::path::Path) -> (Vec<(String, String)>, Vec<String>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let main = dir.join("recruit.db");
+    let store = sqlite::SqliteStore::open(&main).await.unwrap();
+    plant_webhook_rows(store.webhook_rows().unwrap(), ws(WS)).await;
+    let rows = webhook_rows_of(store.webhook_rows().unwrap(), ws(WS)).await;
+    store.close().await;
+    {
+        use sqlx::Connection;
+        let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(&main);
+        let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+        sqlx::query("ATTACH DATABASE ?1 AS new")
+            .bind(dir.join("webhooks.db").to_string_lossy().into_owned())
+            .execute(&mut c)
+            .await
+            .unwrap();
+        for table in ["webhook_endpoints", "webhook_attempts"] {
+            sqlx::query(&format!("INSERT INTO {table} SELECT * FROM new.{table}"))
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+        c.close().await.unwrap();
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("webhooks.db{suffix}")));
+    }
+    assert_eq!(count_in_main(dir, "webhook_endpoints").await, 2);
+    rows
+}
+
+/// The first open of an older data dir moves its webhook rows from `recruit.db` into
+/// `webhooks.db`, once: the next open finds them there, and `recruit.db`'s tables empty.
+#[tokio::test]
+async fn sqlite_webhook_rows_of_an_older_data_dir_move_into_their_file_once() {
+    let b = Backend::sqlite();
+    let planted = older_data_dir(&b.dir).await;
+    assert_eq!((planted.0.len(), planted.1.len()), (2, 3));
+    for _ in 0..2 {
+        opens_with_the_rows_moved(&b.dir, &planted).await;
+    }
+}
+
+/// Opens the store in `dir`: its webhook rows are `planted`, in `webhooks.db` alone.
+async fn opens_with_the_rows_moved(
+    dir: &std::path::Path,
+    planted: &(Vec<(String, String)>, Vec<String>),
+) {
+    let store = open(None, dir).await.unwrap();
+    let rows = webhook_rows_of(store.webhook_rows().unwrap(), ws(WS)).await;
+    assert_eq!(&rows, planted);
+    store.close().await;
+    assert_eq!(count_in_main(dir, "webhook_endpoints").await, 0);
+    assert_eq!(count_in_main(dir, "webhook_attempts").await, 0);
+}
+
+/// A move interrupted after the rows were copied into `webhooks.db` (its transaction
+/// committed) but before `recruit.db`'s were cleared: the next open copies nothing
+/// again (no row twice, no attempt numbered twice) and clears the old rows. One
+/// interrupted before that commit left nothing in `webhooks.db`, which is the older
+/// data dir as it was (the test above).
+#[tokio::test]
+async fn sqlite_an_interrupted_move_of_webhook_rows_loses_and_doubles_nothing() {
+    let b = Backend::sqlite();
+    let planted = older_data_dir(&b.dir).await;
+    let main = b.dir.join("recruit.db");
+    let file = sqlite::webhooks::SqliteWebhooks::open_file(&main)
+        .await
+        .unwrap();
+    let copied = sqlite::webhooks::copy_in(&file, &main).await.unwrap();
+    assert_eq!(copied, Some((2, 3)));
+    file.close().await;
+    assert_eq!(count_in_main(&b.dir, "webhook_endpoints").await, 2);
+    opens_with_the_rows_moved(&b.dir, &planted).await;
 }
 
 #[tokio::test]

@@ -244,6 +244,29 @@ impl StoredEndpoint {
     }
 }
 
+/// An active endpoint of every entity at `acknowledged`, made at the epoch, with no
+/// secret yet: what tests start from.
+#[cfg(test)]
+impl StoredEndpoint {
+    pub(crate) fn example(id: &str, acknowledged: FeedPoint) -> StoredEndpoint {
+        StoredEndpoint {
+            id: id.into(),
+            url: "https://example.com/hook".into(),
+            entities: vec![],
+            description: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            key: String::new(),
+            secrets: vec![],
+            status: "active".into(),
+            disabled_reason: None,
+            acknowledged: acknowledged.into(),
+            last_attempt: None,
+            in_flight: None,
+        }
+    }
+}
+
 fn reason_of(text: Option<&str>) -> Reason {
     match text {
         Some("gone") => Reason::Gone,
@@ -258,21 +281,7 @@ mod tests {
     use super::*;
 
     fn endpoint(key: &DataKey) -> StoredEndpoint {
-        let mut e = StoredEndpoint {
-            id: "whe_1".into(),
-            url: "https://example.com/hook".into(),
-            entities: vec![],
-            description: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            key: String::new(),
-            secrets: vec![],
-            status: "active".into(),
-            disabled_reason: None,
-            acknowledged: FeedPoint::at(3).into(),
-            last_attempt: None,
-            in_flight: None,
-        };
+        let mut e = StoredEndpoint::example("whe_1", FeedPoint::at(3));
         e.set_secret(key, &Secret::generate(), 0, 0);
         e
     }

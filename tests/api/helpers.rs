@@ -421,6 +421,17 @@ pub fn assert_error(status: StatusCode, body: &Value, want_status: u16, want_cod
 
 /// Runs one statement on the backend's store behind the server's back.
 pub async fn store_sql(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<String> {
+    store_file_sql(b, dir, "recruit.db", sql).await
+}
+
+/// [`store_sql`], on SQLite in the data dir's file `file` (the webhook rows have one of
+/// their own, `webhooks.db`).
+pub async fn store_file_sql(
+    b: &Backend,
+    dir: &std::path::Path,
+    file: &str,
+    sql: &str,
+) -> Option<String> {
     use sqlx::Connection;
     match b {
         Backend::Postgres(url) => {
@@ -431,7 +442,7 @@ pub async fn store_sql(b: &Backend, dir: &std::path::Path, sql: &str) -> Option<
                 .unwrap()
         }
         Backend::Sqlite => {
-            let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join("recruit.db"));
+            let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(dir.join(file));
             let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
             sqlx::query_scalar(sql)
                 .fetch_optional(&mut c)
@@ -477,6 +488,7 @@ pub async fn memory_app_state(
     let engine = recruitd::webhooks::engine::Engine {
         store: store.clone(),
         cache: Arc::new(actors::changes::feed::PartCache::default()),
+        pages: Default::default(),
         sender: recruitd::webhooks::send::Sender::new(policy),
         schedule: recruitd::webhooks::retry::Schedule::CONTRACT,
         token: Arc::new(|_, p| format!("{}", p.position)),
@@ -489,7 +501,7 @@ pub async fn memory_app_state(
         Arc::new(engine),
         registry.clone(),
         None,
-        Arc::new(|_| true),
+        Arc::new(recruitd::webhooks::hub::Alone),
         tokio::runtime::Handle::current(),
     );
     let state = actix_web::web::Data::new(recruitd::http::state::AppState {

@@ -297,9 +297,10 @@ async fn deliveries_are_the_feed_signed_in_order_through_failures_and_a_restart(
     assert_eq!(e["backlog"], 0);
 
     // The secret is stored sealed: no row holds it.
-    let row = store_sql(
+    let row = store_file_sql(
         &b,
         app.data_dir.path(),
+        "webhooks.db",
         "SELECT body FROM webhook_endpoints",
     )
     .await

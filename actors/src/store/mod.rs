@@ -404,6 +404,38 @@ pub trait Store: Send + Sync + 'static {
         ))
     }
 
+    /// How many entries the change log's parts after `after` (a `(position, part)`, as
+    /// in [`LogWindow::after`]) up to position `upto` included hold: what a webhook
+    /// endpoint's backlog counts. Stores answer from the count each part is written
+    /// with, reading no part's entries (but those of parts written before the count
+    /// was kept); this default reads and counts them.
+    async fn count_entries(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+    ) -> StoreResult<u64> {
+        const PARTS_PER_READ: usize = 256;
+        let (mut after, mut total) = (after, 0u64);
+        loop {
+            let window = LogWindow {
+                after,
+                upto,
+                max_parts: PARTS_PER_READ,
+            };
+            let read = self.read_changes(workspace, window).await?;
+            for part in &read.parts {
+                total += count_of(part)?;
+            }
+            match read.parts.last() {
+                Some(last) if read.parts.len() == PARTS_PER_READ => {
+                    after = (last.position, last.part)
+                }
+                _ => return Ok(total),
+            }
+        }
+    }
+
     /// Removes the log parts written before `before_ms` (milliseconds since the epoch),
     /// and the tombstones older than that, and says what it removed and what is left
     /// (see [`Pruned`]). Pruning never blocks a commit for long: stores delete in small
@@ -512,6 +544,18 @@ pub enum WebhookWrite {
         body: String,
         keep: u32,
     },
+}
+
+/// The entries a part holds, counted from its bytes.
+pub fn count_of(part: &LogPart) -> StoreResult<u64> {
+    crate::entries::count(&part.entries)
+        .map(|n| n as u64)
+        .map_err(|e| {
+            StoreError::Corrupt(format!(
+                "change log part {}/{}: {e}",
+                part.position, part.part
+            ))
+        })
 }
 
 fn no_blobs() -> StoreError {

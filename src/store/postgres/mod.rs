@@ -261,6 +261,16 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| map_error(context, e, transient)
 }
 
+/// `Store::count_entries`'s statements (`super::count_entries`).
+const COUNT_STATEMENTS: super::CountStatements = super::CountStatements {
+    counted: "SELECT coalesce(sum(entries_count), 0)::bigint, count(*) - count(entries_count) \
+              FROM change_log \
+              WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4",
+    uncounted: "SELECT position, part::bigint, entries FROM change_log \
+                WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4 \
+                AND entries_count IS NULL ORDER BY position, part LIMIT $5",
+};
+
 #[async_trait]
 impl Store for PostgresStore {
     fn webhook_rows(&self) -> Option<&dyn actors::store::WebhookRows> {
@@ -564,6 +574,16 @@ impl Store for PostgresStore {
                 .map(|(p, n, t, e)| super::log_part((p, n.into(), t, e)))
                 .collect(),
         })
+    }
+
+    async fn count_entries(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+    ) -> StoreResult<u64> {
+        let fail = err("counting the change log");
+        super::count_entries(&self.pool, &COUNT_STATEMENTS, workspace, after, upto, fail).await
     }
 
     async fn tombstones(

@@ -65,9 +65,9 @@ const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
 
 /// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
 const INSERT_LOG_PARTS: &str =
-    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
-     SELECT $1, c.position, p.part, $2, p.entries \
-     FROM commit_positions c, UNNEST($3::int[], $4::bytea[]) AS p(part, entries) \
+    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries, entries_count) \
+     SELECT $1, c.position, p.part, $2, p.entries, p.n \
+     FROM commit_positions c, UNNEST($3::int[], $4::bytea[], $5::int[]) AS p(part, entries, n) \
      WHERE c.workspace_id = $1";
 
 const UPSERT_RECORDS: &str = "INSERT INTO records (workspace_id, kind, id, body) \
@@ -318,12 +318,14 @@ impl CommitStatements for PgStatements<'_> {
     ) -> StoreResult<()> {
         let numbers: Vec<i32> = (0..parts.len() as i32).collect();
         let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+        let counts: Vec<i32> = parts.iter().map(|p| p.len() as i32).collect();
         self.run(
             sqlx::query(INSERT_LOG_PARTS)
                 .bind(ws)
                 .bind(committed_at_ms)
                 .bind(&numbers)
-                .bind(&entries),
+                .bind(&entries)
+                .bind(&counts),
         )
         .await?;
         Ok(())

@@ -1,4 +1,6 @@
-//! The embedded default store: one SQLite file, `<data-dir>/recruit.db`.
+//! The embedded default store: the SQLite file `<data-dir>/recruit.db`, and beside it
+//! `webhooks.db`, the webhook endpoints' rows and their deliveries' records
+//! ([`webhooks`]), with a writer of their own.
 //!
 //! # Connections
 //! SQLite admits one writer at a time, so writes go through a pool of exactly one
@@ -36,7 +38,7 @@
 mod prune;
 mod rows;
 mod statements;
-mod webhooks;
+pub mod webhooks;
 
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
@@ -113,6 +115,17 @@ const READERS: u32 = 4;
 /// How often the background task folds the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// `Store::count_entries`'s statements (`super::count_entries`). The sum reads the
+/// index `change_log_counts` alone, no part's row.
+pub(crate) const COUNT_STATEMENTS: super::CountStatements = super::CountStatements {
+    counted: "SELECT coalesce(sum(entries_count), 0), count(*) - count(entries_count) \
+              FROM change_log \
+              WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4",
+    uncounted: "SELECT position, part, entries FROM change_log \
+                WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
+                AND entries_count IS NULL ORDER BY position, part LIMIT ?5",
+};
+
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
@@ -132,6 +145,8 @@ pub struct SqliteStore {
     /// Import transactions between two folds of the WAL; `None` with a rollback journal
     /// (`ImportPacing::Alone`), where there is no log to fold.
     import_fold_every: Option<usize>,
+    /// The webhook rows, in a file of their own (`webhooks`).
+    webhooks: webhooks::SqliteWebhooks,
 }
 
 impl SqliteStore {
@@ -177,39 +192,7 @@ impl SqliteStore {
             .busy_timeout(ACQUIRE_TIMEOUT)
             // The domain validates references; the schema declares none anyway.
             .foreign_keys(false);
-        // Recover and fold in a write-ahead log left by a process that did not close the
-        // store (a crash, or an interrupted import): that can take far longer than a
-        // pooled connection may wait, so it happens once here, without a deadline.
-        {
-            use sqlx::{ConnectOptions, Connection};
-            let mut conn =
-                base.clone().connect().await.map_err(|e| {
-                    anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display())
-                })?;
-            let started = std::time::Instant::now();
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .execute(&mut conn)
-                .await
-                .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
-            conn.close().await.ok();
-            // Private to this user, with the journals SQLite makes beside it (it gives
-            // them the database file's mode), also in a data dir made before the rule.
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-                match actors::private_files::restrict(&file, actors::private_files::FILE_MODE) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        anyhow::bail!("cannot make {} private: {e}", file.display())
-                    }
-                    _ => {}
-                }
-            }
-            if started.elapsed() > std::time::Duration::from_millis(100) {
-                tracing::info!(
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "folded the write-ahead log the store was left with into the database"
-                );
-            }
-        }
+        recover(&base, path).await?;
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -234,44 +217,39 @@ impl SqliteStore {
             .run(&writer)
             .await
             .map_err(|e| anyhow::anyhow!("migrating SQLite store {}: {e}", path.display()))?;
-        let readers = SqlitePoolOptions::new()
-            .max_connections(READERS)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_with(base.clone().create_if_missing(false))
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
-        let checkpointer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(base.create_if_missing(false))
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
+        let (readers, checkpointer) = read_pools(&base, READERS, path).await?;
         let (import_tx_records, import_fold_every) = match pacing {
             ImportPacing::Shared => {
-                tokio::spawn(checkpoints(checkpointer.clone()));
+                tokio::spawn(checkpoints(checkpointer.clone(), CHECKPOINT_EVERY));
                 (IMPORT_TX_RECORDS, Some(IMPORT_FOLD_EVERY))
             }
             ImportPacing::Alone => (ALONE_IMPORT_TX_RECORDS, None),
         };
+        // Beside it, whatever the pacing: an import alone moves in what an older data
+        // dir holds as a server would (it has the data dir to itself too).
+        let webhooks = webhooks::SqliteWebhooks::open(path, &writer).await?;
         Ok(SqliteStore {
             writer,
             readers,
             checkpointer,
             import_tx_records,
             import_fold_every,
+            webhooks,
         })
     }
 
     /// A setting of the writer connection (`synchronous`: 2 is FULL; `journal_mode`:
     /// `wal`, `truncate`, …).
     #[cfg(test)]
-    pub(crate) async fn writer_pragma<T>(&self, name: &str) -> T
-    where
-        T: for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send + Unpin,
-    {
-        sqlx::query_scalar(&format!("PRAGMA {name}"))
-            .fetch_one(&self.writer)
-            .await
-            .unwrap()
+    pub(crate) async fn writer_pragma<T: Pragma>(&self, name: &str) -> T {
+        pragma(&self.writer, name).await
+    }
+
+    /// The writer's connection, held until dropped: a commit in progress, for as long
+    /// as a test wants one.
+    #[cfg(test)]
+    pub(crate) async fn hold_writer(&self) -> sqlx::pool::PoolConnection<sqlx::Sqlite> {
+        self.writer.acquire().await.unwrap()
     }
 
     /// Between an import's transactions (every `IMPORT_FOLD_EVERY`): folds the WAL into
@@ -338,25 +316,125 @@ impl SqliteStore {
     /// Closes every connection, folding the WAL into the database first; later calls
     /// fail as `Unavailable`.
     pub async fn close(&self) {
-        self.checkpointer.close().await;
-        self.readers.close().await;
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&self.writer)
-            .await
-        {
-            tracing::warn!("checkpoint on close failed: {e}");
-        }
-        self.writer.close().await;
+        self.webhooks.close().await;
+        close_pools(
+            &self.writer,
+            &self.readers,
+            &self.checkpointer,
+            "recruit.db",
+        )
+        .await;
     }
 }
 
-/// Folds the WAL into the database file every `CHECKPOINT_EVERY` until the store closes.
+/// Recovers and folds in a write-ahead log left by a process that did not close the
+/// file at `path` (a crash, or an interrupted import), and makes the file and the
+/// journals SQLite makes beside it private. That can take far longer than a pooled
+/// connection may wait, so it happens once, on a connection of its own, without a
+/// deadline, before the pools open.
+async fn recover(base: &SqliteConnectOptions, path: &Path) -> anyhow::Result<()> {
+    use sqlx::{ConnectOptions, Connection};
+    let mut conn = base
+        .clone()
+        .connect()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
+    let started = std::time::Instant::now();
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await
+        .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
+    conn.close().await.ok();
+    // Private to this user, with the journals SQLite makes beside it (it gives them the
+    // database file's mode), also in a data dir made before the rule.
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        match actors::private_files::restrict(&file, actors::private_files::FILE_MODE) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                anyhow::bail!("cannot make {} private: {e}", file.display())
+            }
+            _ => {}
+        }
+    }
+    if started.elapsed() > std::time::Duration::from_millis(100) {
+        tracing::info!(
+            file = %path.display(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "folded the write-ahead log the store was left with into the database"
+        );
+    }
+    Ok(())
+}
+
+/// The pools beside a file's writer: `readers` connections that only read, and the
+/// background checkpointer's (see the module doc).
+async fn read_pools(
+    base: &SqliteConnectOptions,
+    readers: u32,
+    path: &Path,
+) -> anyhow::Result<(SqlitePool, SqlitePool)> {
+    let cannot = |e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display());
+    let reading = SqlitePoolOptions::new()
+        .max_connections(readers)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(base.clone().create_if_missing(false))
+        .await
+        .map_err(cannot)?;
+    let checkpointer = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(base.clone().create_if_missing(false))
+        .await
+        .map_err(cannot)?;
+    Ok((reading, checkpointer))
+}
+
+/// Closes a file's pools, its writer last, once it has folded the WAL into the file.
+async fn close_pools(
+    writer: &SqlitePool,
+    readers: &SqlitePool,
+    checkpointer: &SqlitePool,
+    file: &str,
+) {
+    checkpointer.close().await;
+    readers.close().await;
+    if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(writer)
+        .await
+    {
+        tracing::warn!("checkpoint of {file} on close failed: {e}");
+    }
+    writer.close().await;
+}
+
+/// What a test reads a setting as.
+#[cfg(test)]
+pub(crate) trait Pragma:
+    for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send + Unpin
+{
+}
+
+#[cfg(test)]
+impl<T> Pragma for T where
+    T: for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send + Unpin
+{
+}
+
+/// A setting of a pool's connection.
+#[cfg(test)]
+async fn pragma<T: Pragma>(pool: &SqlitePool, name: &str) -> T {
+    sqlx::query_scalar(&format!("PRAGMA {name}"))
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Folds the WAL into the database file every `every` until the pool closes.
 /// A failure is logged once until a checkpoint succeeds again; commits do not depend on
 /// checkpoints (the WAL just grows meanwhile).
-async fn checkpoints(pool: SqlitePool) {
+async fn checkpoints(pool: SqlitePool, every: std::time::Duration) {
     let mut failing = false;
     loop {
-        tokio::time::sleep(CHECKPOINT_EVERY).await;
+        tokio::time::sleep(every).await;
         if pool.is_closed() {
             return;
         }
@@ -406,7 +484,7 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
 #[async_trait]
 impl Store for SqliteStore {
     fn webhook_rows(&self) -> Option<&dyn actors::store::WebhookRows> {
-        Some(self)
+        Some(&self.webhooks)
     }
 
     async fn close(&self) {
@@ -669,6 +747,24 @@ impl Store for SqliteStore {
             pruned_through,
             parts: rows.into_iter().map(super::log_part).collect(),
         })
+    }
+
+    async fn count_entries(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+    ) -> StoreResult<u64> {
+        let fail = err("counting the change log");
+        super::count_entries(
+            &self.readers,
+            &COUNT_STATEMENTS,
+            workspace,
+            after,
+            upto,
+            fail,
+        )
+        .await
     }
 
     async fn tombstones(

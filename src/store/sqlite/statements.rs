@@ -178,13 +178,16 @@ impl CommitStatements for SqliteStatements<'_> {
         for (i, entries) in parts.iter().enumerate() {
             self.run(
                 sqlx::query(
-                    "INSERT INTO change_log (workspace_id, position, part, committed_at, entries) \
-                     SELECT ?1, position, ?2, ?3, ?4 FROM commit_positions WHERE workspace_id = ?1",
+                    "INSERT INTO change_log \
+                     (workspace_id, position, part, committed_at, entries, entries_count) \
+                     SELECT ?1, position, ?2, ?3, ?4, ?5 FROM commit_positions \
+                     WHERE workspace_id = ?1",
                 )
                 .bind(ws)
                 .bind(i as i64)
                 .bind(committed_at_ms)
-                .bind(entries.as_bytes()),
+                .bind(entries.as_bytes())
+                .bind(entries.len() as i64),
             )
             .await?;
         }

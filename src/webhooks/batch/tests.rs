@@ -48,9 +48,18 @@ fn token(p: FeedPoint) -> String {
     format!("{}.{}.{}", p.position, p.part, p.index)
 }
 
+/// Where batches are read from: `store`, with a part cache and pages of their own.
+fn feed<'a>(store: &'a MemoryStore, cache: &'a PartCache, pages: &'a Pages) -> Feed<'a> {
+    Feed {
+        store,
+        cache,
+        pages,
+    }
+}
+
 /// Every batch from the start, in turn.
 async fn batches(ws: &Arc<WorkspaceState>, store: &MemoryStore) -> Vec<Batch> {
-    let cache = PartCache::default();
+    let (cache, pages) = (PartCache::default(), Pages::default());
     let envelope = Envelope {
         workspace: ws.id(),
         endpoint_id: "wh_1",
@@ -58,7 +67,8 @@ async fn batches(ws: &Arc<WorkspaceState>, store: &MemoryStore) -> Vec<Batch> {
     };
     let mut since = FeedPoint::at(0);
     let mut out = Vec::new();
-    while let Next::Batch(b) = next_batch(store, &cache, ws, since, &Entity::ALL, &envelope)
+    let feed = feed(store, &cache, &pages);
+    while let Next::Batch(b) = next_batch(feed, ws, since, &Entity::ALL, &envelope)
         .await
         .unwrap()
     {
@@ -169,9 +179,10 @@ async fn an_endpoint_whose_entities_have_no_change_moves_to_where_the_feed_looke
         endpoint_id: "wh_1",
         token: &token,
     };
-    let cache = PartCache::default();
+    let (cache, pages) = (PartCache::default(), Pages::default());
+    let feed = feed(&store, &cache, &pages);
     let tasks = [Entity::Tasks];
-    let next = next_batch(&*store, &cache, &ws, FeedPoint::at(0), &tasks, &envelope)
+    let next = next_batch(feed, &ws, FeedPoint::at(0), &tasks, &envelope)
         .await
         .unwrap();
     let Next::Nothing { seen } = next else {
@@ -179,8 +190,143 @@ async fn an_endpoint_whose_entities_have_no_change_moves_to_where_the_feed_looke
     };
     assert_eq!(seen, FeedPoint::at(ws.position));
     // From there, nothing is waiting for anyone.
-    let all = next_batch(&*store, &cache, &ws, seen, &Entity::ALL, &envelope)
+    let all = next_batch(feed, &ws, seen, &Entity::ALL, &envelope)
         .await
         .unwrap();
     assert!(matches!(all, Next::Nothing { seen } if seen == FeedPoint::at(ws.position)));
+}
+
+/// `data` of a batch's body: what follows `"data":`, less the closing brace.
+fn data_of(b: &Batch) -> &[u8] {
+    let at = b.body.windows(8).position(|w| w == b"\"data\":[").unwrap() + 7;
+    &b.body[at..b.body.len() - 1]
+}
+
+/// The feed's own answer from `since`, as `GET /v1/changes` makes it.
+async fn fed(store: &MemoryStore, ws: &WorkspaceState, since: FeedPoint, limit: usize) -> Vec<u8> {
+    feed_page(
+        store,
+        &PartCache::default(),
+        ws,
+        since,
+        &Entity::ALL,
+        limit,
+        Vec::new(),
+    )
+    .await
+    .unwrap()
+    .data
+}
+
+#[tokio::test]
+async fn endpoints_at_one_point_share_one_render_each_in_its_own_envelope() {
+    let (ws, store) = workspace(1200, 10).await;
+    let (cache, pages) = (PartCache::default(), Pages::default());
+    let feed = feed(&store, &cache, &pages);
+    let ids = ["whe_1", "whe_2", "whe_3"];
+    let mut since = FeedPoint::at(0);
+    let mut made = 0;
+    loop {
+        // Three endpoints at once, as three tasks woken by one commit ask.
+        let ws = &ws;
+        let asks = ids.map(|id| async move {
+            let envelope = Envelope {
+                workspace: ws.id(),
+                endpoint_id: id,
+                token: &token,
+            };
+            next_batch(feed, ws, since, &Entity::ALL, &envelope)
+                .await
+                .unwrap()
+        });
+        let [a, b, c] = futures_util::future::join_all(asks)
+            .await
+            .try_into()
+            .unwrap();
+        let (Next::Batch(a), Next::Batch(b), Next::Batch(c)) = (a, b, c) else {
+            break;
+        };
+        made += 1;
+        assert_eq!(pages.renders(), made, "one render for the three");
+        for (batch, id) in [(&a, ids[0]), (&b, ids[1]), (&c, ids[2])] {
+            let v: Value = serde_json::from_slice(&batch.body).unwrap();
+            assert_eq!(v["endpoint_id"], id);
+            assert_eq!(v["since"], token(since));
+            assert_eq!(batch.next, a.next);
+            assert_eq!(data_of(batch), fed(&store, ws, since, MOST_CHANGES).await);
+        }
+        since = a.next;
+    }
+    assert_eq!(made, 3);
+}
+
+#[tokio::test]
+async fn a_page_is_taken_only_where_the_endpoint_could_have_had_it() {
+    let (ws, store) = workspace(1200, 10).await;
+    let (cache, pages) = (PartCache::default(), Pages::default());
+    let feed = feed(&store, &cache, &pages);
+    let envelope = Envelope {
+        workspace: ws.id(),
+        endpoint_id: "whe_1",
+        token: &token,
+    };
+    let batch = |ws: Arc<WorkspaceState>, since: FeedPoint, entities: &'static [Entity]| {
+        let envelope = &envelope;
+        async move {
+            match next_batch(feed, &ws, since, entities, envelope)
+                .await
+                .unwrap()
+            {
+                Next::Batch(b) => b,
+                Next::Nothing { .. } => panic!("a batch"),
+            }
+        }
+    };
+    let first = batch(ws.clone(), FeedPoint::at(0), &Entity::ALL).await;
+    assert_eq!(pages.renders(), 1);
+    // Another filter is another page.
+    batch(ws.clone(), FeedPoint::at(0), &[Entity::Notes]).await;
+    assert_eq!(pages.renders(), 2);
+
+    // A note more, committed and published.
+    let mut later = (*ws).clone();
+    let note = Record::Note(
+        serde_json::from_value(json!({
+            "id": Uuid::new_v4(), "parent_type": "company",
+            "parent_id": Uuid::new_v4(), "body_html": "later",
+            "created_at": STAMP, "updated_at": STAMP
+        }))
+        .unwrap(),
+    );
+    later.put(note.clone());
+    let changes = ChangeSet {
+        upserts: vec![note],
+        ..ChangeSet::default()
+    };
+    store.commit(later.id(), &changes).await.unwrap();
+    later.position = store.position(later.id()).await.unwrap().seq;
+    let later = Arc::new(later);
+    // A page of 500 with more after it is the log's first 500 after the point in any
+    // later state too: taken, as the earlier state showed them.
+    let again = batch(later.clone(), FeedPoint::at(0), &Entity::ALL).await;
+    assert_eq!(pages.renders(), 2);
+    assert_eq!((again.next, data_of(&again)), (first.next, data_of(&first)));
+    // The last page ended at its state's head: a later state has more for the
+    // endpoint, and makes its own.
+    let mut since = first.next;
+    let mut last = None;
+    while since != FeedPoint::at(ws.position) {
+        let b = batch(ws.clone(), since, &Entity::ALL).await;
+        since = b.next;
+        last = Some(b);
+    }
+    let (last, renders) = (last.unwrap(), pages.renders());
+    let fresh = batch(later.clone(), last.since, &Entity::ALL).await;
+    assert_eq!(pages.renders(), renders + 1);
+    assert_eq!(fresh.next, FeedPoint::at(later.position));
+    assert_eq!(fresh.changes, last.changes + 1);
+    assert_eq!(
+        data_of(&fresh),
+        fed(&store, &later, last.since, MOST_CHANGES).await
+    );
 }

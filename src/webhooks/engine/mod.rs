@@ -114,6 +114,8 @@ impl Observer for Unobserved {
 pub struct Engine {
     pub store: Arc<dyn Store>,
     pub cache: Arc<PartCache>,
+    /// The pages made lately, for endpoints at the same points (one render for all).
+    pub pages: batch::Pages,
     pub sender: Sender,
     pub schedule: Schedule,
     /// How feed points are written as tokens (sealed for the workspace).
@@ -184,15 +186,8 @@ impl Engine {
                 }
                 Step::Prepare(since) => {
                     let entities = &endpoint.entities;
-                    let made = batch::next_batch(
-                        &*self.store,
-                        &self.cache,
-                        &state,
-                        since,
-                        entities,
-                        &envelope,
-                    )
-                    .await;
+                    let made =
+                        batch::next_batch(self.feed(), &state, since, entities, &envelope).await;
                     match made {
                         Ok(Next::Batch(b)) => {
                             full = is_full(&b);
@@ -234,14 +229,8 @@ impl Engine {
                         // again over the same range, under the same id.
                         let range = (flight.since, flight.next);
                         let entities = &endpoint.entities;
-                        let again = batch::range_batch(
-                            &*self.store,
-                            &self.cache,
-                            &state,
-                            range,
-                            entities,
-                            &envelope,
-                        );
+                        let again =
+                            batch::range_batch(self.feed(), &state, range, entities, &envelope);
                         match again.await {
                             Ok(Some(b)) => {
                                 full = is_full(&b);
@@ -282,14 +271,8 @@ impl Engine {
                         }
                         let entities = &endpoint.entities;
                         let next = flight.next;
-                        let made = batch::next_batch(
-                            &*self.store,
-                            &self.cache,
-                            &state,
-                            next,
-                            entities,
-                            &envelope,
-                        );
+                        let made =
+                            batch::next_batch(self.feed(), &state, next, entities, &envelope);
                         Some(made.await)
                     };
                     let (sent, ahead) = tokio::join!(sending, ahead);
@@ -327,8 +310,7 @@ impl Engine {
                                 if super::deliverer::behind(at, fresh.position) {
                                     let entities = &endpoint.entities;
                                     let made = batch::next_batch(
-                                        &*self.store,
-                                        &self.cache,
+                                        self.feed(),
                                         &fresh,
                                         at,
                                         entities,
@@ -402,6 +384,15 @@ fn delivery_id() -> String {
 }
 
 impl Engine {
+    /// Where batches are read from.
+    fn feed(&self) -> batch::Feed<'_> {
+        batch::Feed {
+            store: &*self.store,
+            cache: &self.cache,
+            pages: &self.pages,
+        }
+    }
+
     /// Tells the observer how long after its commit the change at `at` was
     /// acknowledged (the log part's commit time, usually still in the part cache's
     /// neighbourhood: one small read).

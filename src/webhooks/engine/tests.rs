@@ -206,6 +206,7 @@ fn engine(store: Arc<MemoryStore>) -> Engine {
     Engine {
         store,
         cache: Arc::new(PartCache::default()),
+        pages: Default::default(),
         sender: Sender::new(INSECURE).answer_within(Duration::from_secs(5)),
         schedule: QUICK,
         token: Arc::new(|_, p: FeedPoint| format!("{}.{}.{}", p.position, p.part, p.index)),

@@ -2,11 +2,20 @@
 //! task of its own, and the API's operations on them.
 //!
 //! - **Who delivers.** A workspace's endpoints are delivered by its writer, the node
-//!   every `/v1/` request of the workspace reaches. A look every [`LOOK_EVERY`] starts
-//!   the tasks of workspaces this node has come to write (resuming from the stored
-//!   acknowledged point) and stops those it no longer writes. The store refuses an
+//!   every `/v1/` request of the workspace reaches. The store refuses an
 //!   acknowledgement from a node that has lost the lease (fenced as a commit is), and
 //!   such a refusal stops the task at once: two nodes never move one endpoint's point.
+//! - **How the node learns of endpoints**, without a look at every workspace's rows: it
+//!   makes them itself (the API's create reaches the writer), and reads a workspace's
+//!   rows once when it comes to write it. A look every [`LOOK_EVERY`] reads the node's
+//!   writer leases only when their count has moved ([`Writers::moved`]): it stops the
+//!   tasks of workspaces it no longer holds, and reads the rows of those it has come to
+//!   hold (resuming each endpoint from its stored point). Alone on its store, the node
+//!   writes every workspace it holds for good: it reads which workspaces have endpoints
+//!   once, at its first look, and starts each as it has loaded. A task that ends other
+//!   than disabled is started again from its row at the next look, while the node
+//!   writes its workspace. So an idle node's look costs the same however many
+//!   workspaces and endpoints there are.
 //! - **Changes to an endpoint** (the API's create, patch, delete, replay, rotation) stop
 //!   its task, write the row, and start it again from the row: one writer of a row at a
 //!   time, and the endpoint's operations one at a time per workspace.
@@ -31,8 +40,34 @@ use uuid::Uuid;
 /// How often the node looks for workspaces whose deliveries it should start or stop.
 pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 
-/// Whether this node writes a workspace now.
-pub type Writes = Arc<dyn Fn(Uuid) -> bool + Send + Sync>;
+/// What the hub knows of the workspaces this node writes.
+pub trait Writers: Send + Sync {
+    /// Whether this node writes `ws` now.
+    fn writes(&self, ws: Uuid) -> bool;
+    /// A count that moves on whenever the writer leases this node holds change: the
+    /// hub reads them ([`Writers::held`]) only then.
+    fn moved(&self) -> u64;
+    /// The workspaces whose writer leases this node holds, each with its lease's epoch;
+    /// `None` alone on its store, where it writes every workspace it holds, for good.
+    fn held(&self) -> Option<Vec<(Uuid, u64)>>;
+}
+
+/// A node alone on its store: it writes every workspace, for good.
+pub struct Alone;
+
+impl Writers for Alone {
+    fn writes(&self, _: Uuid) -> bool {
+        true
+    }
+
+    fn moved(&self) -> u64 {
+        0
+    }
+
+    fn held(&self) -> Option<Vec<(Uuid, u64)>> {
+        None
+    }
+}
 
 /// What the API's operations fail with.
 #[derive(Debug)]
@@ -57,16 +92,44 @@ struct Running {
     task: JoinHandle<()>,
 }
 
+/// A task that ended by itself: its workspace and endpoint, and whether its endpoint
+/// is disabled (not started again).
+type EndedTask = (Uuid, String, bool);
+
+/// What the looks go by (see the module's docs).
+#[derive(Default)]
+struct Looks {
+    /// Workspaces whose rows were read since this node came to write them, with the
+    /// epoch of the lease it then held (0 alone).
+    read: HashMap<Uuid, u64>,
+    /// Workspaces whose rows are to be read once the node writes them and has them
+    /// loaded: newly held, known at the start to have endpoints, or with a task that
+    /// ended.
+    pending: HashSet<Uuid>,
+    /// [`Writers::moved`] when the leases were last read (`None`: never), and what they
+    /// were: each workspace's epoch.
+    moved: Option<u64>,
+    held: HashMap<Uuid, u64>,
+    /// Whether the node is alone on its store (no leases: it writes every workspace).
+    alone: bool,
+    /// Alone: whether the workspaces with endpoints have been read (at the first look).
+    known: bool,
+}
+
 /// The node's webhooks (see the module's docs).
 pub struct Hub {
     engine: Arc<Engine>,
     registry: Arc<Registry>,
     keys: Option<Arc<Keyring>>,
-    writes: Writes,
+    writing: Arc<dyn Writers>,
     /// Tasks by workspace and endpoint.
     running: Mutex<HashMap<(Uuid, String), Running>>,
-    /// Workspaces whose tasks this node has started (and keeps running).
-    started: Mutex<HashSet<Uuid>>,
+    /// Where tasks that end by themselves say so, for the next look.
+    ended: tokio::sync::mpsc::UnboundedSender<EndedTask>,
+    ended_rx: Mutex<tokio::sync::mpsc::UnboundedReceiver<EndedTask>>,
+    looks: Mutex<Looks>,
+    /// One look at a time.
+    looking: tokio::sync::Mutex<()>,
     /// One change to a workspace's endpoints at a time.
     changing: DashMap<Uuid, Arc<tokio::sync::Mutex<()>>>,
     /// Each workspace's endpoints' records, committed together.
@@ -80,16 +143,20 @@ impl Hub {
         engine: Arc<Engine>,
         registry: Arc<Registry>,
         keys: Option<Arc<Keyring>>,
-        writes: Writes,
+        writing: Arc<dyn Writers>,
         runtime: tokio::runtime::Handle,
     ) -> Arc<Hub> {
+        let (ended, ended_rx) = tokio::sync::mpsc::unbounded_channel();
         Arc::new(Hub {
             engine,
             registry,
             keys,
-            writes,
+            writing,
             running: Mutex::default(),
-            started: Mutex::default(),
+            ended,
+            ended_rx: Mutex::new(ended_rx),
+            looks: Mutex::default(),
+            looking: tokio::sync::Mutex::new(()),
             changing: DashMap::new(),
             writers: DashMap::new(),
             runtime,
@@ -121,51 +188,116 @@ impl Hub {
 
     /// One look (see the module's docs).
     pub async fn look(self: &Arc<Self>) -> Result<(), StoreError> {
-        // Tasks that ended: a disabled endpoint's for good; any other's again at the
-        // next look of its workspace.
-        let ended: Vec<(Uuid, String)> = {
-            let mut running = self.running.lock();
-            let done: Vec<_> = running
-                .iter()
-                .filter(|(_, r)| r.task.is_finished())
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in &done {
-                running.remove(k);
-            }
-            done
+        let _one = self.looking.lock().await;
+        // Tasks that ended by themselves: a disabled endpoint's for good; any other's
+        // again from its row, once its workspace is written here.
+        let ended: Vec<EndedTask> = {
+            let mut rx = self.ended_rx.lock();
+            std::iter::from_fn(|| rx.try_recv().ok()).collect()
         };
-        for (ws, _) in &ended {
-            self.started.lock().remove(ws);
-        }
-        // Workspaces no longer written here.
-        let gone: Vec<Uuid> = self
-            .started
-            .lock()
-            .iter()
-            .copied()
-            .filter(|ws| !(self.writes)(*ws))
-            .collect();
-        for ws in gone {
-            self.stop_workspace(ws).await;
-        }
-        let with_endpoints = self.rows()?.workspaces().await?;
-        for ws in with_endpoints {
-            if self.started.lock().contains(&ws) || !(self.writes)(ws) {
-                continue;
-            }
-            if self.registry.handle(ws).is_none() {
-                continue;
-            }
-            let lock = self.lock(ws);
-            let _held = lock.lock().await;
-            for (_, body) in self.rows()?.endpoints(ws).await? {
-                match StoredEndpoint::parse(&body) {
-                    Ok(row) => self.run(ws, row),
-                    Err(e) => tracing::error!(workspace = %ws, error = %e, "skipping an endpoint"),
+        for (ws, id, disabled) in ended {
+            {
+                let mut running = self.running.lock();
+                let key = (ws, id);
+                if running.get(&key).is_some_and(|r| r.task.is_finished()) {
+                    running.remove(&key);
                 }
             }
-            self.started.lock().insert(ws);
+            if !disabled {
+                self.looks.lock().pending.insert(ws);
+            }
+        }
+        // The leases, read again only when they moved.
+        let moved = self.writing.moved();
+        let last = self.looks.lock().moved;
+        if last != Some(moved) {
+            let held = self.writing.held();
+            self.looks.lock().alone = held.is_none();
+            if let Some(held) = held {
+                let held: HashMap<Uuid, u64> = held.into_iter().collect();
+                // A workspace no longer held, or held again under another lease (another
+                // node may have delivered its endpoints meanwhile): its tasks stop, and
+                // its rows are read again while it is held.
+                let gone: Vec<Uuid> = {
+                    let mut looks = self.looks.lock();
+                    let mut gone: HashSet<Uuid> = looks
+                        .read
+                        .iter()
+                        .filter(|(ws, epoch)| held.get(ws) != Some(epoch))
+                        .map(|(ws, _)| *ws)
+                        .collect();
+                    gone.extend(
+                        self.running
+                            .lock()
+                            .keys()
+                            .map(|(ws, _)| *ws)
+                            .filter(|ws| !held.contains_key(ws)),
+                    );
+                    looks.pending.retain(|ws| held.contains_key(ws));
+                    gone.into_iter().collect()
+                };
+                for ws in gone {
+                    self.stop_workspace(ws).await;
+                }
+                let mut looks = self.looks.lock();
+                let new: Vec<Uuid> = held
+                    .keys()
+                    .filter(|ws| !looks.read.contains_key(ws))
+                    .copied()
+                    .collect();
+                looks.pending.extend(new);
+                looks.held = held;
+            }
+            self.looks.lock().moved = Some(moved);
+        }
+        // Alone: the workspaces with endpoints, read once.
+        let unknown = {
+            let looks = self.looks.lock();
+            looks.alone && !looks.known
+        };
+        if unknown {
+            let with_endpoints = self.rows()?.workspaces().await?;
+            let mut looks = self.looks.lock();
+            looks.pending.extend(with_endpoints);
+            looks.known = true;
+        }
+        let pending: Vec<Uuid> = self.looks.lock().pending.iter().copied().collect();
+        let mut failed = None;
+        for ws in pending {
+            // Not written here now (a lease held but passed by this node's clock, or
+            // being handed over), or not loaded yet: looked at again next time.
+            if !self.writing.writes(ws) || self.registry.handle(ws).is_none() {
+                continue;
+            }
+            // The lease's epoch before the rows are read: a later one is seen as a
+            // change at the next look.
+            let epoch = self.epoch_of(ws);
+            if let Err(e) = self.start_workspace(ws).await {
+                failed = Some(e);
+                continue;
+            }
+            let mut looks = self.looks.lock();
+            looks.pending.remove(&ws);
+            looks.read.insert(ws, epoch);
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The epoch of the lease this node holds on `ws` as last read (0 alone).
+    fn epoch_of(&self, ws: Uuid) -> u64 {
+        let looks = self.looks.lock();
+        looks.held.get(&ws).copied().unwrap_or(0)
+    }
+
+    /// Reads a workspace's rows and starts the task of each endpoint that has none.
+    async fn start_workspace(self: &Arc<Self>, ws: Uuid) -> Result<(), StoreError> {
+        let lock = self.lock(ws);
+        let _held = lock.lock().await;
+        for (_, body) in self.rows()?.endpoints(ws).await? {
+            match StoredEndpoint::parse(&body) {
+                Ok(row) => self.run(ws, row),
+                Err(e) => tracing::error!(workspace = %ws, error = %e, "skipping an endpoint"),
+            }
         }
         Ok(())
     }
@@ -184,7 +316,9 @@ impl Hub {
             let _ = r.task.await;
             self.engine.observer.gone(ws, &id);
         }
-        self.started.lock().remove(&ws);
+        let mut looks = self.looks.lock();
+        looks.read.remove(&ws);
+        looks.pending.remove(&ws);
     }
 
     /// Stops every task (the server is stopping).
@@ -194,7 +328,7 @@ impl Hub {
             r.task.abort();
             let _ = r.task.await;
         }
-        self.started.lock().clear();
+        *self.looks.lock() = Looks::default();
     }
 
     /// Stops one endpoint's task and waits until it has ended: no write of its row is
@@ -238,6 +372,7 @@ impl Hub {
         };
         let (id, entities, row_key) = (row.id.clone(), row.entity_filter(), row.key.clone());
         let engine = self.engine.clone();
+        let ended = self.ended.clone();
         let ledger = RowLedger {
             writer: self.group_writer(ws),
             row: Mutex::new(row),
@@ -255,6 +390,8 @@ impl Hub {
                 tracing::error!(workspace = %ws, endpoint = %id,
                     "the endpoint's secrets do not open with any webhook key this node can \
                      get: not delivered until its secret is rotated");
+                // Not started again until a change to it (its rotation) starts it.
+                let _ = ended.send((ws, id, true));
                 return;
             };
             let endpoint = Endpoint {
@@ -264,9 +401,11 @@ impl Hub {
                 entities,
                 secrets,
             };
-            let ended = engine.run(&endpoint, d, &handle, &ledger).await;
+            let outcome = engine.run(&endpoint, d, &handle, &ledger).await;
             engine.observer.gone(ws, &endpoint.id);
-            match &ended {
+            let disabled = matches!(outcome, Ended::Disabled(_));
+            let _ = ended.send((ws, endpoint.id.clone(), disabled));
+            match &outcome {
                 Ended::Disabled(d) => tracing::info!(workspace = %ws, endpoint = %endpoint.id,
                     reason = d.reason.map(Reason::as_str), "webhook endpoint disabled"),
                 Ended::Ledger(e) | Ended::Store(e) => {
@@ -351,7 +490,7 @@ impl Hub {
             Ok(row) => row,
             Err(e) => {
                 // Its task is started again by the next look, if it exists.
-                self.started.lock().remove(&ws);
+                self.looks.lock().pending.insert(ws);
                 return Err(e);
             }
         };
@@ -549,3 +688,6 @@ impl Ledger for RowLedger {
         self.write(Vec::new(), body).await
     }
 }
+
+#[cfg(test)]
+mod tests;
