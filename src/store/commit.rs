@@ -268,7 +268,11 @@ pub(crate) async fn write_part(
             )));
         }
         if !part.unlogged {
-            let parts = super::log_parts(part.upserts, part.deletes.iter().copied(), part.derived);
+            let parts = super::change_log::log_parts(
+                part.upserts,
+                part.deletes.iter().copied(),
+                part.derived,
+            );
             if !parts.is_empty() {
                 tx.log_parts(&ws, actors::store::now_ms(), &parts).await?;
             }

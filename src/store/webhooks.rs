@@ -170,15 +170,14 @@ pub(crate) trait WebhookTables {
     fn readers(&self) -> &sqlx::Pool<Self::Db>;
     fn failed(e: sqlx::Error) -> StoreError;
     /// Runs `steps` (bound after `ws`, the workspace id as stored) in one transaction:
-    /// on a shared store fenced by the workspace's writer lease, as a commit is. With
-    /// `synced` false the commit does not wait for the store's log to reach the disk
-    /// (see [`WebhookRows::record`](actors::store::WebhookRows::record)).
+    /// on a shared store fenced by the workspace's writer lease, as a commit is, and
+    /// flushed as `flush` says.
     async fn webhook_commit(
         &self,
         workspace: Uuid,
         ws: &str,
         steps: &[Step<'_>],
-        synced: bool,
+        flush: actors::store::Flush,
     ) -> StoreResult<()>;
 }
 
@@ -208,26 +207,16 @@ macro_rules! webhook_rows {
                 crate::store::webhooks::workspace_ids(rows)
             }
 
-            async fn write(
+            async fn apply(
                 &self,
                 workspace: uuid::Uuid,
                 writes: &[actors::store::WebhookWrite],
+                flush: actors::store::Flush,
             ) -> actors::store::StoreResult<()> {
                 use crate::store::webhooks::{steps, WebhookTables};
                 let ws = workspace.to_string();
                 let steps = steps(&Self::STATEMENTS, writes);
-                self.webhook_commit(workspace, &ws, &steps, true).await
-            }
-
-            async fn record(
-                &self,
-                workspace: uuid::Uuid,
-                writes: &[actors::store::WebhookWrite],
-            ) -> actors::store::StoreResult<()> {
-                use crate::store::webhooks::{steps, WebhookTables};
-                let ws = workspace.to_string();
-                let steps = steps(&Self::STATEMENTS, writes);
-                self.webhook_commit(workspace, &ws, &steps, false).await
+                self.webhook_commit(workspace, &ws, &steps, flush).await
             }
 
             async fn attempts(

@@ -512,7 +512,9 @@ pub trait WebhookRows: Send + Sync {
     /// Applies `writes` to the workspace's rows in one transaction. On a store several
     /// servers share, only the workspace's writer may (fenced as a commit is): so two
     /// nodes never move one endpoint's acknowledged point.
-    async fn write(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()>;
+    async fn write(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()> {
+        self.apply(workspace, writes, Flush::Synced).await
+    }
 
     /// As [`write`](Self::write), for the deliveries' own records (attempts and
     /// acknowledged points), whose commit does not wait for the store's log to reach
@@ -520,7 +522,17 @@ pub trait WebhookRows: Send + Sync {
     /// lose the last of them, and deliveries then resume from an earlier point: sent
     /// again, never skipped. So a delivery's round trip does not wait for a disk
     /// flush, nor hold up the workspaces' commits that share the store's writer.
-    async fn record(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()>;
+    async fn record(&self, workspace: Uuid, writes: &[WebhookWrite]) -> StoreResult<()> {
+        self.apply(workspace, writes, Flush::Unsynced).await
+    }
+
+    /// [`write`](Self::write) and [`record`](Self::record), told apart by `flush`.
+    async fn apply(
+        &self,
+        workspace: Uuid,
+        writes: &[WebhookWrite],
+        flush: Flush,
+    ) -> StoreResult<()>;
 
     /// The newest `limit` attempts recorded for an endpoint, newest first.
     async fn attempts(
@@ -529,6 +541,15 @@ pub trait WebhookRows: Send + Sync {
         endpoint: &str,
         limit: u32,
     ) -> StoreResult<Vec<String>>;
+}
+
+/// Whether a commit of [`WebhookRows`] waits for the store's log to reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// Durable when it returns.
+    Synced,
+    /// Durable with the store's next synced commit (see [`WebhookRows::record`]).
+    Unsynced,
 }
 
 /// One write of [`Store::write_webhooks`].

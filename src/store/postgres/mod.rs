@@ -262,7 +262,7 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
 }
 
 /// `Store::count_entries`'s statements (`super::count_entries`).
-const COUNT_STATEMENTS: super::CountStatements = super::CountStatements {
+const COUNT_STATEMENTS: super::change_log::CountStatements = super::change_log::CountStatements {
     counted: "SELECT coalesce(sum(entries_count), 0)::bigint, count(*) - count(entries_count) \
               FROM change_log \
               WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4",
@@ -448,7 +448,7 @@ impl Store for PostgresStore {
             by.entry(w).or_default().push((e.into(), i, a));
         }
         ids.iter()
-            .map(|w| super::tombstone_rows(by.remove(w).unwrap_or_default()))
+            .map(|w| super::change_log::tombstone_rows(by.remove(w).unwrap_or_default()))
             .collect()
     }
 
@@ -571,7 +571,7 @@ impl Store for PostgresStore {
             pruned_through,
             parts: rows
                 .into_iter()
-                .map(|(p, n, t, e)| super::log_part((p, n.into(), t, e)))
+                .map(|(p, n, t, e)| super::change_log::log_part((p, n.into(), t, e)))
                 .collect(),
         })
     }
@@ -583,7 +583,15 @@ impl Store for PostgresStore {
         upto: u64,
     ) -> StoreResult<u64> {
         let fail = err("counting the change log");
-        super::count_entries(&self.pool, &COUNT_STATEMENTS, workspace, after, upto, fail).await
+        super::change_log::count_entries(
+            &self.pool,
+            &COUNT_STATEMENTS,
+            workspace,
+            after,
+            upto,
+            fail,
+        )
+        .await
     }
 
     async fn tombstones(
@@ -596,7 +604,9 @@ impl Store for PostgresStore {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(err("reading the tombstones"))?;
-        super::tombstone_rows(rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect())
+        super::change_log::tombstone_rows(
+            rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
+        )
     }
 
     /// In one read-only transaction at one snapshot, four statements each within the
@@ -669,7 +679,7 @@ impl Store for PostgresStore {
             records,
             stages,
             workspace: row,
-            tombstones: super::tombstone_rows(
+            tombstones: super::change_log::tombstone_rows(
                 rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
             )?,
             touched,
@@ -681,7 +691,7 @@ impl Store for PostgresStore {
         workspace: Uuid,
         before_ms: i64,
     ) -> StoreResult<actors::store::Pruned> {
-        super::prune_changes(self, workspace, before_ms).await
+        super::change_log::prune_changes(self, workspace, before_ms).await
     }
 
     /// Certain, never a guess: a transaction still in progress (its COMMIT stalled on a

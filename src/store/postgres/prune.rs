@@ -1,14 +1,14 @@
-//! Retention's statements and steps on PostgreSQL (`crate::store::prune_changes`).
+//! Retention's statements and steps on PostgreSQL (`crate::store::change_log::prune_changes`).
 
 use super::{err, fenced_tx, workspace_id, PostgresStore};
-use crate::store::PruneStatements;
+use crate::store::change_log::PruneStatements;
 use actors::store::StoreError;
 use actors::store::StoreResult;
 use async_trait::async_trait;
 
 /// Each delete its own transaction, fenced as a commit is (see [`fenced_tx`]).
 #[async_trait]
-impl crate::store::LogPruning for PostgresStore {
+impl crate::store::change_log::LogPruning for PostgresStore {
     type Db = sqlx::Postgres;
 
     const STATEMENTS: PruneStatements = PruneStatements {

@@ -44,11 +44,11 @@ impl WebhookTables for PostgresStore {
         workspace: Uuid,
         ws: &str,
         steps: &[Step<'_>],
-        synced: bool,
+        flush: actors::store::Flush,
     ) -> StoreResult<()> {
         let fail = err("writing webhook endpoints");
         let mut tx = fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await?;
-        if !synced {
+        if flush == actors::store::Flush::Unsynced {
             sqlx::query("SET LOCAL synchronous_commit = off")
                 .execute(&mut *tx)
                 .await

@@ -35,6 +35,7 @@
 //! opens it with a rollback journal instead (`SqliteStore::open_paced`): a bulk import
 //! then writes each new page once rather than to the WAL and again into the file.
 
+mod files;
 mod prune;
 mod rows;
 mod statements;
@@ -52,6 +53,7 @@ use actors::store::{
     TouchMarker,
 };
 use async_trait::async_trait;
+use files::{checkpoints, close_pools, read_pools, recover};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -117,14 +119,15 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(5
 
 /// `Store::count_entries`'s statements (`super::count_entries`). The sum reads the
 /// index `change_log_counts` alone, no part's row.
-pub(crate) const COUNT_STATEMENTS: super::CountStatements = super::CountStatements {
-    counted: "SELECT coalesce(sum(entries_count), 0), count(*) - count(entries_count) \
+pub(crate) const COUNT_STATEMENTS: super::change_log::CountStatements =
+    super::change_log::CountStatements {
+        counted: "SELECT coalesce(sum(entries_count), 0), count(*) - count(entries_count) \
               FROM change_log \
               WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4",
-    uncounted: "SELECT position, part, entries FROM change_log \
+        uncounted: "SELECT position, part, entries FROM change_log \
                 WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
                 AND entries_count IS NULL ORDER BY position, part LIMIT ?5",
-};
+    };
 
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
@@ -327,85 +330,6 @@ impl SqliteStore {
     }
 }
 
-/// Recovers and folds in a write-ahead log left by a process that did not close the
-/// file at `path` (a crash, or an interrupted import), and makes the file and the
-/// journals SQLite makes beside it private. That can take far longer than a pooled
-/// connection may wait, so it happens once, on a connection of its own, without a
-/// deadline, before the pools open.
-async fn recover(base: &SqliteConnectOptions, path: &Path) -> anyhow::Result<()> {
-    use sqlx::{ConnectOptions, Connection};
-    let mut conn = base
-        .clone()
-        .connect()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
-    let started = std::time::Instant::now();
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
-        .await
-        .map_err(|e| anyhow::anyhow!("recovering SQLite store {}: {e}", path.display()))?;
-    conn.close().await.ok();
-    // Private to this user, with the journals SQLite makes beside it (it gives them the
-    // database file's mode), also in a data dir made before the rule.
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
-        match actors::private_files::restrict(&file, actors::private_files::FILE_MODE) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                anyhow::bail!("cannot make {} private: {e}", file.display())
-            }
-            _ => {}
-        }
-    }
-    if started.elapsed() > std::time::Duration::from_millis(100) {
-        tracing::info!(
-            file = %path.display(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "folded the write-ahead log the store was left with into the database"
-        );
-    }
-    Ok(())
-}
-
-/// The pools beside a file's writer: `readers` connections that only read, and the
-/// background checkpointer's (see the module doc).
-async fn read_pools(
-    base: &SqliteConnectOptions,
-    readers: u32,
-    path: &Path,
-) -> anyhow::Result<(SqlitePool, SqlitePool)> {
-    let cannot = |e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display());
-    let reading = SqlitePoolOptions::new()
-        .max_connections(readers)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
-        .connect_with(base.clone().create_if_missing(false))
-        .await
-        .map_err(cannot)?;
-    let checkpointer = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(base.clone().create_if_missing(false))
-        .await
-        .map_err(cannot)?;
-    Ok((reading, checkpointer))
-}
-
-/// Closes a file's pools, its writer last, once it has folded the WAL into the file.
-async fn close_pools(
-    writer: &SqlitePool,
-    readers: &SqlitePool,
-    checkpointer: &SqlitePool,
-    file: &str,
-) {
-    checkpointer.close().await;
-    readers.close().await;
-    if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(writer)
-        .await
-    {
-        tracing::warn!("checkpoint of {file} on close failed: {e}");
-    }
-    writer.close().await;
-}
-
 /// What a test reads a setting as.
 #[cfg(test)]
 pub(crate) trait Pragma:
@@ -426,43 +350,6 @@ async fn pragma<T: Pragma>(pool: &SqlitePool, name: &str) -> T {
         .fetch_one(pool)
         .await
         .unwrap()
-}
-
-/// Folds the WAL into the database file every `every` until the pool closes.
-/// A failure is logged once until a checkpoint succeeds again; commits do not depend on
-/// checkpoints (the WAL just grows meanwhile).
-async fn checkpoints(pool: SqlitePool, every: std::time::Duration) {
-    let mut failing = false;
-    loop {
-        tokio::time::sleep(every).await;
-        if pool.is_closed() {
-            return;
-        }
-        let started = std::time::Instant::now();
-        match sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&pool)
-            .await
-        {
-            Ok(_) => {
-                failing = false;
-                let elapsed = started.elapsed();
-                if elapsed > std::time::Duration::from_secs(1) {
-                    // Off every commit's path, but a sign of a disk behind on its writes.
-                    tracing::debug!(
-                        elapsed_ms = elapsed.as_millis() as u64,
-                        "slow background checkpoint"
-                    );
-                }
-            }
-            Err(sqlx::Error::PoolClosed) => return,
-            Err(e) => {
-                if !failing {
-                    tracing::warn!("background checkpoint failed: {e}");
-                }
-                failing = true;
-            }
-        }
-    }
 }
 
 /// Whether a result code is the database's state rather than the statement's (primary
@@ -745,7 +632,7 @@ impl Store for SqliteStore {
         let pruned_through = self.pruned_through(&ws).await.map_err(&fail)?;
         Ok(LogRead {
             pruned_through,
-            parts: rows.into_iter().map(super::log_part).collect(),
+            parts: rows.into_iter().map(super::change_log::log_part).collect(),
         })
     }
 
@@ -756,7 +643,7 @@ impl Store for SqliteStore {
         upto: u64,
     ) -> StoreResult<u64> {
         let fail = err("counting the change log");
-        super::count_entries(
+        super::change_log::count_entries(
             &self.readers,
             &COUNT_STATEMENTS,
             workspace,
@@ -777,7 +664,7 @@ impl Store for SqliteStore {
                 .fetch_all(&self.readers)
                 .await
                 .map_err(err("reading the tombstones"))?;
-        super::tombstone_rows(rows)
+        super::change_log::tombstone_rows(rows)
     }
 
     async fn prune_changes(
@@ -785,7 +672,7 @@ impl Store for SqliteStore {
         workspace: Uuid,
         before_ms: i64,
     ) -> StoreResult<actors::store::Pruned> {
-        super::prune_changes(self, workspace, before_ms).await
+        super::change_log::prune_changes(self, workspace, before_ms).await
     }
 
     async fn keys(&self) -> StoreResult<Vec<ApiKey>> {

@@ -1,14 +1,14 @@
-//! Retention's statements and steps on SQLite (`crate::store::prune_changes`).
+//! Retention's statements and steps on SQLite (`crate::store::change_log::prune_changes`).
 
 use super::{err, SqliteStore};
-use crate::store::PruneStatements;
+use crate::store::change_log::PruneStatements;
 use actors::store::StoreError;
 use actors::store::StoreResult;
 use async_trait::async_trait;
 
 /// Deletes on the one writer, each brief.
 #[async_trait]
-impl crate::store::LogPruning for SqliteStore {
+impl crate::store::change_log::LogPruning for SqliteStore {
     type Db = sqlx::Sqlite;
 
     const STATEMENTS: PruneStatements = PruneStatements {

@@ -30,7 +30,8 @@
 //! and only clears the old rows. Nothing is lost or found twice. `recruit.db`'s tables
 //! stay, empty.
 
-use super::{err, recover, CHECKPOINT_EVERY};
+use super::files::recover;
+use super::{err, CHECKPOINT_EVERY};
 use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
 use crate::store::ACQUIRE_TIMEOUT;
 use actors::store::{StoreError, StoreResult};
@@ -67,7 +68,7 @@ impl SqliteWebhooks {
     pub(super) async fn open(main: &Path, main_writer: &SqlitePool) -> anyhow::Result<Self> {
         let file = Self::open_file(main).await?;
         move_in(&file, main, main_writer).await?;
-        tokio::spawn(super::checkpoints(
+        tokio::spawn(super::files::checkpoints(
             file.checkpointer.clone(),
             CHECKPOINT_EVERY,
         ));
@@ -101,7 +102,7 @@ impl SqliteWebhooks {
             .run(&writer)
             .await
             .map_err(|e| anyhow::anyhow!("migrating {}: {e}", path.display()))?;
-        let (readers, checkpointer) = super::read_pools(&base, READERS, &path).await?;
+        let (readers, checkpointer) = super::files::read_pools(&base, READERS, &path).await?;
         Ok(SqliteWebhooks {
             writer,
             readers,
@@ -111,7 +112,7 @@ impl SqliteWebhooks {
 
     /// Closes every connection, folding the WAL into the file first.
     pub(crate) async fn close(&self) {
-        super::close_pools(&self.writer, &self.readers, &self.checkpointer, FILE).await;
+        super::files::close_pools(&self.writer, &self.readers, &self.checkpointer, FILE).await;
     }
 
     /// A setting of the writer connection (`synchronous`: 1 is NORMAL, 2 FULL).
@@ -272,12 +273,12 @@ impl WebhookTables for SqliteWebhooks {
         _workspace: Uuid,
         ws: &str,
         steps: &[Step<'_>],
-        synced: bool,
+        flush: actors::store::Flush,
     ) -> StoreResult<()> {
         // One writer, of this file alone: SQLite is never shared by several servers, so
         // nothing to fence, and no workspace's commit to wait behind.
         let mut conn = self.writer.acquire().await.map_err(Self::failed)?;
-        if !synced {
+        if flush == actors::store::Flush::Unsynced {
             return run_in_tx(&mut conn, ws, steps).await.map_err(Self::failed);
         }
         sqlx::query("PRAGMA synchronous = FULL")

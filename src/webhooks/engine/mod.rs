@@ -207,15 +207,10 @@ impl Engine {
                             }
                         }
                         Err(e) => {
-                            match feed_failed(e, &endpoint.id, &mut d, ledger).await {
-                                Err(ended) => return ended,
-                                Ok(false) => continue,
-                                Ok(true) => {}
+                            let failed = (endpoint.id.as_str(), &mut d, ledger, workspace);
+                            if let Err(ended) = feed_failed(e, failed, state.position).await {
+                                return ended;
                             }
-                            // A state behind the point (a copy not yet caught up): look
-                            // again once it has moved.
-                            let deadline = tokio::time::Instant::now() + IDLE_WAIT;
-                            workspace.after(state.position, deadline).await;
                         }
                     }
                 }
@@ -239,13 +234,10 @@ impl Engine {
                             // Grown past a delivery's size: made afresh, a new delivery.
                             Ok(None) => d.in_flight = None,
                             Err(e) => {
-                                match feed_failed(e, &endpoint.id, &mut d, ledger).await {
-                                    Err(ended) => return ended,
-                                    Ok(false) => continue,
-                                    Ok(true) => {}
+                                let failed = (endpoint.id.as_str(), &mut d, ledger, workspace);
+                                if let Err(ended) = feed_failed(e, failed, state.position).await {
+                                    return ended;
                                 }
-                                let deadline = tokio::time::Instant::now() + IDLE_WAIT;
-                                workspace.after(state.position, deadline).await;
                             }
                         }
                         continue;
@@ -354,21 +346,23 @@ impl Engine {
 
 /// What the feed's refusal does to an endpoint: a point older than the log keeps
 /// disables it (stored; the next step ends the task), a store failure ends its task,
-/// and a state behind the point is waited out: `Ok(true)` when the caller is to wait
-/// for the next state.
+/// and a state behind the point (a copy not yet caught up) is waited out, until the
+/// workspace moves past `position` or for [`IDLE_WAIT`].
 async fn feed_failed(
     e: FeedError,
-    endpoint: &str,
-    d: &mut Deliverer,
-    ledger: &dyn Ledger,
-) -> Result<bool, Ended> {
+    (endpoint, d, ledger, workspace): (&str, &mut Deliverer, &dyn Ledger, &dyn Published),
+    position: u64,
+) -> Result<(), Ended> {
     match e {
         FeedError::Pruned => {
             d.pruned();
-            ledger.moved(endpoint, d).await.map_err(Ended::Ledger)?;
-            Ok(false)
+            ledger.moved(endpoint, d).await.map_err(Ended::Ledger)
         }
-        FeedError::Ahead => Ok(true),
+        FeedError::Ahead => {
+            let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+            workspace.after(position, deadline).await;
+            Ok(())
+        }
         FeedError::Store(e) => Err(Ended::Store(e.to_string())),
     }
 }

@@ -28,10 +28,7 @@ impl WebhookRows for Counted {
         self.scans.fetch_add(1, Ordering::SeqCst);
         Ok(self.rows.lock().keys().copied().collect())
     }
-    async fn write(&self, _: Uuid, _: &[WebhookWrite]) -> StoreResult<()> {
-        Ok(())
-    }
-    async fn record(&self, _: Uuid, _: &[WebhookWrite]) -> StoreResult<()> {
+    async fn apply(&self, _: Uuid, _: &[WebhookWrite], _: actors::store::Flush) -> StoreResult<()> {
         Ok(())
     }
     async fn attempts(&self, _: Uuid, _: &str, _: u32) -> StoreResult<Vec<String>> {

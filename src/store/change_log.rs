@@ -1,0 +1,242 @@
+//! The change log as both adapters keep it: the parts a transaction writes
+//! ([`log_parts`]), a part and a tombstone as read back ([`log_part`],
+//! [`tombstone_rows`]), `Store::count_entries` over an adapter's statements
+//! ([`count_entries`]) and retention's steps ([`prune_changes`] over [`LogPruning`]).
+
+use super::Upsert;
+use actors::model::RecordKind;
+use actors::store::{StoreError, StoreResult};
+use uuid::Uuid;
+
+/// The change log's parts of one transaction: its upserts and deletes, and the derived
+/// changes it carries (see `actors::changes`).
+pub(crate) fn log_parts<'a, D>(
+    upserts: &'a [Upsert<'a>],
+    deletes: D,
+    derived: &[actors::entries::Change],
+) -> Vec<actors::entries::EncodedEntries>
+where
+    D: IntoIterator<Item = (RecordKind, &'a str)>,
+    D::IntoIter: 'a,
+{
+    actors::entries::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
+}
+
+/// A change log row as both stores read it: position, part, committed_at, entries.
+pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart {
+    actors::store::LogPart {
+        position: row.0 as u64,
+        part: row.1 as u32,
+        committed_at_ms: row.2,
+        entries: row.3,
+    }
+}
+
+/// The statements of `Store::count_entries` in one adapter's SQL. Each binds the
+/// workspace id (as stored), then the position and part the window starts after, and
+/// the last position it covers.
+pub(crate) struct CountStatements {
+    /// The sum of the window's parts' counts, and how many of its parts have none
+    /// (written before counts were kept).
+    pub counted: &'static str,
+    /// The window's parts without a count, in order: position, part (64-bit), entries.
+    /// A fifth number binds how many at most.
+    pub uncounted: &'static str,
+}
+
+/// Parts without a count read per round trip of [`count_entries`].
+const UNCOUNTED_PER_READ: i64 = 256;
+
+/// `Store::count_entries` over an adapter's statements, on `pool`: the sum of the
+/// parts' counts, and the entries of any part written without one, read and counted.
+pub(crate) async fn count_entries<DB>(
+    pool: &sqlx::Pool<DB>,
+    sql: &CountStatements,
+    workspace: Uuid,
+    after: (u64, u32),
+    upto: u64,
+    fail: impl Fn(sqlx::Error) -> StoreError,
+) -> StoreResult<u64>
+where
+    DB: sqlx::Database,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    Vec<u8>: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    use sqlx::Row;
+    let ws = workspace.to_string();
+    let window = [after.0 as i64, i64::from(after.1), upto as i64];
+    let sums = read_numbers(pool, &ws, sql.counted, &window)
+        .await
+        .map_err(&fail)?;
+    let mut total = sums.first().copied().flatten().unwrap_or(0);
+    let mut uncounted = sums.get(1).copied().flatten().unwrap_or(0);
+    let mut from = (window[0], window[1]);
+    while uncounted > 0 {
+        let rows = sqlx::query(sql.uncounted)
+            .bind(ws.as_str())
+            .bind(from.0)
+            .bind(from.1)
+            .bind(window[2])
+            .bind(UNCOUNTED_PER_READ)
+            .fetch_all(pool)
+            .await
+            .map_err(&fail)?;
+        for row in &rows {
+            let (position, part): (i64, i64) = (
+                row.try_get(0).map_err(&fail)?,
+                row.try_get(1).map_err(&fail)?,
+            );
+            let entries: Vec<u8> = row.try_get(2).map_err(&fail)?;
+            total += actors::store::count_of(&log_part((position, part, 0, entries)))?;
+            from = (position, part);
+        }
+        // Fewer than asked: none is left (retention may have removed some meanwhile).
+        if (rows.len() as i64) < UNCOUNTED_PER_READ {
+            break;
+        }
+        uncounted = uncounted.saturating_sub(rows.len() as u64);
+    }
+    Ok(total)
+}
+
+/// Change log parts deleted per transaction when retention prunes (each some tens of
+/// kilobytes): short enough that commits never wait long behind a prune.
+pub(crate) const PRUNE_PARTS_PER_TX: usize = 64;
+
+/// Retention's statements in one adapter's SQL. Each binds the workspace id (as stored)
+/// first, then the numbers its field names.
+pub(crate) struct PruneStatements {
+    /// Deletes the tombstones of records that left before a time.
+    pub delete_tombstones_before: &'static str,
+    /// The newest position with a log part committed before a time (null: none).
+    pub newest_position_before: &'static str,
+    /// Moves the pruned-through mark up to a position (never down).
+    pub mark_pruned_through: &'static str,
+    /// Deletes at most a number of parts at or before a position.
+    pub delete_parts_through: &'static str,
+    /// The parts left, and the bytes of their entries.
+    pub log_size: &'static str,
+}
+
+/// What an adapter gives retention: its statements, and how it runs them. Their order
+/// and batching are [`prune_changes`]'s, the same for both stores. `ws` is the
+/// workspace id as stored.
+#[async_trait::async_trait]
+pub(crate) trait LogPruning {
+    type Db: sqlx::Database;
+    const STATEMENTS: PruneStatements;
+    /// Runs a write of [`PruneStatements`] with `ws` and the numbers `n` bound, in a
+    /// transaction of its own as a commit's writes are kept apart; the rows it touched.
+    async fn prune_write(&self, ws: &str, sql: &'static str, n: &[i64]) -> StoreResult<u64>;
+    /// Where the reads of [`PruneStatements`] run.
+    fn readers(&self) -> &sqlx::Pool<Self::Db>;
+    /// A failed read, as the adapter judges its errors.
+    fn failed(e: sqlx::Error) -> StoreError;
+    /// The position the log is pruned through (0: never pruned).
+    async fn pruned_through(&self, ws: &str) -> StoreResult<u64>;
+}
+
+/// Runs a read of [`PruneStatements`] with `ws` and `numbers` bound: its one row's
+/// columns, as counts or positions.
+async fn read_numbers<DB>(
+    pool: &sqlx::Pool<DB>,
+    ws: &str,
+    sql: &'static str,
+    numbers: &[i64],
+) -> Result<Vec<Option<u64>>, sqlx::Error>
+where
+    DB: sqlx::Database,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    use sqlx::Row;
+    let query = numbers
+        .iter()
+        .fold(sqlx::query(sql).bind(ws), |q, n| q.bind(*n));
+    let row = query.fetch_one(pool).await?;
+    (0..row.len())
+        .map(|i| Ok(row.try_get::<Option<i64>, _>(i)?.map(|n| n as u64)))
+        .collect()
+}
+
+/// `Store::prune_changes` over an adapter's steps: the tombstones, then the mark (a
+/// reader that finds parts missing is told it is behind), then the parts, a few per
+/// transaction so that no commit waits long behind the prune.
+pub(crate) async fn prune_changes<L: LogPruning>(
+    log: &L,
+    workspace: Uuid,
+    before_ms: i64,
+) -> StoreResult<actors::store::Pruned>
+where
+    for<'q> <L::Db as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, L::Db>,
+    for<'c> &'c mut <L::Db as sqlx::Database>::Connection: sqlx::Executor<'c, Database = L::Db>,
+    for<'q> &'q str: sqlx::Encode<'q, L::Db> + sqlx::Type<L::Db>,
+    i64: for<'q> sqlx::Encode<'q, L::Db> + for<'r> sqlx::Decode<'r, L::Db> + sqlx::Type<L::Db>,
+    usize: sqlx::ColumnIndex<<L::Db as sqlx::Database>::Row>,
+{
+    let ws = workspace.to_string();
+    let sql = &L::STATEMENTS;
+    let tombstones_removed = log
+        .prune_write(&ws, sql.delete_tombstones_before, &[before_ms])
+        .await?;
+    let mut parts_removed = 0;
+    let newest = read_numbers(log.readers(), &ws, sql.newest_position_before, &[before_ms])
+        .await
+        .map_err(L::failed)?;
+    let through = match newest.first().copied().flatten() {
+        Some(through) => {
+            log.prune_write(&ws, sql.mark_pruned_through, &[through as i64])
+                .await?;
+            loop {
+                let limit = PRUNE_PARTS_PER_TX as i64;
+                let deleted = log
+                    .prune_write(&ws, sql.delete_parts_through, &[through as i64, limit])
+                    .await?;
+                if deleted == 0 {
+                    break;
+                }
+                parts_removed += deleted;
+            }
+            through
+        }
+        None => log.pruned_through(&ws).await?,
+    };
+    let size = read_numbers(log.readers(), &ws, sql.log_size, &[])
+        .await
+        .map_err(L::failed)?;
+    let column = |i: usize| size.get(i).copied().flatten().unwrap_or(0);
+    let (parts_left, bytes_left) = (column(0), column(1));
+    Ok(actors::store::Pruned {
+        through,
+        parts_removed,
+        tombstones_removed,
+        parts_left,
+        bytes_left,
+    })
+}
+
+/// Tombstone rows as both stores read them (entity index, id, deleted_at).
+pub(crate) fn tombstone_rows(
+    rows: Vec<(i64, String, i64)>,
+) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
+    rows.into_iter()
+        .map(|(entity, id, at)| {
+            let entity = actors::entries::entity_of_index(entity)
+                .ok_or_else(|| StoreError::Corrupt(format!("a tombstone names entity {entity}")))?;
+            Ok((
+                actors::entries::Change {
+                    entity,
+                    id: actors::entries::LoggedId::parse(&id),
+                },
+                actors::time::Stamp::from_millis(at),
+            ))
+        })
+        .collect()
+}
