@@ -8,8 +8,9 @@
 #   2. catch-up: one endpoint replayed from the token, changes/s (twice);
 #   3. isolation: one endpoint alone, then beside one that hangs 10 s on every delivery;
 #   4. lookups (1,000/s) and writes (100/s) alone, then while 10 endpoints catch up from
-#      the token (the receiving load generator at nice 10: it stands for integrators'
-#      machines, which are not this one);
+#      the token (the receiving load generator scheduled as idle work, `chrt --idle`, or
+#      at nice 19 where that is refused: it stands for integrators' machines, which are
+#      not this one);
 #   5. receiver faults: 10 endpoints, a third of deliveries answered 500, 3% answered
 #      after 11 s, 5% cut off without an answer, writes at 200/s for 30 s, and the
 #      server killed (kill -9) and started again twice.
@@ -65,7 +66,9 @@ hooks isolation-hanging --endpoints 2 --hanging 1 --write-rate "$RATE" --duratio
 
 MIXED=(mixed --lookup-rate 1000 --write-rate 100 --sync-rate 0 --full-sync-every 0 --duration 30 --warmup 5)
 "${LT[@]}" --name under-idle "${MIXED[@]}" 2>"$OUT/under-idle.log" | tee -a "$OUT/summary.txt" || status=$?
-nice -n 10 "${LT[@]}" --name under-catch-up sync --mode webhooks --endpoints 10 --write-rate 0 \
+idle=(chrt --idle 0)
+"${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
+"${idle[@]}" "${LT[@]}" --name under-catch-up sync --mode webhooks --endpoints 10 --write-rate 0 \
   --since "$token" >"$OUT/under-catch-up.out" 2>"$OUT/under-catch-up.log" &
 catching_up=$!
 sleep 8
