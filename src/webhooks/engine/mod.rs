@@ -16,8 +16,7 @@ use super::batch::{self, Envelope, Next};
 use super::deliverer::{Deliverer, Outcome, Status, Step};
 use super::retry::{self, Schedule};
 use super::secret::Secret;
-use super::send::{Request, Sender, Sent};
-use super::signature;
+use super::send::{Outgoing, Sender, Sent};
 use actors::changes::feed::{FeedError, PartCache};
 use actors::changes::tokens::FeedPoint;
 use actors::model::Entity;
@@ -86,6 +85,10 @@ pub struct Endpoint {
     pub entities: Vec<Entity>,
     /// The secrets that sign: the current one, and during a rotation the previous.
     pub secrets: Vec<Secret>,
+    /// Held by an attempt sent as idle work while it runs
+    /// ([`Outgoing::send_as_idle_work`]): the task's owner, having stopped the task,
+    /// takes it to know that no attempt of the endpoint is still under way.
+    pub sending: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Told of what deliveries do (the server's metrics).
@@ -245,15 +248,22 @@ impl Engine {
                     debug_assert_eq!(id, flight.id);
                     let at_ms = (self.now_ms)();
                     let timestamp = at_ms.div_euclid(1000);
-                    let signed = signature::header(&endpoint.secrets, &id, timestamp, &payload);
-                    let request = Request {
-                        url: &endpoint.url,
-                        webhook_id: &id,
+                    let outgoing = Outgoing {
+                        sender: self.sender.clone(),
+                        url: endpoint.url.clone(),
+                        secrets: endpoint.secrets.clone(),
+                        id: id.clone(),
                         timestamp,
-                        signature: &signed,
                         body: payload,
                     };
-                    let sending = self.sender.send(&request);
+                    // A full batch is a catch-up's: sent as idle work, as it was rendered.
+                    let sending = async {
+                        if full {
+                            outgoing.send_as_idle_work(&endpoint.sending).await
+                        } else {
+                            outgoing.send().await
+                        }
+                    };
                     // While the receiver answers, the batch after this one is made
                     // (when the state already holds more): sent only once this one is
                     // acknowledged and that is stored, and dropped otherwise.

@@ -1,6 +1,7 @@
 use super::*;
 use crate::webhooks::address::{self, Policy};
 use crate::webhooks::deliverer::Reason;
+use crate::webhooks::signature;
 use actors::model::{Record, Workspace};
 use actors::store::{ChangeSet, MemoryStore};
 use parking_lot::Mutex;
@@ -223,6 +224,7 @@ fn endpoint(workspace: Uuid, url: url::Url, secret: &Secret) -> Endpoint {
         url,
         entities: Entity::ALL.to_vec(),
         secrets: vec![secret.clone()],
+        sending: Default::default(),
     }
 }
 

@@ -90,6 +90,18 @@ impl From<StoreError> for HubError {
 /// A running task.
 struct Running {
     task: JoinHandle<()>,
+    /// Held by its attempt under way on the idle runtime, if any ([`Endpoint::sending`]).
+    sending: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Running {
+    /// Stops the task and waits until it has ended, with any attempt it had under way
+    /// elsewhere: nothing of the endpoint is sent or written after this.
+    async fn stop(self) {
+        self.task.abort();
+        let _ = self.task.await;
+        let _ = self.sending.lock().await;
+    }
 }
 
 /// A task that ended by itself: its workspace and endpoint, and whether its endpoint
@@ -312,8 +324,7 @@ impl Hub {
                 .collect()
         };
         for ((ws, id), r) in tasks {
-            r.task.abort();
-            let _ = r.task.await;
+            r.stop().await;
             self.engine.observer.gone(ws, &id);
         }
         let mut looks = self.looks.lock();
@@ -325,8 +336,7 @@ impl Hub {
     pub async fn stop_everything(&self) {
         let tasks: Vec<Running> = self.running.lock().drain().map(|(_, r)| r).collect();
         for r in tasks {
-            r.task.abort();
-            let _ = r.task.await;
+            r.stop().await;
         }
         *self.looks.lock() = Looks::default();
     }
@@ -336,8 +346,7 @@ impl Hub {
     async fn stop(&self, ws: Uuid, id: &str) {
         let task = self.running.lock().remove(&(ws, id.to_string()));
         if let Some(r) = task {
-            r.task.abort();
-            let _ = r.task.await;
+            r.stop().await;
             self.engine.observer.gone(ws, id);
         }
     }
@@ -378,6 +387,8 @@ impl Hub {
             row: Mutex::new(row),
             stored: Mutex::new(None),
         };
+        let sending = Arc::new(tokio::sync::Mutex::new(()));
+        let attempts = sending.clone();
         let task = self.runtime.spawn(async move {
             // The key the row was sealed under: this node's, or learned from the node
             // that sealed it.
@@ -400,6 +411,7 @@ impl Hub {
                 url,
                 entities,
                 secrets,
+                sending: attempts,
             };
             let outcome = engine.run(&endpoint, d, &handle, &ledger).await;
             engine.observer.gone(ws, &endpoint.id);
@@ -416,7 +428,9 @@ impl Hub {
                     "webhook deliveries handed to the workspace's next writer"),
             }
         });
-        self.running.lock().insert(running_key, Running { task });
+        self.running
+            .lock()
+            .insert(running_key, Running { task, sending });
     }
 
     fn rows(&self) -> Result<&dyn WebhookRows, StoreError> {

@@ -7,10 +7,11 @@
 //! authorities, as `SSL_CERT_FILE` or `SSL_CERT_DIR` may name them). Redirects are not
 //! followed: a 3xx is a failed attempt like any other non-2xx. At most
 //! [`MOST_ANSWER_BYTES`] of the answer are read, and the whole attempt has
-//! [`retry::ANSWER_WITHIN`].
+//! [`retry::ANSWER_WITHIN`]. A catch-up's attempts are sent on [`runtime::bulk_io`], as
+//! idle work; a live endpoint's on its task.
 
 use super::address::{self, Policy};
-use super::retry;
+use super::{retry, runtime};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -34,6 +35,74 @@ pub struct Request<'a> {
     /// `webhook-signature` (see [`super::signature::header`]).
     pub signature: &'a str,
     pub body: Bytes,
+}
+
+/// An attempt as it is about to be sent, owned: signed and sent where it is, or on the
+/// idle pool's runtime ([`Outgoing::send_as_idle_work`]).
+pub struct Outgoing {
+    pub sender: Sender,
+    pub url: url::Url,
+    /// The secrets that sign (see [`super::signature::header`]).
+    pub secrets: Vec<super::secret::Secret>,
+    /// `webhook-id`: the delivery's, the same on every retry of it.
+    pub id: String,
+    /// `webhook-timestamp`: Unix seconds of this attempt.
+    pub timestamp: i64,
+    pub body: Bytes,
+}
+
+impl Outgoing {
+    /// Signs and sends the attempt on the calling task.
+    pub async fn send(self) -> Sent {
+        let signature =
+            super::signature::header(&self.secrets, &self.id, self.timestamp, &self.body);
+        let request = Request {
+            url: &self.url,
+            webhook_id: &self.id,
+            timestamp: self.timestamp,
+            signature: &signature,
+            body: self.body.clone(),
+        };
+        self.sender.send(&request).await
+    }
+
+    /// Signs and sends the attempt on [`runtime::bulk_io`], below the API's priority: a
+    /// catch-up's megabyte batches are hashed, encrypted and written there, not on the
+    /// runtime the API's own tasks share, and a few at a time in the process
+    /// ([`runtime::bulk_turn`]). `sending` is held for as long as the attempt
+    /// runs, so that whoever stops the endpoint's task can wait until no attempt of it
+    /// is under way; dropping the returned future stops the attempt.
+    pub async fn send_as_idle_work(self, sending: &Arc<tokio::sync::Mutex<()>>) -> Sent {
+        let held = sending.clone().lock_owned().await;
+        let turn = runtime::bulk_turn().await;
+        let mut attempt = AbortOnDrop(runtime::bulk_io().spawn(async move {
+            let send = self.send();
+            tokio::pin!(send);
+            // The turn covers the attempt's work (signing, encrypting, writing), not a
+            // slow receiver's wait: it is given up once the answer comes, or after
+            // `TURN_MOST` at the latest.
+            let sent = tokio::select! {
+                sent = &mut send => {
+                    drop(turn);
+                    sent
+                }
+                () = tokio::time::sleep(runtime::TURN_MOST) => {
+                    drop(turn);
+                    send.await
+                }
+            };
+            drop(held);
+            sent
+        }));
+        match (&mut attempt.0).await {
+            Ok(sent) => sent,
+            Err(e) => Sent {
+                status: None,
+                error: Some(format!("the attempt stopped: {e}")),
+                took: Duration::ZERO,
+            },
+        }
+    }
 }
 
 /// How an attempt went.
@@ -122,7 +191,7 @@ impl Sender {
         &self,
         r: &Request<'_>,
         deadline: tokio::time::Instant,
-    ) -> Result<(u16, hyper::body::Incoming, AbortOnDrop), String> {
+    ) -> Result<(u16, hyper::body::Incoming, AbortOnDrop<()>), String> {
         let addrs = address::resolve(r.url, self.policy)
             .await
             .map_err(|e| e.to_string())?;
@@ -193,9 +262,10 @@ async fn read_some(mut body: hyper::body::Incoming, deadline: tokio::time::Insta
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+/// Aborts its task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }

@@ -291,3 +291,76 @@ async fn https_is_checked_against_the_trusted_authorities() {
         "a request went over an unchecked connection"
     );
 }
+
+/// Attempts sent as idle work take turns, but a receiver that never answers holds a
+/// turn for `TURN_MOST` at the most: another endpoint's catch-up goes on beside it.
+#[tokio::test]
+async fn hanging_receivers_hold_no_turn_for_long() {
+    let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty())
+        .answer_within(Duration::from_secs(60));
+    let outgoing = |at: SocketAddr| Outgoing {
+        sender: sender.clone(),
+        url: address::check(&format!("http://{at}/"), INSECURE).unwrap(),
+        secrets: vec![Secret::generate()],
+        id: "whd_0123".into(),
+        timestamp: 1_800_000_000,
+        body: Bytes::from_static(b"{}"),
+    };
+    let (hanging, mut hung) = receiver(Then::Hang).await;
+    let mut stuck = Vec::new();
+    for _ in 0..runtime::BULK_TURNS + 1 {
+        let (attempt, lock) = (outgoing(hanging), Arc::new(tokio::sync::Mutex::new(())));
+        stuck.push(tokio::spawn(async move {
+            attempt.send_as_idle_work(&lock).await
+        }));
+    }
+    for _ in 0..runtime::BULK_TURNS + 1 {
+        hung.recv()
+            .await
+            .expect("each hanging attempt reaches its receiver");
+    }
+    let (healthy, _) = receiver(Then::Answer(OK)).await;
+    let lock = Arc::new(tokio::sync::Mutex::new(()));
+    let sent = tokio::time::timeout(
+        Duration::from_secs(10),
+        outgoing(healthy).send_as_idle_work(&lock),
+    )
+    .await
+    .expect("an attempt beside hanging ones is sent and answered");
+    assert_eq!(sent.status, Some(200));
+    assert!(
+        stuck.iter().all(|t| !t.is_finished()),
+        "the hanging attempts still wait"
+    );
+}
+
+/// Stopping an attempt sent as idle work (its endpoint's task aborted) stops it there
+/// too: the endpoint's lock comes free, and no attempt of it is left under way.
+#[tokio::test]
+async fn a_dropped_idle_attempt_ends_and_frees_its_endpoint() {
+    let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty())
+        .answer_within(Duration::from_secs(60));
+    let (hanging, mut hung) = receiver(Then::Hang).await;
+    let attempt = Outgoing {
+        sender,
+        url: address::check(&format!("http://{hanging}/"), INSECURE).unwrap(),
+        secrets: vec![Secret::generate()],
+        id: "whd_0123".into(),
+        timestamp: 1_800_000_000,
+        body: Bytes::from_static(b"{}"),
+    };
+    let lock = Arc::new(tokio::sync::Mutex::new(()));
+    let task = {
+        let lock = lock.clone();
+        tokio::spawn(async move { attempt.send_as_idle_work(&lock).await })
+    };
+    hung.recv().await.expect("the attempt reaches its receiver");
+    assert!(
+        lock.try_lock().is_err(),
+        "held while the attempt is under way"
+    );
+    task.abort();
+    let _ = task.await;
+    let freed = tokio::time::timeout(Duration::from_secs(10), lock.lock()).await;
+    assert!(freed.is_ok(), "the attempt ends once its task is stopped");
+}
