@@ -3,6 +3,12 @@
 //! it and the directory synced. A crash at any point leaves the old checkpoint or the new
 //! one whole, never a mix; a leftover temporary file is never read, and the next write
 //! replaces it.
+//!
+//! A checkpoint is written behind itself ([`WriteBehind`]): its pages go to the disk a
+//! few at a time as they are written, rather than all at its final sync. A million
+//! people's checkpoint is 1.4 GB; left to the final sync, its writeback filled the
+//! disk's queue for seconds, and every commit's flush of a few kilobytes waited behind
+//! it (a job's PATCH, 3 ms at the p99 otherwise, took up to 30 ms while one was written).
 
 use super::{finish_unpositioned, restore, write, write_unpositioned, Refused, Unpositioned};
 use crate::model::Workspace;
@@ -11,6 +17,78 @@ use crate::store::CommitPosition;
 use std::io;
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
+
+/// Bytes a checkpoint's writeback is started for at once ([`WriteBehind`]).
+const BEHIND_STEP: u64 = 1 << 20;
+
+/// A file written from its start, whose pages are sent to the disk every
+/// [`BEHIND_STEP`] bytes, and waited for a step later (Linux's `sync_file_range`): no
+/// more than two steps of it are ever dirty or queued at the disk, so a commit's flush
+/// of another file waits behind a megabyte or two of it, not behind all of it. (Where
+/// that call is missing, it writes as a plain file does.)
+pub(crate) struct WriteBehind<'f> {
+    file: &'f std::fs::File,
+    written: u64,
+    /// Up to where writeback has been started.
+    started: u64,
+    /// The step whose writeback was started last: waited for at the next.
+    previous: Option<(u64, u64)>,
+}
+
+impl<'f> WriteBehind<'f> {
+    pub(crate) fn new(file: &'f std::fs::File) -> Self {
+        WriteBehind {
+            file,
+            written: 0,
+            started: 0,
+            previous: None,
+        }
+    }
+
+    /// Starts writeback of the step just written, and waits for the one before it.
+    fn behind(&mut self) {
+        let step = (self.started, self.written - self.started);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.file.as_raw_fd();
+            let range = |(from, len): (u64, u64)| (from as libc::off64_t, len as libc::off64_t);
+            // SAFETY: plain integers on a descriptor `self.file` keeps open. Failures
+            // only lose the pacing: the final sync still makes the file durable.
+            unsafe {
+                let (from, len) = range(step);
+                libc::sync_file_range(fd, from, len, libc::SYNC_FILE_RANGE_WRITE);
+                if let Some((from, len)) = self.previous.map(range) {
+                    libc::sync_file_range(
+                        fd,
+                        from,
+                        len,
+                        libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                            | libc::SYNC_FILE_RANGE_WRITE
+                            | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+                    );
+                }
+            }
+        }
+        self.previous = Some(step);
+        self.started = self.written;
+    }
+}
+
+impl io::Write for WriteBehind<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = io::Write::write(&mut self.file, buf)?;
+        self.written += n as u64;
+        if self.written - self.started >= BEHIND_STEP {
+            self.behind();
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::Write::flush(&mut self.file)
+    }
+}
 
 /// The checkpoint directory of one data dir.
 #[derive(Clone, Debug)]
@@ -83,7 +161,7 @@ impl CheckpointDir {
         let tmp = path.with_extension("ckpt.tmp");
         let file = crate::private_files::create(&tmp)?;
         let result = (|| {
-            let mut out = io::BufWriter::with_capacity(1 << 20, &file);
+            let mut out = io::BufWriter::with_capacity(1 << 20, WriteBehind::new(&file));
             let bytes = write(state, position, &mut out)?;
             drop(out);
             self.replace(&file, &tmp, &path)?;
@@ -116,7 +194,7 @@ impl CheckpointDir {
             written: None,
             finished: false,
         };
-        let mut out = io::BufWriter::with_capacity(1 << 20, &unfinished.file);
+        let mut out = io::BufWriter::with_capacity(1 << 20, WriteBehind::new(&unfinished.file));
         let written = write_unpositioned(state, &mut out)?;
         out.into_inner().map_err(io::IntoInnerError::into_error)?;
         unfinished.written = Some(written);

@@ -257,3 +257,31 @@ fn a_checkpoint_begun_before_its_position_is_the_one_written_with_it() {
         "the checkpoint as it was"
     );
 }
+
+/// Written behind itself in steps, a file holds every byte in order, whatever the
+/// sizes of the writes (across steps, within one, larger than one).
+#[test]
+fn a_file_written_behind_itself_holds_what_was_written() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("behind");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut expected = Vec::new();
+    {
+        let mut out = super::files::WriteBehind::new(&file);
+        let mut n: u32 = 0;
+        for size in [1, 4096, 1 << 20, (1 << 20) - 1, 3 << 20, 17, 2 << 20] {
+            let chunk: Vec<u8> = (0..size)
+                .map(|_| {
+                    n = n.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    (n >> 16) as u8
+                })
+                .collect();
+            out.write_all(&chunk).unwrap();
+            expected.extend_from_slice(&chunk);
+        }
+        out.flush().unwrap();
+    }
+    file.sync_all().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), expected);
+}
