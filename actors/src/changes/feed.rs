@@ -21,6 +21,9 @@ pub struct FeedPage {
     pub changes: usize,
     pub next: FeedPoint,
     pub has_more: bool,
+    /// When the newest of its changes was committed (ms since the epoch; `None` when
+    /// it holds none): what a delivery's lag is measured from.
+    pub newest_commit_ms: Option<i64>,
 }
 
 /// Why the feed cannot answer.
@@ -121,6 +124,7 @@ impl Picked {
             changes: self.changes.len(),
             next: self.next,
             has_more: self.has_more,
+            newest_commit_ms: self.changes.iter().map(|(_, at)| *at).max(),
         })
     }
 

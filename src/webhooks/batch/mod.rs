@@ -51,6 +51,8 @@ pub struct Batch {
     pub next: FeedPoint,
     pub changes: usize,
     pub body: Vec<u8>,
+    /// When the newest of its changes was committed (ms since the epoch).
+    pub newest_commit_ms: Option<i64>,
 }
 
 /// Who a batch is for, and how its feed points are written as tokens.
@@ -101,6 +103,7 @@ pub async fn next_batch(
                 next: page.next,
                 changes: page.changes,
                 body,
+                newest_commit_ms: page.newest_commit_ms,
             }));
         }
         limit = page.changes / 2;
@@ -129,6 +132,7 @@ pub async fn range_batch(
         next,
         changes: page.changes,
         body,
+        newest_commit_ms: page.newest_commit_ms,
     }))
 }
 

@@ -163,8 +163,9 @@ impl Engine {
             endpoint_id: &endpoint.id,
             token: &envelope_token,
         };
-        // The delivery in flight: its id and body, the same on every attempt.
-        let mut body: Option<(String, Bytes)> = None;
+        // The delivery in flight: its id and body, the same on every attempt, and when
+        // its newest change was committed (what its lag is measured from).
+        let mut body: Option<(String, Bytes, Option<i64>)> = None;
         // Whether it is a full batch: more is waiting (a catch-up), so the next one is
         // made while it is sent. A live endpoint's small batches are not: the next is
         // made from the freshest state once this one is answered, and holds more.
@@ -196,7 +197,7 @@ impl Engine {
                             full = is_full(&b);
                             let id = delivery_id();
                             d.prepared(Ok((id.clone(), b.since, b.next)));
-                            body = Some((id, Bytes::from(b.body)));
+                            body = Some((id, Bytes::from(b.body), b.newest_commit_ms));
                             // Stored before its first attempt: whoever sends it again
                             // sends it as a retry, under the same id.
                             if let Err(e) = ledger.moved(&endpoint.id, &d).await {
@@ -222,7 +223,7 @@ impl Engine {
                         return Ended::NotWriter;
                     }
                     let flight = d.in_flight.clone().expect("a step to send has a delivery");
-                    let Some((id, payload)) = body.clone() else {
+                    let Some((id, payload, newest_commit_ms)) = body.clone() else {
                         // A delivery stored in flight by a task before this one: made
                         // again over the same range, under the same id.
                         let range = (flight.since, flight.next);
@@ -232,7 +233,8 @@ impl Engine {
                         match again.await {
                             Ok(Some(b)) => {
                                 full = is_full(&b);
-                                body = Some((flight.id.clone(), Bytes::from(b.body)));
+                                let payload = Bytes::from(b.body);
+                                body = Some((flight.id.clone(), payload, b.newest_commit_ms));
                             }
                             // Grown past a delivery's size: made afresh, a new delivery.
                             Ok(None) => d.in_flight = None,
@@ -329,7 +331,7 @@ impl Engine {
                                 full = is_full(&b);
                                 let id = delivery_id();
                                 d.prepared(Ok((id.clone(), b.since, b.next)));
-                                body = Some((id, Bytes::from(b.body)));
+                                body = Some((id, Bytes::from(b.body), b.newest_commit_ms));
                             }
                             Some(Ok(Next::Nothing { seen })) if d.in_flight.is_none() => {
                                 d.prepared(Err(seen));
@@ -338,14 +340,13 @@ impl Engine {
                             _ => {}
                         }
                     }
-                    let lag = async {
-                        if let Some(Outcome::Acknowledged(at)) = outcome {
-                            self.observe_lag(endpoint.workspace, at).await;
-                        }
-                    };
-                    let (stored, ()) =
-                        tokio::join!(ledger.attempted(&endpoint.id, &attempt, &d), lag);
-                    if let Err(e) = stored {
+                    if let (Some(Outcome::Acknowledged(_)), Some(committed_ms)) =
+                        (outcome, newest_commit_ms)
+                    {
+                        let lag = ((self.now_ms)() - committed_ms).max(0) as u64;
+                        self.observer.acknowledged(Duration::from_millis(lag));
+                    }
+                    if let Err(e) = ledger.attempted(&endpoint.id, &attempt, &d).await {
                         return Ended::Ledger(e);
                     }
                 }
@@ -394,23 +395,6 @@ impl Engine {
             store: &*self.store,
             cache: &self.cache,
             pages: &self.pages,
-        }
-    }
-
-    /// Tells the observer how long after its commit the change at `at` was
-    /// acknowledged (the log part's commit time, usually still in the part cache's
-    /// neighbourhood: one small read).
-    async fn observe_lag(&self, workspace: Uuid, at: FeedPoint) {
-        let window = actors::store::LogWindow {
-            after: (at.position.saturating_sub(1), u32::MAX),
-            upto: at.position,
-            max_parts: 1,
-        };
-        if let Ok(read) = self.store.read_changes(workspace, window).await {
-            if let Some(part) = read.parts.first() {
-                let lag = ((self.now_ms)() - part.committed_at_ms).max(0) as u64;
-                self.observer.acknowledged(Duration::from_millis(lag));
-            }
         }
     }
 }
