@@ -395,6 +395,10 @@ impl Application {
                     })
                 },
                 now_ms: Arc::new(actors::store::now_ms),
+                api_answered: {
+                    let metrics = metrics.clone();
+                    Arc::new(move || metrics.answered())
+                },
             };
             let (keys, file) = secrets::webhooks_keys(&s.data_dir)?;
             let ask: crate::webhooks::sealing::AskPeers = {

@@ -176,6 +176,9 @@ pub struct Metrics {
     /// The request latencies alone (the same family as in `registry`).
     traffic: prometheus_client::registry::Registry,
     requests: Family<RequestLabels, Counter>,
+    /// API requests answered, all labels together: what a catch-up reads to know the
+    /// API is busy (`webhooks::engine::Engine::api_answered`).
+    answered: std::sync::atomic::AtomicU64,
     latency: HistogramFamily<RequestLabels>,
     rate_limited: Family<KeyLabels, Counter>,
     commits: HistogramFamily<CommitLabels>,
@@ -262,6 +265,7 @@ impl Metrics {
             latency.clone(),
         );
         Metrics {
+            answered: Default::default(),
             requests: r.add("recruitd_http_requests", "API requests answered", Family::default()),
             latency: r.add("recruitd_http_request_duration_seconds", "Time from a request's arrival to its answer", latency),
             forwarded: r.add("recruitd_forwarded_requests", "Requests passed to the node that writes their workspace, by node and outcome", Family::default()),
@@ -363,6 +367,13 @@ impl Metrics {
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
         self.requests.get_or_create(&labels).inc();
+        self.answered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// API requests answered since the start.
+    pub fn answered(&self) -> u64 {
+        self.answered.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Records one request passed to another node: to which, how it ended

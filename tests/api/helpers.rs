@@ -495,6 +495,7 @@ pub async fn memory_app_state(
         now_ms: Arc::new(actors::store::now_ms),
         writes: Arc::new(|_| true),
         observer: Arc::new(recruitd::webhooks::engine::Unobserved),
+        api_answered: Arc::new(|| 0),
     };
     // An in-memory store keeps no endpoints: the webhooks API answers 500 here.
     let webhooks = recruitd::webhooks::hub::Hub::new(

@@ -15,6 +15,7 @@
 use super::batch::{self, Envelope, Next};
 use super::deliverer::{Deliverer, Outcome, Status, Step};
 use super::retry::{self, Schedule};
+use super::runtime;
 use super::secret::Secret;
 use super::send::{Outgoing, Sender, Sent};
 use actors::changes::feed::{FeedError, PartCache};
@@ -129,6 +130,9 @@ pub struct Engine {
     /// node whose lease has passed sends nothing more while its successor takes over.
     pub writes: Arc<dyn Fn(Uuid) -> bool + Send + Sync>,
     pub observer: Arc<dyn Observer>,
+    /// A count that moves with every request the API answers: while it moves, a
+    /// catch-up's attempts start [`runtime::BUSY_GAP`] apart in the process.
+    pub api_answered: Arc<dyn Fn() -> u64 + Send + Sync>,
 }
 
 /// How long an idle endpoint waits for a commit before it looks again.
@@ -170,6 +174,8 @@ impl Engine {
         // made while it is sent. A live endpoint's small batches are not: the next is
         // made from the freshest state once this one is answered, and holds more.
         let mut full = false;
+        // The API's count of answers at this endpoint's last catch-up attempt.
+        let mut answered = (self.api_answered)();
         loop {
             let state = workspace.state();
             let now = (self.now_ms)();
@@ -258,10 +264,22 @@ impl Engine {
                         timestamp,
                         body: payload,
                     };
-                    // A full batch is a catch-up's: sent as idle work, as it was rendered.
+                    // A full batch is a catch-up's: sent as idle work, as it was
+                    // rendered, and spaced out while the API is answering requests.
+                    let pace = if full {
+                        let now = (self.api_answered)();
+                        let busy = std::mem::replace(&mut answered, now) != now;
+                        if busy {
+                            runtime::BUSY_GAP
+                        } else {
+                            Duration::ZERO
+                        }
+                    } else {
+                        Duration::ZERO
+                    };
                     let sending = async {
                         if full {
-                            outgoing.send_as_idle_work(&endpoint.sending).await
+                            outgoing.send_as_idle_work(&endpoint.sending, pace).await
                         } else {
                             outgoing.send().await
                         }

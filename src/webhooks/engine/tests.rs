@@ -214,6 +214,7 @@ fn engine(store: Arc<MemoryStore>) -> Engine {
         now_ms: Arc::new(|| chrono::Utc::now().timestamp_millis()),
         writes: Arc::new(|_| true),
         observer: Arc::new(Unobserved),
+        api_answered: Arc::new(|| 0),
     }
 }
 

@@ -166,6 +166,7 @@ async fn hub(
         now_ms: Arc::new(actors::store::now_ms),
         writes: Arc::new(|_| true),
         observer: Arc::new(crate::webhooks::engine::Unobserved),
+        api_answered: Arc::new(|| 0),
     };
     let hub = Hub::new(
         Arc::new(engine),

@@ -69,12 +69,22 @@ impl Outgoing {
     /// Signs and sends the attempt on [`runtime::bulk_io`], below the API's priority: a
     /// catch-up's megabyte batches are hashed, encrypted and written there, not on the
     /// runtime the API's own tasks share, and a few at a time in the process
-    /// ([`runtime::bulk_turn`]). `sending` is held for as long as the attempt
+    /// ([`runtime::bulk_turn`]), each `pace` after the one before at the soonest (see
+    /// [`runtime::BUSY_GAP`]). `sending` is held for as long as the attempt
     /// runs, so that whoever stops the endpoint's task can wait until no attempt of it
     /// is under way; dropping the returned future stops the attempt.
-    pub async fn send_as_idle_work(self, sending: &Arc<tokio::sync::Mutex<()>>) -> Sent {
+    pub async fn send_as_idle_work(
+        self,
+        sending: &Arc<tokio::sync::Mutex<()>>,
+        pace: Duration,
+    ) -> Sent {
         let held = sending.clone().lock_owned().await;
         let turn = runtime::bulk_turn().await;
+        if !pace.is_zero() {
+            // Waited with the turn held: the next catch-up's attempt, whichever
+            // endpoint's, starts `pace` after this one at the soonest.
+            tokio::time::sleep(pace).await;
+        }
         let mut attempt = AbortOnDrop(runtime::bulk_io().spawn(async move {
             let send = self.send();
             tokio::pin!(send);

@@ -311,7 +311,7 @@ async fn hanging_receivers_hold_no_turn_for_long() {
     for _ in 0..runtime::BULK_TURNS + 1 {
         let (attempt, lock) = (outgoing(hanging), Arc::new(tokio::sync::Mutex::new(())));
         stuck.push(tokio::spawn(async move {
-            attempt.send_as_idle_work(&lock).await
+            attempt.send_as_idle_work(&lock, Duration::ZERO).await
         }));
     }
     for _ in 0..runtime::BULK_TURNS + 1 {
@@ -323,7 +323,7 @@ async fn hanging_receivers_hold_no_turn_for_long() {
     let lock = Arc::new(tokio::sync::Mutex::new(()));
     let sent = tokio::time::timeout(
         Duration::from_secs(10),
-        outgoing(healthy).send_as_idle_work(&lock),
+        outgoing(healthy).send_as_idle_work(&lock, Duration::ZERO),
     )
     .await
     .expect("an attempt beside hanging ones is sent and answered");
@@ -352,7 +352,7 @@ async fn a_dropped_idle_attempt_ends_and_frees_its_endpoint() {
     let lock = Arc::new(tokio::sync::Mutex::new(()));
     let task = {
         let lock = lock.clone();
-        tokio::spawn(async move { attempt.send_as_idle_work(&lock).await })
+        tokio::spawn(async move { attempt.send_as_idle_work(&lock, Duration::ZERO).await })
     };
     hung.recv().await.expect("the attempt reaches its receiver");
     assert!(
@@ -363,4 +363,35 @@ async fn a_dropped_idle_attempt_ends_and_frees_its_endpoint() {
     let _ = task.await;
     let freed = tokio::time::timeout(Duration::from_secs(10), lock.lock()).await;
     assert!(freed.is_ok(), "the attempt ends once its task is stopped");
+}
+
+/// Paced, attempts of different endpoints start `pace` apart at the soonest: the pause
+/// is taken with the process's turn held, not beside it.
+#[tokio::test]
+async fn paced_attempts_keep_their_gap_across_endpoints() {
+    let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty());
+    let (at, _got) = receiver(Then::Answer(OK)).await;
+    let pace = Duration::from_millis(300);
+    let started = Instant::now();
+    let attempts: Vec<_> = (0..2)
+        .map(|_| {
+            let attempt = Outgoing {
+                sender: sender.clone(),
+                url: address::check(&format!("http://{at}/"), INSECURE).unwrap(),
+                secrets: vec![Secret::generate()],
+                id: "whd_0123".into(),
+                timestamp: 1_800_000_000,
+                body: Bytes::from_static(b"{}"),
+            };
+            let lock = Arc::new(tokio::sync::Mutex::new(()));
+            tokio::spawn(async move { attempt.send_as_idle_work(&lock, pace).await })
+        })
+        .collect();
+    for a in attempts {
+        assert_eq!(a.await.unwrap().status, Some(200));
+    }
+    assert!(
+        started.elapsed() >= pace * 2,
+        "two endpoints' attempts, one pause each, in turn"
+    );
 }
