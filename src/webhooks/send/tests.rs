@@ -292,20 +292,25 @@ async fn https_is_checked_against_the_trusted_authorities() {
     );
 }
 
-/// Attempts sent as idle work take turns, but a receiver that never answers holds a
-/// turn for `TURN_MOST` at the most: another endpoint's catch-up goes on beside it.
-#[tokio::test]
-async fn hanging_receivers_hold_no_turn_for_long() {
-    let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty())
-        .answer_within(Duration::from_secs(60));
-    let outgoing = |at: SocketAddr| Outgoing {
+/// An attempt of an empty batch to a plain-HTTP receiver at `at`.
+fn outgoing_to(sender: &Sender, at: SocketAddr) -> Outgoing {
+    Outgoing {
         sender: sender.clone(),
         url: address::check(&format!("http://{at}/"), INSECURE).unwrap(),
         secrets: vec![Secret::generate()],
         id: "whd_0123".into(),
         timestamp: 1_800_000_000,
         body: Bytes::from_static(b"{}"),
-    };
+    }
+}
+
+/// Attempts sent as idle work take turns, but a receiver that never answers holds a
+/// turn for `TURN_MOST` at the most: another endpoint's catch-up goes on beside it.
+#[tokio::test]
+async fn hanging_receivers_hold_no_turn_for_long() {
+    let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty())
+        .answer_within(Duration::from_secs(60));
+    let outgoing = |at: SocketAddr| outgoing_to(&sender, at);
     let (hanging, mut hung) = receiver(Then::Hang).await;
     let mut stuck = Vec::new();
     for _ in 0..runtime::BULK_TURNS + 1 {
@@ -341,14 +346,7 @@ async fn a_dropped_idle_attempt_ends_and_frees_its_endpoint() {
     let sender = Sender::with_roots(INSECURE, rustls::RootCertStore::empty())
         .answer_within(Duration::from_secs(60));
     let (hanging, mut hung) = receiver(Then::Hang).await;
-    let attempt = Outgoing {
-        sender,
-        url: address::check(&format!("http://{hanging}/"), INSECURE).unwrap(),
-        secrets: vec![Secret::generate()],
-        id: "whd_0123".into(),
-        timestamp: 1_800_000_000,
-        body: Bytes::from_static(b"{}"),
-    };
+    let attempt = outgoing_to(&sender, hanging);
     let lock = Arc::new(tokio::sync::Mutex::new(()));
     let task = {
         let lock = lock.clone();
@@ -375,14 +373,7 @@ async fn paced_attempts_keep_their_gap_across_endpoints() {
     let started = Instant::now();
     let attempts: Vec<_> = (0..2)
         .map(|_| {
-            let attempt = Outgoing {
-                sender: sender.clone(),
-                url: address::check(&format!("http://{at}/"), INSECURE).unwrap(),
-                secrets: vec![Secret::generate()],
-                id: "whd_0123".into(),
-                timestamp: 1_800_000_000,
-                body: Bytes::from_static(b"{}"),
-            };
+            let attempt = outgoing_to(&sender, at);
             let lock = Arc::new(tokio::sync::Mutex::new(()));
             tokio::spawn(async move { attempt.send_as_idle_work(&lock, pace).await })
         })
