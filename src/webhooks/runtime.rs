@@ -75,16 +75,17 @@ pub async fn bulk_turn() -> tokio::sync::SemaphorePermit<'static> {
 pub const BULK_TURNS: usize = 1;
 
 /// While the API answers requests, a catch-up's attempts start at least this far apart
-/// in the process (about 75 a second here, some 38,000 changes across every endpoint
-/// catching up); while it is quiet, as soon as the one before is answered. Ten
-/// endpoints catching up beside 1,000 lookups and 100 writes a second took the
-/// lookups' p99 from 0.56 to 0.64 ms with this gap, to 0.82 ms with 4 ms, and to 1.2
-/// ms with none (100,000 people, two cores).
+/// in the process (so at most 100 a second, 50,000 changes, across every endpoint
+/// catching up); while it is quiet, as soon as the one before is answered. Beside ten
+/// endpoints catching up, 1,000 lookups and 100 writes a second had a p99 of 0.74 and
+/// 0.77 ms (0.51 and 0.61 quiet) and of 3.56 and 3.46 ms (3.23 and 3.25 quiet) with
+/// this gap; 1.16–1.18 and 3.71–3.85 ms with none (100,000 people, two cores).
 pub const BUSY_GAP: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// The longest an attempt holds its turn: enough to sign, encrypt and write a batch
-/// here, so that a receiver far away, or one that hangs, holds up no other endpoint's
-/// catch-up for longer.
+/// The longest an attempt holds its turn: several times an attempt's whole round
+/// trip to a receiver nearby (one endpoint catching up on loopback took 352 batches of
+/// 500 changes a second, under 3 ms each), so that a receiver far away, or one that
+/// hangs, holds up no other endpoint's catch-up for longer.
 pub const TURN_MOST: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Schedules the calling thread as idle work (on Linux, `sched_setscheduler` and

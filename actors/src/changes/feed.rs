@@ -21,8 +21,8 @@ pub struct FeedPage {
     pub changes: usize,
     pub next: FeedPoint,
     pub has_more: bool,
-    /// When the newest of its changes was committed (ms since the epoch; `None` when
-    /// it holds none): what a delivery's lag is measured from.
+    /// When the newest of its changes (the last) was committed, in ms since the epoch
+    /// (`None` when it holds none): what a delivery's lag is measured from.
     pub newest_commit_ms: Option<i64>,
 }
 
@@ -124,7 +124,8 @@ impl Picked {
             changes: self.changes.len(),
             next: self.next,
             has_more: self.has_more,
-            newest_commit_ms: self.changes.iter().map(|(_, at)| *at).max(),
+            // Picked in commit order: the last is of the newest commit.
+            newest_commit_ms: self.changes.last().map(|(_, at)| *at),
         })
     }
 

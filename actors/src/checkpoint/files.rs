@@ -8,7 +8,8 @@
 //! few at a time as they are written, rather than all at its final sync. A million
 //! people's checkpoint is 1.4 GB; left to the final sync, its writeback filled the
 //! disk's queue for seconds, and every commit's flush of a few kilobytes waited behind
-//! it (a job's PATCH, 3 ms at the p99 otherwise, took up to 30 ms while one was written).
+//! it: with a checkpoint every 20 s, a job's PATCH had a p99 of 176–294 ms, and 9–14
+//! ms written behind.
 
 use super::{finish_unpositioned, restore, write, write_unpositioned, Refused, Unpositioned};
 use crate::model::Workspace;
@@ -31,8 +32,9 @@ pub(crate) struct WriteBehind<'f> {
     written: u64,
     /// Up to where writeback has been started.
     started: u64,
-    /// The step whose writeback was started last: waited for at the next.
-    previous: Option<(u64, u64)>,
+    /// Where the step whose writeback was started last begins (it ends at `started`):
+    /// waited for at the next.
+    previous: Option<u64>,
 }
 
 impl<'f> WriteBehind<'f> {
@@ -47,18 +49,17 @@ impl<'f> WriteBehind<'f> {
 
     /// Starts writeback of the step just written, and waits for the one before it.
     fn behind(&mut self) {
-        let step = (self.started, self.written - self.started);
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
             let fd = self.file.as_raw_fd();
-            let range = |(from, len): (u64, u64)| (from as libc::off64_t, len as libc::off64_t);
+            let range = |from: u64, to: u64| (from as libc::off64_t, (to - from) as libc::off64_t);
             // SAFETY: plain integers on a descriptor `self.file` keeps open. Failures
             // only lose the pacing: the final sync still makes the file durable.
             unsafe {
-                let (from, len) = range(step);
+                let (from, len) = range(self.started, self.written);
                 libc::sync_file_range(fd, from, len, libc::SYNC_FILE_RANGE_WRITE);
-                if let Some((from, len)) = self.previous.map(range) {
+                if let Some((from, len)) = self.previous.map(|p| range(p, self.started)) {
                     libc::sync_file_range(
                         fd,
                         from,
@@ -70,7 +71,7 @@ impl<'f> WriteBehind<'f> {
                 }
             }
         }
-        self.previous = Some(step);
+        self.previous = Some(self.started);
         self.started = self.written;
     }
 }
