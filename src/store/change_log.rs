@@ -3,6 +3,7 @@
 //! [`tombstone_rows`]), `Store::count_entries` over an adapter's statements
 //! ([`count_entries`]) and retention's steps ([`prune_changes`] over [`LogPruning`]).
 
+use super::sql::{Sql, Value};
 use super::Upsert;
 use actors::model::RecordKind;
 use actors::store::{StoreError, StoreResult};
@@ -49,24 +50,14 @@ const UNCOUNTED_PER_READ: i64 = 256;
 
 /// `Store::count_entries` over an adapter's statements, on `pool`: the sum of the
 /// parts' counts, and the entries of any part written without one, read and counted.
-pub(crate) async fn count_entries<DB>(
+pub(crate) async fn count_entries<DB: Sql>(
     pool: &sqlx::Pool<DB>,
     sql: &CountStatements,
     workspace: Uuid,
     after: (u64, u32),
     upto: u64,
     fail: impl Fn(sqlx::Error) -> StoreError,
-) -> StoreResult<u64>
-where
-    DB: sqlx::Database,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
-    Vec<u8>: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
-    usize: sqlx::ColumnIndex<DB::Row>,
-{
-    use sqlx::Row;
+) -> StoreResult<u64> {
     let ws = workspace.to_string();
     let window = [after.0 as i64, i64::from(after.1), upto as i64];
     let sums = read_numbers(pool, &ws, sql.counted, &window)
@@ -76,21 +67,20 @@ where
     let mut uncounted = sums.get(1).copied().flatten().unwrap_or(0);
     let mut from = (window[0], window[1]);
     while uncounted > 0 {
-        let rows = sqlx::query(sql.uncounted)
-            .bind(ws.as_str())
-            .bind(from.0)
-            .bind(from.1)
-            .bind(window[2])
-            .bind(UNCOUNTED_PER_READ)
-            .fetch_all(pool)
+        let values = [
+            Value::Text(&ws),
+            Value::Number(from.0),
+            Value::Number(from.1),
+            Value::Number(window[2]),
+            Value::Number(UNCOUNTED_PER_READ),
+        ];
+        let rows = DB::rows(pool, sql.uncounted, &values)
             .await
             .map_err(&fail)?;
         for row in &rows {
-            let (position, part): (i64, i64) = (
-                row.try_get(0).map_err(&fail)?,
-                row.try_get(1).map_err(&fail)?,
-            );
-            let entries: Vec<u8> = row.try_get(2).map_err(&fail)?;
+            let number = |i| Ok(DB::number(row, i)?.unwrap_or(0));
+            let (position, part) = (number(0).map_err(&fail)?, number(1).map_err(&fail)?);
+            let entries = DB::bytes(row, 2).map_err(&fail)?.unwrap_or_default();
             total += actors::store::count_of(&log_part((position, part, 0, entries)))?;
             from = (position, part);
         }
@@ -127,7 +117,7 @@ pub(crate) struct PruneStatements {
 /// workspace id as stored.
 #[async_trait::async_trait]
 pub(crate) trait LogPruning {
-    type Db: sqlx::Database;
+    type Db: Sql;
     const STATEMENTS: PruneStatements;
     /// Runs a write of [`PruneStatements`] with `ws` and the numbers `n` bound, in a
     /// transaction of its own as a commit's writes are kept apart; the rows it touched.
@@ -140,30 +130,19 @@ pub(crate) trait LogPruning {
     async fn pruned_through(&self, ws: &str) -> StoreResult<u64>;
 }
 
-/// Runs a read of [`PruneStatements`] with `ws` and `numbers` bound: its one row's
-/// columns, as counts or positions.
-async fn read_numbers<DB>(
+/// Runs a read with `ws` and `numbers` bound: its one row's columns, as counts or
+/// positions.
+async fn read_numbers<DB: Sql>(
     pool: &sqlx::Pool<DB>,
     ws: &str,
-    sql: &'static str,
+    sql: &str,
     numbers: &[i64],
-) -> Result<Vec<Option<u64>>, sqlx::Error>
-where
-    DB: sqlx::Database,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: for<'q> sqlx::Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
-    usize: sqlx::ColumnIndex<DB::Row>,
-{
-    use sqlx::Row;
-    let query = numbers
-        .iter()
-        .fold(sqlx::query(sql).bind(ws), |q, n| q.bind(*n));
-    let row = query.fetch_one(pool).await?;
-    (0..row.len())
-        .map(|i| Ok(row.try_get::<Option<i64>, _>(i)?.map(|n| n as u64)))
-        .collect()
+) -> Result<Vec<Option<u64>>, sqlx::Error> {
+    let values: Vec<Value<'_>> = std::iter::once(Value::Text(ws))
+        .chain(numbers.iter().map(|n| Value::Number(*n)))
+        .collect();
+    let row = super::sql::numbers(pool, sql, &values).await?;
+    Ok(row.into_iter().map(|n| n.map(|n| n as u64)).collect())
 }
 
 /// `Store::prune_changes` over an adapter's steps: the tombstones, then the mark (a
@@ -173,14 +152,7 @@ pub(crate) async fn prune_changes<L: LogPruning>(
     log: &L,
     workspace: Uuid,
     before_ms: i64,
-) -> StoreResult<actors::store::Pruned>
-where
-    for<'q> <L::Db as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, L::Db>,
-    for<'c> &'c mut <L::Db as sqlx::Database>::Connection: sqlx::Executor<'c, Database = L::Db>,
-    for<'q> &'q str: sqlx::Encode<'q, L::Db> + sqlx::Type<L::Db>,
-    i64: for<'q> sqlx::Encode<'q, L::Db> + for<'r> sqlx::Decode<'r, L::Db> + sqlx::Type<L::Db>,
-    usize: sqlx::ColumnIndex<<L::Db as sqlx::Database>::Row>,
-{
+) -> StoreResult<actors::store::Pruned> {
     let ws = workspace.to_string();
     let sql = &L::STATEMENTS;
     let tombstones_removed = log

@@ -18,6 +18,7 @@
 //!
 //! The touched records' rows follow in a transaction of their own ([`write_touched`]).
 
+use super::sql::{failed, Sql, Value};
 use super::Upsert;
 use actors::entries::{Change, EncodedEntries};
 use actors::model::{ApiKey, RecordKind, Workspace};
@@ -27,50 +28,22 @@ use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-/// A statement as both adapters build it: sqlx's query on the database `DB`.
-pub(crate) type Statement<'q, DB> =
-    sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
-
-/// What both adapters bind alike to one of their statements.
-pub(crate) enum Bound<'q> {
-    /// A workspace's row: `id, name, default_region`.
-    Workspace(&'q Workspace),
-    /// An API key's row: `id, workspace_id, secret_hash, scopes, created_by, revoked,
-    /// rate_limit_per_minute`.
-    Key(&'q ApiKey),
-    /// The workspace (as stored) whose position moves on, and a new tag drawn at random
-    /// for it (see `actors::store::CommitPosition`).
-    NewPosition(&'q str),
-}
-
-/// Binds `values` to `statement`, in the order the adapters' statements name them.
-pub(crate) fn bind<'q, DB: sqlx::Database>(
-    statement: Statement<'q, DB>,
-    values: Bound<'q>,
-) -> Statement<'q, DB>
-where
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    match values {
-        Bound::Workspace(w) => statement
-            .bind(w.id.to_string())
-            .bind(w.name.as_deref())
-            .bind(w.default_region.as_deref()),
-        Bound::Key(k) => statement
-            .bind(k.id.as_str())
-            .bind(k.workspace_id.to_string())
-            .bind(&k.secret_hash[..])
-            .bind(k.scopes.to_csv())
-            .bind(k.created_by.to_string())
-            .bind(k.revoked)
-            .bind(k.rate_limit_per_minute.map(i64::from)),
-        Bound::NewPosition(ws) => statement.bind(ws).bind(Uuid::new_v4().to_string()),
-    }
+/// The statements of the commit sequence that both adapters bind alike, in one
+/// adapter's SQL.
+pub(crate) struct CommitSql {
+    /// Writes a workspace's row: binds its id, name, default region.
+    pub upsert_workspace: &'static str,
+    /// Writes an API key's row: binds id, workspace id, secret hash, scopes,
+    /// created by, revoked, rate limit per minute (or `NULL`).
+    pub upsert_key: &'static str,
+    /// Moves a workspace's position on by one (from 1 on its first commit) and sets its
+    /// tag, a new one drawn at random (see `actors::store::CommitPosition`), and its
+    /// touch marker, unless a marker stands: binds the workspace id (as stored), the
+    /// tag, the marker (or `NULL`).
+    pub bump_position: &'static str,
+    /// Clears a workspace's touch marker standing at a position: binds the workspace id
+    /// (as stored), the position.
+    pub clear_touch_marker: &'static str,
 }
 
 /// What one transaction writes.
@@ -182,9 +155,39 @@ pub(crate) fn parts_of<'a>(
     }))
 }
 
+/// One open transaction of one store, with what its adapter's statements need of the
+/// store (`S`): what [`CommitStatements`] is implemented for.
+pub(crate) struct Statements<'c, DB: sqlx::Database, S> {
+    pub tx: sqlx::Transaction<'c, DB>,
+    pub store: S,
+}
+
+/// A transaction open on the database `Db`.
+pub(crate) trait OnTransaction: Send {
+    type Db: Sql;
+    /// The transaction's connection.
+    fn tx(&mut self) -> &mut <Self::Db as sqlx::Database>::Connection;
+}
+
+impl<DB: Sql, S: Send> OnTransaction for Statements<'_, DB, S> {
+    type Db = DB;
+    fn tx(&mut self) -> &mut DB::Connection {
+        &mut self.tx
+    }
+}
+
 /// The statements of [`write_part`]'s steps, on one open transaction of one store.
 #[async_trait]
-pub(crate) trait CommitStatements: Send {
+pub(crate) trait CommitStatements: OnTransaction {
+    /// The adapter's statements that both bind alike.
+    const SQL: CommitSql;
+
+    /// Runs `sql` with `values` bound on the transaction; the rows it changed.
+    async fn run(&mut self, sql: &str, values: &[Value<'_>]) -> StoreResult<u64> {
+        let done = Self::Db::execute(self.tx(), sql, values).await;
+        done.map_err(failed::<Self::Db>("commit"))
+    }
+
     /// Names the transaction under its batch and, in the batch's last transaction
     /// (`last`), writes the batch's mark.
     async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> StoreResult<()>;
@@ -200,7 +203,17 @@ pub(crate) trait CommitStatements: Send {
         Ok(())
     }
 
-    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()>;
+    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()> {
+        let id = w.id.to_string();
+        let values = [
+            Value::Text(&id),
+            Value::MaybeText(w.name.as_deref()),
+            Value::MaybeText(w.default_region.as_deref()),
+        ];
+        self.run(Self::SQL.upsert_workspace, &values)
+            .await
+            .map(drop)
+    }
 
     /// The records, in key order; `fresh`: none is in the store yet.
     async fn upserts(&mut self, ws: &str, upserts: &[Upsert<'_>], fresh: bool) -> StoreResult<()>;
@@ -208,17 +221,43 @@ pub(crate) trait CommitStatements: Send {
     /// The records, in key order.
     async fn deletes(&mut self, ws: &str, deletes: &[(RecordKind, &str)]) -> StoreResult<()>;
 
-    async fn key(&mut self, key: &ApiKey) -> StoreResult<()>;
+    async fn key(&mut self, k: &ApiKey) -> StoreResult<()> {
+        let (workspace, scopes) = (k.workspace_id.to_string(), k.scopes.to_csv());
+        let created_by = k.created_by.to_string();
+        let values = [
+            Value::Text(&k.id),
+            Value::Text(&workspace),
+            Value::Bytes(&k.secret_hash),
+            Value::Text(&scopes),
+            Value::Text(&created_by),
+            Value::Flag(k.revoked),
+            Value::MaybeNumber(k.rate_limit_per_minute.map(i64::from)),
+        ];
+        self.run(Self::SQL.upsert_key, &values).await.map(drop)
+    }
 
     async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()>;
 
     /// Moves the workspace's position on by one, and sets its touch marker to `touched`
     /// (`None`: no marker) — unless a marker stands: then it changes nothing and says so
     /// (`false`).
-    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool>;
+    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool> {
+        let tag = Uuid::new_v4().to_string();
+        let values = [
+            Value::Text(ws),
+            Value::Text(&tag),
+            Value::MaybeText(touched),
+        ];
+        Ok(self.run(Self::SQL.bump_position, &values).await? == 1)
+    }
 
     /// Clears the workspace's touch marker if it stands at `position`; whether it did.
-    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool>;
+    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool> {
+        let values = [Value::Text(ws), Value::Number(position as i64)];
+        let sql = Self::SQL.clear_touch_marker;
+        let done = Self::Db::execute(self.tx(), sql, &values).await;
+        Ok(done.map_err(failed::<Self::Db>("storing touched rows"))? == 1)
+    }
 
     /// The change log's parts at the position just bumped.
     async fn log_parts(
@@ -232,7 +271,7 @@ pub(crate) trait CommitStatements: Send {
 /// One transaction's steps (see the module's docs), on `tx`, which the caller opened and
 /// commits.
 pub(crate) async fn write_part(
-    tx: &mut dyn CommitStatements,
+    tx: &mut impl CommitStatements,
     workspace: Uuid,
     part: &Part<'_>,
 ) -> StoreResult<()> {
@@ -287,7 +326,7 @@ pub(crate) async fn write_part(
 /// then, only if it did, the touched records' rows. Whether the marker stood: when it
 /// did not (already stored, or another commit's), nothing is written.
 pub(crate) async fn write_touched(
-    tx: &mut dyn CommitStatements,
+    tx: &mut impl CommitStatements,
     workspace: Uuid,
     position: u64,
     upserts: &[Upsert<'_>],

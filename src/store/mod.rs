@@ -34,6 +34,7 @@ mod commit;
 pub mod fence;
 pub mod lock;
 pub mod postgres;
+mod sql;
 pub mod sqlite;
 mod webhooks;
 

@@ -2,7 +2,8 @@
 //! the adapters' statements: each adapter supplies its SQL and a transaction to run a
 //! list of steps in (PostgreSQL's fenced by the workspace's writer lease).
 
-use actors::store::{StoreError, StoreResult, WebhookWrite};
+use super::sql::{Sql, Value};
+use actors::store::{Flush, StoreError, StoreResult, WebhookWrite};
 use uuid::Uuid;
 
 /// The statements of webhook rows in one adapter's SQL. Each binds the workspace id
@@ -75,74 +76,45 @@ pub(crate) fn steps<'a>(sql: &WebhookStatements, writes: &'a [WebhookWrite]) -> 
     out
 }
 
-/// Binds a step onto its query.
-pub(crate) fn bind<'q, DB>(
-    ws: &'q str,
-    step: &'q Step<'q>,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
-where
-    DB: sqlx::Database,
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    let q = step
-        .texts
-        .iter()
-        .fold(sqlx::query(step.sql).bind(ws), |q, t| q.bind(*t));
-    match step.number {
-        Some(n) => q.bind(n),
-        None => q,
-    }
+/// A step's values: the workspace id, its texts, then its number.
+fn values<'a>(ws: &'a str, step: &'a Step<'a>) -> Vec<Value<'a>> {
+    std::iter::once(Value::Text(ws))
+        .chain(step.texts.iter().map(|t| Value::Text(t)))
+        .chain(step.number.map(Value::Number))
+        .collect()
 }
 
 /// Runs `steps` in order on `conn` (a transaction's connection).
-pub(crate) async fn run_steps<DB>(
+pub(crate) async fn run_steps<DB: Sql>(
     conn: &mut DB::Connection,
     ws: &str,
     steps: &[Step<'_>],
-) -> Result<(), sqlx::Error>
-where
-    DB: sqlx::Database,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
+) -> Result<(), sqlx::Error> {
     for step in steps {
-        bind::<DB>(ws, step).execute(&mut *conn).await?;
+        DB::execute(&mut *conn, step.sql, &values(ws, step)).await?;
     }
     Ok(())
 }
 
 /// Reads text rows of one or two columns: `(first, second)`, the second empty when
 /// the statement has one column.
-pub(crate) async fn read_texts<DB>(
+pub(crate) async fn read_texts<DB: Sql>(
     pool: &sqlx::Pool<DB>,
     sql: &'static str,
     texts: &[&str],
     number: Option<i64>,
-) -> Result<Vec<(String, String)>, sqlx::Error>
-where
-    DB: sqlx::Database,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    String: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
-    i64: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    usize: sqlx::ColumnIndex<DB::Row>,
-{
-    use sqlx::Row;
-    let q = texts.iter().fold(sqlx::query(sql), |q, t| q.bind(*t));
-    let q = match number {
-        Some(n) => q.bind(n),
-        None => q,
-    };
-    let rows = q.fetch_all(pool).await?;
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let values: Vec<Value<'_>> = texts
+        .iter()
+        .map(|t| Value::Text(t))
+        .chain(number.map(Value::Number))
+        .collect();
+    let rows = DB::rows(pool, sql, &values).await?;
     rows.iter()
         .map(|row| {
-            let first: String = row.try_get(0)?;
-            let second = if row.len() > 1 {
-                row.try_get(1)?
+            let first = DB::text(row, 0)?.unwrap_or_default();
+            let second = if DB::width(row) > 1 {
+                DB::text(row, 1)?.unwrap_or_default()
             } else {
                 String::new()
             };
@@ -165,19 +137,21 @@ pub(crate) fn workspace_ids(rows: Vec<(String, String)>) -> StoreResult<Vec<Uuid
 /// judges a failed statement, and the transaction its writes run in.
 #[async_trait::async_trait]
 pub(crate) trait WebhookTables {
-    type Db: sqlx::Database;
+    type Db: Sql;
     const STATEMENTS: WebhookStatements;
     fn readers(&self) -> &sqlx::Pool<Self::Db>;
-    fn failed(e: sqlx::Error) -> StoreError;
-    /// Runs `steps` (bound after `ws`, the workspace id as stored) in one transaction:
-    /// on a shared store fenced by the workspace's writer lease, as a commit is, and
-    /// flushed as `flush` says.
+    /// A failed statement of the webhook rows, as the adapter's database judges it.
+    fn failed(e: sqlx::Error) -> StoreError {
+        super::sql::failed::<Self::Db>("webhook endpoints")(e)
+    }
+    /// Runs `steps` (bound after the workspace's id as stored) in one transaction: on a
+    /// shared store fenced by the workspace's writer lease, as a commit is, and flushed
+    /// as `flush` says.
     async fn webhook_commit(
         &self,
         workspace: Uuid,
-        ws: &str,
         steps: &[Step<'_>],
-        flush: actors::store::Flush,
+        flush: Flush,
     ) -> StoreResult<()>;
 }
 
@@ -214,9 +188,8 @@ macro_rules! webhook_rows {
                 flush: actors::store::Flush,
             ) -> actors::store::StoreResult<()> {
                 use crate::store::webhooks::{steps, WebhookTables};
-                let ws = workspace.to_string();
                 let steps = steps(&Self::STATEMENTS, writes);
-                self.webhook_commit(workspace, &ws, &steps, flush).await
+                self.webhook_commit(workspace, &steps, flush).await
             }
 
             async fn attempts(

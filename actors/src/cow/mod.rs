@@ -9,9 +9,10 @@
 //!
 //! - [`CowVec`]: a vector of chunks, addressed by `u32` position (a table's rows);
 //! - [`CowMap`]: an open-addressing hash map over such chunks (ids, parents, persons);
-//! - [`OrderIndex`]: a sorted vector plus small persistent deltas (the sync order);
-//! - [`SortedSet`]: the same shape for a set of tuples, whose prefixes are the state's
-//!   one-to-many indexes (a person's rows, a parent's notes and attachments).
+//! - [`SortedSet`]: a sorted vector plus small persistent deltas, a set of tuples whose
+//!   prefixes are the state's one-to-many indexes (a person's rows, a parent's notes and
+//!   attachments);
+//! - [`OrderIndex`]: such a set of `(stamp, key, row)`, the sync order.
 //!
 //! The deltas start as [`shared_empty`] maps: an `imbl` map allocates a whole node (a
 //! few kilobytes) when made, and a workspace has a few dozen of them, nearly always

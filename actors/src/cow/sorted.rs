@@ -1,6 +1,6 @@
 //! [`SortedSet`]: a persistent set kept as one sorted vector shared between states plus
 //! two small persistent deltas (entries added since, and entries of the vector removed
-//! since), as [`super::OrderIndex`] keeps the sync order.
+//! since); [`super::OrderIndex`], the sync order, is one of `(stamp, key, row)`.
 //!
 //! It holds the state's one-to-many indexes (a person's candidate rows, a parent's notes
 //! and attachments) as sorted tuples `(owner, …, child)`: the children of one owner are
@@ -60,6 +60,15 @@ impl<E: Ord + Clone + 'static> SortedSet<E> {
         self.len() == 0
     }
 
+    /// Where the vector's entries from `lower` on start.
+    fn base_from(&self, lower: Bound<&E>) -> usize {
+        match lower {
+            Bound::Unbounded => 0,
+            Bound::Included(b) => self.base.partition_point(|e| e < b),
+            Bound::Excluded(b) => self.base.partition_point(|e| e <= b),
+        }
+    }
+
     fn in_base(&self, e: &E) -> bool {
         self.base.binary_search(e).is_ok()
     }
@@ -99,13 +108,20 @@ impl<E: Ord + Clone + 'static> SortedSet<E> {
         self.range(Bound::Unbounded, Bound::Unbounded)
     }
 
+    /// The entries from `lower` on, counted without walking the vector: the deltas'
+    /// entries there are few (they are folded when they grow), and `added` holds none of
+    /// the vector's.
+    pub fn count_from(&self, lower: Bound<&E>) -> usize {
+        let start = self.base_from(lower);
+        let bounds = (lower.cloned(), Bound::Unbounded);
+        let removed = self.removed.range(bounds.clone()).count();
+        let added = self.added.range(bounds).count();
+        self.base.len() - start - removed + added
+    }
+
     /// The entries between `lower` and `upper`, in order.
     pub fn range(&self, lower: Bound<&E>, upper: Bound<&E>) -> impl Iterator<Item = &E> + '_ {
-        let start = match lower {
-            Bound::Unbounded => 0,
-            Bound::Included(b) => self.base.partition_point(|e| e < b),
-            Bound::Excluded(b) => self.base.partition_point(|e| e <= b),
-        };
+        let start = self.base_from(lower);
         let end = match upper {
             Bound::Unbounded => self.base.len(),
             Bound::Included(b) => self.base.partition_point(|e| e <= b),

@@ -29,8 +29,8 @@ mod webhooks;
 use super::commit::{parts_of, sorted_deletes};
 use super::fence::Fences;
 use super::{
-    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, map_error,
-    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, ImportPacing,
+    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::StoreResult;
@@ -229,7 +229,7 @@ impl PostgresStore {
 /// statement states (24–2F, but 25006), syntax and access rules (42), unsupported
 /// features (0A) — are bugs here, since the domain validates every input before it
 /// reaches the store.
-fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+pub(super) fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     let Some(code) = e.code() else {
         return true;
     };
@@ -258,7 +258,7 @@ fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
 }
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
-    move |e| map_error(context, e, transient)
+    super::sql::failed::<sqlx::Postgres>(context)
 }
 
 /// `Store::count_entries`'s statements (`super::count_entries`).

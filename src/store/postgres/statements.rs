@@ -3,14 +3,14 @@
 //! writer lease's check ([`check_lease`]) that fences a commit.
 
 use super::super::commit::{
-    bind, parts_of, sorted_deletes, Bound, CommitStatements, Part, Statement,
+    parts_of, sorted_deletes, CommitSql, CommitStatements, Part, Statements,
 };
 use super::super::fence::Fences;
 use super::super::in_key_order;
 use super::super::Upsert;
 use super::{err, PostgresStore};
 use actors::entries::EncodedEntries;
-use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::model::RecordKind;
 use actors::store::ChangeSet;
 use actors::store::StoreError;
 use actors::store::StoreResult;
@@ -30,13 +30,13 @@ const UPSERT_CHUNK: usize = 5000;
 /// Ids per delete statement.
 pub(super) const DELETE_CHUNK: usize = 5000;
 
-/// Writes a workspace's row (the columns `commit::Bound::Workspace` names).
+/// Writes a workspace's row (the columns `commit::CommitSql::upsert_workspace` names).
 const UPSERT_WORKSPACE: &str =
     "INSERT INTO workspaces (workspace_id, name, default_region) VALUES ($1, $2, $3) \
      ON CONFLICT (workspace_id) DO UPDATE SET name = EXCLUDED.name, \
      default_region = EXCLUDED.default_region";
 
-/// Writes an API key (the columns `commit::Bound::Key` names).
+/// Writes an API key (the columns `commit::CommitSql::upsert_key` names).
 const UPSERT_KEY: &str =
     "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
      revoked, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -62,6 +62,17 @@ pub(super) const BUMP_POSITION: &str =
 /// Clears a workspace's touch marker standing at a position.
 const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
      WHERE workspace_id = $1 AND position = $2 AND touched IS NOT NULL";
+
+/// The commit position's statements, for the commit sequence.
+const COMMIT_SQL: CommitSql = CommitSql {
+    upsert_workspace: UPSERT_WORKSPACE,
+    upsert_key: UPSERT_KEY,
+    bump_position: BUMP_POSITION,
+    clear_touch_marker: CLEAR_TOUCH_MARKER,
+};
+
+/// A statement as this adapter builds it with sqlx (one that binds arrays).
+type Statement<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// Writes a transaction's change log parts at the position `BUMP_POSITION` just set.
 const INSERT_LOG_PARTS: &str =
@@ -120,14 +131,11 @@ pub(super) async fn check_lease(
 const COPY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 
 /// The commit sequence's statements on one PostgreSQL transaction.
-pub(super) struct PgStatements<'s> {
-    pub(super) tx: sqlx::Transaction<'static, sqlx::Postgres>,
-    pub(super) store: &'s PostgresStore,
-}
+pub(super) type PgStatements<'s> = Statements<'static, sqlx::Postgres, &'s PostgresStore>;
 
 impl PgStatements<'_> {
-    /// Runs one statement of the commit on its transaction.
-    async fn run(&mut self, statement: Statement<'_, sqlx::Postgres>) -> StoreResult<()> {
+    /// Runs one statement of the commit, one that binds arrays, on its transaction.
+    async fn run_query(&mut self, statement: Statement<'_>) -> StoreResult<()> {
         statement
             .execute(&mut *self.tx)
             .await
@@ -138,6 +146,8 @@ impl PgStatements<'_> {
 
 #[async_trait]
 impl CommitStatements for PgStatements<'_> {
+    const SQL: CommitSql = COMMIT_SQL;
+
     /// The mark's answer names the transaction (backend pid and transaction id), recorded
     /// before anything else can stall, so that `committed` can settle this batch with a
     /// certain answer if its outcome is never reported. Its row lock also orders
@@ -184,19 +194,13 @@ impl CommitStatements for PgStatements<'_> {
     /// transactions, which a failed import may leave anyway.
     async fn settings(&mut self, part: &Part<'_>) -> StoreResult<()> {
         if part.bulk {
-            self.run(sqlx::query("SET LOCAL backend_flush_after = '256kB'"))
+            self.run("SET LOCAL backend_flush_after = '256kB'", &[])
                 .await?;
         }
         if part.bulk && !part.last {
-            self.run(sqlx::query("SET LOCAL synchronous_commit = off"))
-                .await?;
+            self.run("SET LOCAL synchronous_commit = off", &[]).await?;
         }
         Ok(())
-    }
-
-    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()> {
-        self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
-            .await
     }
 
     async fn upserts(&mut self, ws: &str, upserts: &[Upsert<'_>], fresh: bool) -> StoreResult<()> {
@@ -226,7 +230,7 @@ impl CommitStatements for PgStatements<'_> {
                 bodies.push(u.body());
             }
             let bodies: Vec<&str> = bodies.iter().map(|b| b.as_ref()).collect();
-            self.run(
+            self.run_query(
                 sqlx::query(UPSERT_RECORDS)
                     .bind(ws)
                     .bind(kinds)
@@ -242,14 +246,10 @@ impl CommitStatements for PgStatements<'_> {
         for chunk in deletes.chunks(DELETE_CHUNK) {
             let kinds: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
             let ids: Vec<&str> = chunk.iter().map(|(_, id)| *id).collect();
-            self.run(sqlx::query(DELETE_RECORDS).bind(ws).bind(kinds).bind(ids))
+            self.run_query(sqlx::query(DELETE_RECORDS).bind(ws).bind(kinds).bind(ids))
                 .await?;
         }
         Ok(())
-    }
-
-    async fn key(&mut self, k: &ApiKey) -> StoreResult<()> {
-        self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
     }
 
     async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()> {
@@ -291,25 +291,6 @@ impl CommitStatements for PgStatements<'_> {
         Ok(())
     }
 
-    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool> {
-        let done = bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws))
-            .bind(touched)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool> {
-        let done = sqlx::query(CLEAR_TOUCH_MARKER)
-            .bind(ws)
-            .bind(position as i64)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("storing touched rows"))?;
-        Ok(done.rows_affected() == 1)
-    }
-
     async fn log_parts(
         &mut self,
         ws: &str,
@@ -319,7 +300,7 @@ impl CommitStatements for PgStatements<'_> {
         let numbers: Vec<i32> = (0..parts.len() as i32).collect();
         let entries: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
         let counts: Vec<i32> = parts.iter().map(|p| p.len() as i32).collect();
-        self.run(
+        self.run_query(
             sqlx::query(INSERT_LOG_PARTS)
                 .bind(ws)
                 .bind(committed_at_ms)
@@ -454,7 +435,7 @@ impl PostgresStore {
         let tx = self.pool.begin().await.map_err(&fail)?;
         let mut statements = PgStatements { tx, store: self };
         statements
-            .run(sqlx::query("SET LOCAL synchronous_commit = off"))
+            .run("SET LOCAL synchronous_commit = off", &[])
             .await?;
         super::super::commit::write_touched(&mut statements, workspace, position, &upserts).await?;
         statements.tx.commit().await.map_err(&fail)

@@ -2,7 +2,7 @@
 
 use super::{err, fenced_tx, PostgresStore};
 use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
-use actors::store::{StoreError, StoreResult};
+use actors::store::{Flush, StoreResult};
 use uuid::Uuid;
 
 #[async_trait::async_trait]
@@ -35,26 +35,22 @@ impl WebhookTables for PostgresStore {
         &self.pool
     }
 
-    fn failed(e: sqlx::Error) -> StoreError {
-        err("webhook endpoints")(e)
-    }
-
     async fn webhook_commit(
         &self,
         workspace: Uuid,
-        ws: &str,
         steps: &[Step<'_>],
-        flush: actors::store::Flush,
+        flush: Flush,
     ) -> StoreResult<()> {
+        let ws = workspace.to_string();
         let fail = err("writing webhook endpoints");
         let mut tx = fenced_tx(&self.pool, self.fences.as_deref(), workspace, &fail).await?;
-        if flush == actors::store::Flush::Unsynced {
+        if flush == Flush::Unsynced {
             sqlx::query("SET LOCAL synchronous_commit = off")
                 .execute(&mut *tx)
                 .await
                 .map_err(&fail)?;
         }
-        run_steps::<sqlx::Postgres>(&mut tx, ws, steps)
+        run_steps::<sqlx::Postgres>(&mut tx, &ws, steps)
             .await
             .map_err(Self::failed)?;
         tx.commit().await.map_err(Self::failed)

@@ -43,8 +43,8 @@ pub mod webhooks;
 
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
-    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, map_error,
-    records_in_key_order, ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, records_in_key_order,
+    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::StoreResult;
@@ -311,7 +311,7 @@ impl SqliteStore {
         // write, and a read never has to be upgraded to a write (which SQLite may refuse
         // with BUSY at once, without waiting).
         let tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(&fail)?;
-        let mut statements = SqliteStatements { tx };
+        let mut statements = SqliteStatements { tx, store: () };
         super::commit::write_part(&mut statements, workspace, &part).await?;
         statements.tx.commit().await.map_err(&fail)
     }
@@ -358,14 +358,14 @@ async fn pragma<T: Pragma>(pool: &SqlitePool, name: &str) -> T {
 /// (20), MISUSE (21), RANGE (25) — are bugs here, since the domain validates every input
 /// first; every other code (BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, CORRUPT,
 /// FULL, CANTOPEN, PROTOCOL, SCHEMA, …) means "try again later" (503).
-fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+pub(super) fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     e.code()
         .and_then(|c| c.parse::<i64>().ok())
         .is_none_or(|c| !rows::judges_the_statement(c))
 }
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
-    move |e| map_error(context, e, transient)
+    super::sql::failed::<sqlx::Sqlite>(context)
 }
 
 #[async_trait]
@@ -530,7 +530,7 @@ impl Store for SqliteStore {
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(&fail)?;
-            let mut statements = SqliteStatements { tx };
+            let mut statements = SqliteStatements { tx, store: () };
             super::commit::write_touched(&mut statements, workspace, position, &upserts).await?;
             statements.tx.commit().await.map_err(&fail)
         }

@@ -2,11 +2,12 @@
 //! writer's connection: records through SQLite's C interface (`super::rows`), the rest
 //! through sqlx.
 
-use super::super::commit::{bind, Bound, CommitStatements, Statement};
+use super::super::commit::{CommitSql, CommitStatements, Statements};
+use super::super::sql::Value;
 use super::super::Upsert;
 use super::err;
 use actors::entries::EncodedEntries;
-use actors::model::{ApiKey, RecordKind, Workspace};
+use actors::model::RecordKind;
 use actors::store::StoreResult;
 use actors::tombstones::TombstoneChange;
 use async_trait::async_trait;
@@ -17,13 +18,13 @@ use uuid::Uuid;
 /// sqlx's worker thread, a statement-cache lookup) negligible.
 pub(super) const DELETE_CHUNK: usize = 500;
 
-/// Writes a workspace's row (the columns `commit::Bound::Workspace` names).
+/// Writes a workspace's row (the columns `commit::CommitSql::upsert_workspace` names).
 const UPSERT_WORKSPACE: &str =
     "INSERT INTO workspaces (id, name, default_region) VALUES (?1, ?2, ?3) \
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
      default_region = excluded.default_region";
 
-/// Writes an API key (the columns `commit::Bound::Key` names).
+/// Writes an API key (the columns `commit::CommitSql::upsert_key` names).
 const UPSERT_KEY: &str =
     "INSERT INTO api_keys (id, workspace_id, secret_hash, scopes, created_by, \
      revoked, rate_limit_per_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
@@ -45,44 +46,34 @@ const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, positio
 const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
      WHERE workspace_id = ?1 AND position = ?2 AND touched IS NOT NULL";
 
-/// The commit sequence's statements on one SQLite transaction, on the writer.
-pub(super) struct SqliteStatements<'c> {
-    pub(super) tx: sqlx::Transaction<'c, sqlx::Sqlite>,
-}
+/// The commit position's statements, for the commit sequence.
+const COMMIT_SQL: CommitSql = CommitSql {
+    upsert_workspace: UPSERT_WORKSPACE,
+    upsert_key: UPSERT_KEY,
+    bump_position: BUMP_POSITION,
+    clear_touch_marker: CLEAR_TOUCH_MARKER,
+};
 
-impl SqliteStatements<'_> {
-    /// Runs one statement of the commit on its transaction.
-    async fn run(&mut self, statement: Statement<'_, sqlx::Sqlite>) -> StoreResult<()> {
-        statement
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
-        Ok(())
-    }
-}
+/// The commit sequence's statements on one SQLite transaction, on the writer.
+pub(super) type SqliteStatements<'c> = Statements<'c, sqlx::Sqlite, ()>;
 
 #[async_trait]
 impl CommitStatements for SqliteStatements<'_> {
+    const SQL: CommitSql = COMMIT_SQL;
+
     /// The mark is read back on the writer's connection (`committed`), queued behind a
     /// commit whose answer was lost: the transaction needs no name of its own.
     async fn mark(&mut self, ws: &str, batch: Uuid, last: bool) -> StoreResult<()> {
         if last {
+            let batch = batch.to_string();
             self.run(
-                sqlx::query(
-                    "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
-                     ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
-                )
-                .bind(ws)
-                .bind(batch.to_string()),
+                "INSERT INTO commit_marks (workspace_id, batch_id) VALUES (?1, ?2) \
+                 ON CONFLICT (workspace_id) DO UPDATE SET batch_id = excluded.batch_id",
+                &[Value::Text(ws), Value::Text(&batch)],
             )
             .await?;
         }
         Ok(())
-    }
-
-    async fn workspace_row(&mut self, w: &Workspace) -> StoreResult<()> {
-        self.run(bind(sqlx::query(UPSERT_WORKSPACE), Bound::Workspace(w)))
-            .await
     }
 
     /// Rows go in order, so a repeated id simply ends with its last version.
@@ -120,53 +111,32 @@ impl CommitStatements for SqliteStatements<'_> {
         Ok(())
     }
 
-    async fn key(&mut self, k: &ApiKey) -> StoreResult<()> {
-        self.run(bind(sqlx::query(UPSERT_KEY), Bound::Key(k))).await
-    }
-
     async fn tombstones(&mut self, ws: &str, tombstones: &[TombstoneChange]) -> StoreResult<()> {
         for (change, left) in tombstones {
             let entity = i64::from(change.entity.tag());
             let id = change.id.to_string();
-            let q = match left {
-                Some(at) => sqlx::query(
+            // A tombstone set binds its time as well; a cleared one, its key alone.
+            let (sql, bound) = match left {
+                Some(_) => (
                     "INSERT INTO tombstones (workspace_id, entity, id, deleted_at) \
                      VALUES (?1, ?2, ?3, ?4) ON CONFLICT (workspace_id, entity, id) \
                      DO UPDATE SET deleted_at = excluded.deleted_at",
-                )
-                .bind(ws)
-                .bind(entity)
-                .bind(id)
-                .bind(at.millis()),
-                None => sqlx::query(
+                    4,
+                ),
+                None => (
                     "DELETE FROM tombstones WHERE workspace_id = ?1 AND entity = ?2 AND id = ?3",
-                )
-                .bind(ws)
-                .bind(entity)
-                .bind(id),
+                    3,
+                ),
             };
-            q.execute(&mut *self.tx).await.map_err(err("commit"))?;
+            let values = [
+                Value::Text(ws),
+                Value::Number(entity),
+                Value::Text(&id),
+                Value::MaybeNumber(left.map(|at| at.millis())),
+            ];
+            self.run(sql, &values[..bound]).await?;
         }
         Ok(())
-    }
-
-    async fn bump_position(&mut self, ws: &str, touched: Option<&str>) -> StoreResult<bool> {
-        let done = bind(sqlx::query(BUMP_POSITION), Bound::NewPosition(ws))
-            .bind(touched)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("commit"))?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn clear_touch_marker(&mut self, ws: &str, position: u64) -> StoreResult<bool> {
-        let done = sqlx::query(CLEAR_TOUCH_MARKER)
-            .bind(ws)
-            .bind(position as i64)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(err("storing touched rows"))?;
-        Ok(done.rows_affected() == 1)
     }
 
     async fn log_parts(
@@ -176,18 +146,19 @@ impl CommitStatements for SqliteStatements<'_> {
         parts: &[EncodedEntries],
     ) -> StoreResult<()> {
         for (i, entries) in parts.iter().enumerate() {
+            let values = [
+                Value::Text(ws),
+                Value::Number(i as i64),
+                Value::Number(committed_at_ms),
+                Value::Bytes(entries.as_bytes()),
+                Value::Number(entries.len() as i64),
+            ];
             self.run(
-                sqlx::query(
-                    "INSERT INTO change_log \
-                     (workspace_id, position, part, committed_at, entries, entries_count) \
-                     SELECT ?1, position, ?2, ?3, ?4, ?5 FROM commit_positions \
-                     WHERE workspace_id = ?1",
-                )
-                .bind(ws)
-                .bind(i as i64)
-                .bind(committed_at_ms)
-                .bind(entries.as_bytes())
-                .bind(entries.len() as i64),
+                "INSERT INTO change_log \
+                 (workspace_id, position, part, committed_at, entries, entries_count) \
+                 SELECT ?1, position, ?2, ?3, ?4, ?5 FROM commit_positions \
+                 WHERE workspace_id = ?1",
+                &values,
             )
             .await?;
         }

@@ -31,10 +31,10 @@
 //! stay, empty.
 
 use super::files::recover;
-use super::{err, CHECKPOINT_EVERY};
+use super::CHECKPOINT_EVERY;
 use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
 use crate::store::ACQUIRE_TIMEOUT;
-use actors::store::{StoreError, StoreResult};
+use actors::store::{Flush, StoreResult};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -264,21 +264,17 @@ impl WebhookTables for SqliteWebhooks {
         &self.readers
     }
 
-    fn failed(e: sqlx::Error) -> StoreError {
-        err("webhook endpoints")(e)
-    }
-
     async fn webhook_commit(
         &self,
-        _workspace: Uuid,
-        ws: &str,
+        workspace: Uuid,
         steps: &[Step<'_>],
-        flush: actors::store::Flush,
+        flush: Flush,
     ) -> StoreResult<()> {
+        let ws = &workspace.to_string();
         // One writer, of this file alone: SQLite is never shared by several servers, so
         // nothing to fence, and no workspace's commit to wait behind.
         let mut conn = self.writer.acquire().await.map_err(Self::failed)?;
-        if flush == actors::store::Flush::Unsynced {
+        if flush == Flush::Unsynced {
             return run_in_tx(&mut conn, ws, steps).await.map_err(Self::failed);
         }
         sqlx::query("PRAGMA synchronous = FULL")
