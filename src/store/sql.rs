@@ -1,9 +1,10 @@
 //! What the SQL written once for both stores asks of a database: run a statement with
-//! its values bound, and read a row's columns ([`Sql`]). One macro implements it for
-//! PostgreSQL and for SQLite over their own types, so code generic over the database
-//! (the change log's counts and retention, the webhook rows, the blobs' reads, the
-//! commit position's statements) names one bound, `DB: Sql`, where sqlx would have it
-//! name an encoding bound per value type and an executor bound per call.
+//! its values bound, read a row's columns, judge a failure ([`Sql`]). One macro
+//! ([`sql_on`]), invoked by each adapter with its judgement of failures, implements it
+//! for PostgreSQL and for SQLite over their own types, so code generic over the
+//! database (the change log's counts and retention, the webhook rows, the commit's
+//! workspace row, keys and position) names one bound, `DB: Sql`, where sqlx would have
+//! it name an encoding bound per value type and an executor bound per call.
 //!
 //! Each statement's values are a slice of [`Value`]s, bound in order: statements in
 //! both dialects name theirs by position (`$1` in PostgreSQL, `?1` in SQLite).
@@ -56,9 +57,11 @@ pub(crate) trait Sql: sqlx::Database {
     fn width(row: &Self::Row) -> usize;
 }
 
+/// Implements [`Sql`] for the database `$db`, whose failures `$transient` judges (each
+/// adapter invokes it with its own judgement).
 macro_rules! sql_on {
     ($db:ty, $transient:path) => {
-        impl Sql for $db {
+        impl $crate::store::sql::Sql for $db {
             fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
                 $transient(e)
             }
@@ -66,18 +69,20 @@ macro_rules! sql_on {
             fn rows<'a>(
                 pool: &'a sqlx::Pool<Self>,
                 sql: &'a str,
-                values: &'a [Value<'a>],
-            ) -> BoxFuture<'a, Result<Vec<Self::Row>, sqlx::Error>> {
-                Box::pin(bound::<$db>(sql, values).fetch_all(pool))
+                values: &'a [$crate::store::sql::Value<'a>],
+            ) -> futures_util::future::BoxFuture<'a, Result<Vec<Self::Row>, sqlx::Error>> {
+                Box::pin($crate::store::sql::bound::<$db>(sql, values).fetch_all(pool))
             }
 
             fn execute<'a>(
                 conn: &'a mut Self::Connection,
                 sql: &'a str,
-                values: &'a [Value<'a>],
-            ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+                values: &'a [$crate::store::sql::Value<'a>],
+            ) -> futures_util::future::BoxFuture<'a, Result<u64, sqlx::Error>> {
                 Box::pin(async move {
-                    let done = bound::<$db>(sql, values).execute(conn).await?;
+                    let done = $crate::store::sql::bound::<$db>(sql, values)
+                        .execute(conn)
+                        .await?;
                     Ok(done.rows_affected())
                 })
             }
@@ -100,9 +105,10 @@ macro_rules! sql_on {
         }
     };
 }
+pub(crate) use sql_on;
 
 /// `sql` with `values` bound in order.
-fn bound<'a, DB>(
+pub(crate) fn bound<'a, DB>(
     sql: &'a str,
     values: &'a [Value<'a>],
 ) -> sqlx::query::Query<'a, DB, <DB as sqlx::Database>::Arguments<'a>>
@@ -124,9 +130,6 @@ where
         Value::Flag(f) => q.bind(f),
     })
 }
-
-sql_on!(sqlx::Postgres, super::postgres::transient);
-sql_on!(sqlx::Sqlite, super::sqlite::transient);
 
 /// A failed statement as a store error, under `context` (what was being done), as
 /// `DB` judges it.

@@ -229,7 +229,7 @@ impl PostgresStore {
 /// statement states (24–2F, but 25006), syntax and access rules (42), unsupported
 /// features (0A) — are bugs here, since the domain validates every input before it
 /// reaches the store.
-pub(super) fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     let Some(code) = e.code() else {
         return true;
     };
@@ -256,6 +256,8 @@ pub(super) fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
         )
     )
 }
+
+crate::store::sql::sql_on!(sqlx::Postgres, transient);
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     super::sql::failed::<sqlx::Postgres>(context)

@@ -358,11 +358,13 @@ async fn pragma<T: Pragma>(pool: &SqlitePool, name: &str) -> T {
 /// (20), MISUSE (21), RANGE (25) — are bugs here, since the domain validates every input
 /// first; every other code (BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, CORRUPT,
 /// FULL, CANTOPEN, PROTOCOL, SCHEMA, …) means "try again later" (503).
-pub(super) fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
+fn transient(e: &dyn sqlx::error::DatabaseError) -> bool {
     e.code()
         .and_then(|c| c.parse::<i64>().ok())
         .is_none_or(|c| !rows::judges_the_statement(c))
 }
+
+crate::store::sql::sql_on!(sqlx::Sqlite, transient);
 
 fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     super::sql::failed::<sqlx::Sqlite>(context)
