@@ -477,10 +477,9 @@ impl Membership {
             }
             w.holders.push(node);
         }
-        let nodes = self
-            .store
-            .all_nodes()
-            .await?
+        let all_nodes = self.store.all_nodes().await?;
+        held_by_the_living(&mut workspaces, &all_nodes);
+        let nodes = all_nodes
             .into_iter()
             .map(|n| Node {
                 workspaces_held: workspaces
@@ -504,6 +503,28 @@ impl Membership {
             workspaces,
         })
     }
+}
+
+/// Drops from `workspaces` the holdings of the nodes `nodes` finds dead, and the
+/// workspaces left with no holder. The holdings and the nodes are two reads, the nodes
+/// the later: a node that died between them holds nothing in the view, so that no view
+/// shows a dead node holding a copy.
+fn held_by_the_living(workspaces: &mut Vec<HeldWorkspace>, nodes: &[port::NodeStatus]) {
+    let dead: Vec<&str> = nodes
+        .iter()
+        .filter(|n| !n.alive)
+        .map(|n| n.row.name.as_str())
+        .collect();
+    if dead.is_empty() {
+        return;
+    }
+    let living = |h: &String| !dead.contains(&h.as_str());
+    for w in workspaces.iter_mut() {
+        w.holders.retain(living);
+        w.lag_ms.retain(|h, _| living(h));
+        w.positions.retain(|h, _| living(h));
+    }
+    workspaces.retain(|w| !w.holders.is_empty());
 }
 
 #[cfg(test)]

@@ -331,3 +331,34 @@ async fn a_node_alone_holds_and_writes_everything_it_holds() {
     assert_eq!(view.workspaces[0].owner.as_deref(), Some("solo"));
     assert_eq!(view.workspaces[0].lag_ms["solo"], 0);
 }
+
+/// A node found dead by the view's read of the nodes holds nothing in that view, even
+/// when the holdings, read just before, still named it.
+#[test]
+fn a_view_shows_no_dead_node_holding_a_copy() {
+    let status = |name: &str, alive| port::NodeStatus {
+        row: port::NodeRow {
+            name: name.into(),
+            advertise_url: format!("https://{name}"),
+            incarnation: "i".into(),
+            cert_sha256: String::new(),
+            secret_sha256: String::new(),
+        },
+        alive,
+        version: None,
+        renewed_ms_ago: None,
+    };
+    let held = |id: u128, holders: &[&str]| HeldWorkspace {
+        id: Uuid::from_u128(id),
+        owner: Some(holders[0].to_string()),
+        holders: holders.iter().map(|h| h.to_string()).collect(),
+        lag_ms: holders.iter().map(|h| (h.to_string(), 0)).collect(),
+        positions: holders.iter().map(|h| (h.to_string(), 7)).collect(),
+    };
+    let mut workspaces = vec![held(1, &["a", "b"]), held(2, &["b"]), held(3, &["a"])];
+    let mut alive = workspaces.clone();
+    held_by_the_living(&mut alive, &[status("a", true), status("b", true)]);
+    assert_eq!(alive, workspaces, "nothing dropped while every node lives");
+    held_by_the_living(&mut workspaces, &[status("a", true), status("b", false)]);
+    assert_eq!(workspaces, vec![held(1, &["a"]), held(3, &["a"])]);
+}
