@@ -78,8 +78,15 @@ pub(crate) async fn count_entries<DB: Sql>(
             .await
             .map_err(&fail)?;
         for row in &rows {
-            let number = |i| Ok(DB::number(row, i)?.unwrap_or(0));
-            let (position, part) = (number(0).map_err(&fail)?, number(1).map_err(&fail)?);
+            // Both columns are keys of the log: a NULL is a damaged row, never a 0.
+            let number = |i| match DB::number(row, i) {
+                Ok(Some(n)) => Ok(n),
+                Ok(None) => Err(StoreError::Corrupt(
+                    "a change log part without a key".into(),
+                )),
+                Err(e) => Err(fail(e)),
+            };
+            let (position, part) = (number(0)?, number(1)?);
             let entries = DB::bytes(row, 2).map_err(&fail)?.unwrap_or_default();
             total += actors::store::count_of(&log_part((position, part, 0, entries)))?;
             from = (position, part);

@@ -137,7 +137,8 @@ pub(crate) fn failed<DB: Sql>(context: &'static str) -> impl Fn(sqlx::Error) -> 
     move |e| super::map_error(context, e, DB::transient)
 }
 
-/// The first row's columns of `sql` (none without a row), as 64-bit integers.
+/// The first row's columns of `sql` (none without a row), as 64-bit integers: for
+/// statements of one row (aggregates), so that reading every row costs nothing more.
 pub(crate) async fn numbers<DB: Sql>(
     pool: &sqlx::Pool<DB>,
     sql: &str,

@@ -64,16 +64,18 @@ impl<K: Ord + Clone + 'static> OrderIndex<K> {
         self.entries.insert((stamp, key, row));
     }
 
-    /// Removes an entry (present in the index), whatever its row.
+    /// Removes an entry (present in the index), whatever its row: the first triple at or
+    /// after `(stamp, key, 0)` is the entry's when it has that stamp and key.
     pub fn remove(&mut self, stamp: Stamp, key: &K) {
-        let lower = (stamp, key.clone(), 0);
-        let upper = (stamp, key.clone(), u32::MAX);
-        let found = self
+        let mut entry = (stamp, key.clone(), 0);
+        let row = self
             .entries
-            .range(Bound::Included(&lower), Bound::Included(&upper))
+            .range(Bound::Included(&entry), Bound::Unbounded)
             .next()
-            .cloned();
-        if let Some(entry) = found {
+            .filter(|e| e.0 == stamp && e.1 == *key)
+            .map(|e| e.2);
+        if let Some(row) = row {
+            entry.2 = row;
             self.entries.remove(&entry);
         }
     }

@@ -63,7 +63,7 @@ pub(super) const BUMP_POSITION: &str =
 const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
      WHERE workspace_id = $1 AND position = $2 AND touched IS NOT NULL";
 
-/// The commit position's statements, for the commit sequence.
+/// The statements the commit sequence binds alike for both adapters.
 const COMMIT_SQL: CommitSql = CommitSql {
     upsert_workspace: UPSERT_WORKSPACE,
     upsert_key: UPSERT_KEY,

@@ -46,7 +46,7 @@ const BUMP_POSITION: &str = "INSERT INTO commit_positions (workspace_id, positio
 const CLEAR_TOUCH_MARKER: &str = "UPDATE commit_positions SET touched = NULL \
      WHERE workspace_id = ?1 AND position = ?2 AND touched IS NOT NULL";
 
-/// The commit position's statements, for the commit sequence.
+/// The statements the commit sequence binds alike for both adapters.
 const COMMIT_SQL: CommitSql = CommitSql {
     upsert_workspace: UPSERT_WORKSPACE,
     upsert_key: UPSERT_KEY,
