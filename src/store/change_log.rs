@@ -1,7 +1,7 @@
 //! The change log as both adapters keep it: the parts a transaction writes
 //! ([`log_parts`]), a part and a tombstone as read back ([`log_part`],
-//! [`tombstone_rows`]), `Store::count_entries` over an adapter's statements
-//! ([`count_entries`]) and retention's steps ([`prune_changes`] over [`LogPruning`]).
+//! [`tombstone_rows`]), `Store::count_entries` ([`count_entries`]) and retention's
+//! steps ([`prune_changes`] over [`LogPruning`]).
 
 use super::sql::{Sql, Value};
 use super::Upsert;
@@ -33,34 +33,40 @@ pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart 
     }
 }
 
-/// The statements of `Store::count_entries` in one adapter's SQL. Each binds the
-/// workspace id (as stored), then the position and part the window starts after, and
-/// the last position it covers.
-pub(crate) struct CountStatements {
+/// `Store::count_entries`'s statements, in SQL both dialects take (see
+/// `super::reads`). Each binds the workspace id (as stored), then the position and
+/// part the window starts after, and the last position it covers.
+pub(crate) mod count_sql {
     /// The sum of the window's parts' counts, and how many of its parts have none
-    /// (written before counts were kept).
-    pub counted: &'static str,
+    /// (written before counts were kept). SQLite answers it from the index
+    /// `change_log_counts` alone, no part's row.
+    pub const COUNTED: &str = "SELECT CAST(coalesce(sum(entries_count), 0) AS BIGINT), \
+                               count(*) - count(entries_count) FROM change_log \
+                               WHERE workspace_id = $1 AND (position, part) > ($2, $3) \
+                               AND position <= $4";
     /// The window's parts without a count, in order: position, part (64-bit), entries.
     /// A fifth number binds how many at most.
-    pub uncounted: &'static str,
+    pub const UNCOUNTED: &str = "SELECT position, CAST(part AS BIGINT), entries FROM change_log \
+                                 WHERE workspace_id = $1 AND (position, part) > ($2, $3) \
+                                 AND position <= $4 AND entries_count IS NULL \
+                                 ORDER BY position, part LIMIT $5";
 }
 
 /// Parts without a count read per round trip of [`count_entries`].
 const UNCOUNTED_PER_READ: i64 = 256;
 
-/// `Store::count_entries` over an adapter's statements, on `pool`: the sum of the
-/// parts' counts, and the entries of any part written without one, read and counted.
+/// `Store::count_entries`, on `pool`: the sum of the parts' counts, and the entries of
+/// any part written without one, read and counted.
 pub(crate) async fn count_entries<DB: Sql>(
     pool: &sqlx::Pool<DB>,
-    sql: &CountStatements,
     workspace: Uuid,
     after: (u64, u32),
     upto: u64,
-    fail: impl Fn(sqlx::Error) -> StoreError,
 ) -> StoreResult<u64> {
+    let fail = super::sql::failed::<DB>("counting the change log");
     let ws = workspace.to_string();
     let window = [after.0 as i64, i64::from(after.1), upto as i64];
-    let sums = read_numbers(pool, &ws, sql.counted, &window)
+    let sums = read_numbers(pool, &ws, count_sql::COUNTED, &window)
         .await
         .map_err(&fail)?;
     let mut total = sums.first().copied().flatten().unwrap_or(0);
@@ -74,7 +80,7 @@ pub(crate) async fn count_entries<DB: Sql>(
             Value::Number(window[2]),
             Value::Number(UNCOUNTED_PER_READ),
         ];
-        let rows = DB::rows(pool, sql.uncounted, &values)
+        let rows = DB::rows(pool, count_sql::UNCOUNTED, &values)
             .await
             .map_err(&fail)?;
         for row in &rows {
@@ -133,8 +139,6 @@ pub(crate) trait LogPruning {
     fn readers(&self) -> &sqlx::Pool<Self::Db>;
     /// A failed read, as the adapter judges its errors.
     fn failed(e: sqlx::Error) -> StoreError;
-    /// The position the log is pruned through (0: never pruned).
-    async fn pruned_through(&self, ws: &str) -> StoreResult<u64>;
 }
 
 /// Runs a read with `ws` and `numbers` bound: its one row's columns, as counts or
@@ -185,7 +189,7 @@ pub(crate) async fn prune_changes<L: LogPruning>(
             }
             through
         }
-        None => log.pruned_through(&ws).await?,
+        None => super::reads::pruned_through(log.readers(), &ws).await?,
     };
     let size = read_numbers(log.readers(), &ws, sql.log_size, &[])
         .await

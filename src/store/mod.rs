@@ -6,6 +6,9 @@
 //! - `commit`: the one commit sequence both adapters run, each with its own statements.
 //! - `change_log`: the change log as both adapters read and prune it: the parts of a
 //!   transaction, counting entries, retention's steps, tombstone rows.
+//! - `sql` and `reads`: what the SQL written once asks of a database (the `Sql` trait),
+//!   and the reads both adapters run alike, each statement written once in SQL both
+//!   dialects take (blobs, loads, positions, marks, the change log, tombstones).
 //! - [`sqlite`] and [`postgres`]: the two adapters. Both keep the same tables:
 //!   `workspaces`, `records` (one JSON body per raw record, keyed by workspace, kind and
 //!   id), `api_keys` (secret hashes only), `commit_marks` (the last batch committed per
@@ -34,6 +37,7 @@ mod commit;
 pub mod fence;
 pub mod lock;
 pub mod postgres;
+mod reads;
 mod sql;
 pub mod sqlite;
 mod webhooks;

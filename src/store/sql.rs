@@ -6,8 +6,10 @@
 //! workspace row, keys and position) names one bound, `DB: Sql`, where sqlx would have
 //! it name an encoding bound per value type and an executor bound per call.
 //!
-//! Each statement's values are a slice of [`Value`]s, bound in order: statements in
-//! both dialects name theirs by position (`$1` in PostgreSQL, `?1` in SQLite).
+//! Each statement's values are a slice of [`Value`]s, bound in order: statements name
+//! theirs by position, `$1`, `$2`, … (which sqlx's SQLite driver binds by their number
+//! as PostgreSQL does, so one text serves both where the dialects agree; SQLite's own
+//! statements may write `?1`).
 
 use actors::store::StoreError;
 use futures_util::future::BoxFuture;

@@ -1287,7 +1287,7 @@ async fn sqlite_counts_the_log_from_its_index_alone() {
     let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
     let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(&format!(
         "EXPLAIN QUERY PLAN {}",
-        sqlite::COUNT_STATEMENTS.counted
+        crate::store::change_log::count_sql::COUNTED
     ))
     .bind(WS)
     .bind(0i64)

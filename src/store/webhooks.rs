@@ -6,8 +6,8 @@ use super::sql::{Sql, Value};
 use actors::store::{Flush, StoreError, StoreResult, WebhookWrite};
 use uuid::Uuid;
 
-/// The statements of webhook rows in one adapter's SQL. Each binds the workspace id
-/// (as stored) first, then the texts and the number its doc names.
+/// The statements of webhook rows. Each binds the workspace id (as stored) first, then
+/// the texts and the number its doc names.
 pub(crate) struct WebhookStatements {
     /// `(id, body)` of a workspace's endpoints, in id order.
     pub list_endpoints: &'static str,
@@ -26,6 +26,29 @@ pub(crate) struct WebhookStatements {
     /// An endpoint's newest attempts' bodies, newest first: endpoint id, how many.
     pub list_attempts: &'static str,
 }
+
+/// The webhook rows' statements, in SQL both dialects take (see `super::reads`).
+pub(crate) const STATEMENTS: WebhookStatements = WebhookStatements {
+    list_endpoints: "SELECT id, body FROM webhook_endpoints WHERE workspace_id = $1 \
+                     ORDER BY id",
+    workspaces: "SELECT DISTINCT workspace_id FROM webhook_endpoints",
+    put_endpoint: "INSERT INTO webhook_endpoints (workspace_id, id, body) \
+                   VALUES ($1, $2, $3) \
+                   ON CONFLICT (workspace_id, id) DO UPDATE SET body = EXCLUDED.body",
+    remove_endpoint: "DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2",
+    remove_attempts: "DELETE FROM webhook_attempts \
+                      WHERE workspace_id = $1 AND endpoint_id = $2",
+    add_attempt: "INSERT INTO webhook_attempts (workspace_id, endpoint_id, seq, body) \
+                  SELECT $1, $2, coalesce(max(seq), 0) + 1, $3 FROM webhook_attempts \
+                  WHERE workspace_id = $1 AND endpoint_id = $2",
+    trim_attempts: "DELETE FROM webhook_attempts \
+                    WHERE workspace_id = $1 AND endpoint_id = $2 AND seq <= \
+                    (SELECT max(seq) FROM webhook_attempts \
+                     WHERE workspace_id = $1 AND endpoint_id = $2) - $3",
+    list_attempts: "SELECT body FROM webhook_attempts \
+                    WHERE workspace_id = $1 AND endpoint_id = $2 \
+                    ORDER BY seq DESC LIMIT $3",
+};
 
 /// One statement of a write: its SQL, the texts bound after the workspace id, and a
 /// number bound after them.
@@ -133,12 +156,11 @@ pub(crate) fn workspace_ids(rows: Vec<(String, String)>) -> StoreResult<Vec<Uuid
         .collect()
 }
 
-/// What an adapter gives the webhook rows: its statements, where reads run, how it
-/// judges a failed statement, and the transaction its writes run in.
+/// What an adapter gives the webhook rows: where reads run, how it judges a failed
+/// statement, and the transaction its writes run in.
 #[async_trait::async_trait]
 pub(crate) trait WebhookTables {
     type Db: Sql;
-    const STATEMENTS: WebhookStatements;
     fn readers(&self) -> &sqlx::Pool<Self::Db>;
     /// A failed statement of the webhook rows, as the adapter's database judges it.
     fn failed(e: sqlx::Error) -> StoreError {
@@ -165,16 +187,16 @@ macro_rules! webhook_rows {
                 &self,
                 workspace: uuid::Uuid,
             ) -> actors::store::StoreResult<Vec<(String, String)>> {
-                use crate::store::webhooks::WebhookTables;
-                let (ws, sql) = (workspace.to_string(), Self::STATEMENTS.list_endpoints);
+                use crate::store::webhooks::{WebhookTables, STATEMENTS};
+                let (ws, sql) = (workspace.to_string(), STATEMENTS.list_endpoints);
                 crate::store::webhooks::read_texts(self.readers(), sql, &[&ws], None)
                     .await
                     .map_err(Self::failed)
             }
 
             async fn workspaces(&self) -> actors::store::StoreResult<Vec<uuid::Uuid>> {
-                use crate::store::webhooks::WebhookTables;
-                let sql = Self::STATEMENTS.workspaces;
+                use crate::store::webhooks::{WebhookTables, STATEMENTS};
+                let sql = STATEMENTS.workspaces;
                 let rows = crate::store::webhooks::read_texts(self.readers(), sql, &[], None)
                     .await
                     .map_err(Self::failed)?;
@@ -187,8 +209,8 @@ macro_rules! webhook_rows {
                 writes: &[actors::store::WebhookWrite],
                 flush: actors::store::Flush,
             ) -> actors::store::StoreResult<()> {
-                use crate::store::webhooks::{steps, WebhookTables};
-                let steps = steps(&Self::STATEMENTS, writes);
+                use crate::store::webhooks::{steps, WebhookTables, STATEMENTS};
+                let steps = steps(&STATEMENTS, writes);
                 self.webhook_commit(workspace, &steps, flush).await
             }
 
@@ -198,8 +220,8 @@ macro_rules! webhook_rows {
                 endpoint: &str,
                 limit: u32,
             ) -> actors::store::StoreResult<Vec<String>> {
-                use crate::store::webhooks::WebhookTables;
-                let (ws, sql) = (workspace.to_string(), Self::STATEMENTS.list_attempts);
+                use crate::store::webhooks::{WebhookTables, STATEMENTS};
+                let (ws, sql) = (workspace.to_string(), STATEMENTS.list_attempts);
                 let n = Some(i64::from(limit));
                 let rows =
                     crate::store::webhooks::read_texts(self.readers(), sql, &[&ws, endpoint], n)

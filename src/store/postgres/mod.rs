@@ -29,14 +29,17 @@ mod webhooks;
 use super::commit::{parts_of, sorted_deletes};
 use super::fence::Fences;
 use super::{
-    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, ImportPacing,
+    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, reads, ImportPacing,
     ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
+use actors::entries::Change;
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::StoreResult;
 use actors::store::{
     ChangeSet, CommitPosition, LogRead, LogWindow, Reclaimed, RecordSink, Store, StoreError,
+    TouchMarker,
 };
+use actors::time::Stamp;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -132,17 +135,6 @@ async fn workspace_row<'e>(
 }
 
 impl PostgresStore {
-    /// The position a workspace's change log is pruned through (0: never pruned).
-    async fn pruned_through(&self, ws: &str) -> Result<u64, sqlx::Error> {
-        let pruned: Option<i64> = sqlx::query_scalar(
-            "SELECT pruned_through FROM commit_positions WHERE workspace_id = $1",
-        )
-        .bind(ws)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(pruned.unwrap_or(0) as u64)
-    }
-
     /// The store with imports split as `pacing` says: alone, a transaction per commit
     /// part.
     pub fn paced(mut self, pacing: ImportPacing) -> Self {
@@ -263,16 +255,6 @@ fn err(context: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     super::sql::failed::<sqlx::Postgres>(context)
 }
 
-/// `Store::count_entries`'s statements (`super::count_entries`).
-const COUNT_STATEMENTS: super::change_log::CountStatements = super::change_log::CountStatements {
-    counted: "SELECT coalesce(sum(entries_count), 0)::bigint, count(*) - count(entries_count) \
-              FROM change_log \
-              WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4",
-    uncounted: "SELECT position, part::bigint, entries FROM change_log \
-                WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4 \
-                AND entries_count IS NULL ORDER BY position, part LIMIT $5",
-};
-
 #[async_trait]
 impl Store for PostgresStore {
     fn webhook_rows(&self) -> Option<&dyn actors::store::WebhookRows> {
@@ -313,24 +295,11 @@ impl Store for PostgresStore {
     }
 
     async fn blob_len(&self, workspace: Uuid, name: &str) -> StoreResult<Option<u64>> {
-        let len: Option<i32> = sqlx::query_scalar(
-            "SELECT octet_length(bytes) FROM blobs WHERE workspace_id = $1 AND name = $2",
-        )
-        .bind(workspace.to_string())
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(err("reading attachment bytes"))?;
-        Ok(len.map(|l| l as u64))
+        reads::blob_len(&self.pool, workspace, name).await
     }
 
     async fn blob(&self, workspace: Uuid, name: &str) -> StoreResult<Option<Vec<u8>>> {
-        sqlx::query_scalar("SELECT bytes FROM blobs WHERE workspace_id = $1 AND name = $2")
-            .bind(workspace.to_string())
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(err("reading attachment bytes"))
+        reads::blob(&self.pool, workspace, name).await
     }
 
     async fn delete_blobs(&self, workspace: Uuid, names: &[String]) -> StoreResult<Reclaimed> {
@@ -355,15 +324,7 @@ impl Store for PostgresStore {
     }
 
     async fn blob_names(&self, ws: Uuid, after: &str, limit: usize) -> StoreResult<Vec<String>> {
-        sqlx::query_scalar(
-            "SELECT name FROM blobs WHERE workspace_id = $1 AND name > $2 ORDER BY name LIMIT $3",
-        )
-        .bind(ws.to_string())
-        .bind(after)
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(err("listing attachment bytes"))
+        reads::blob_names(&self.pool, ws, after, limit).await
     }
 
     async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
@@ -383,13 +344,9 @@ impl Store for PostgresStore {
     }
 
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
-        let ws = workspace.to_string();
-        // `fetch` reads rows off the socket as they arrive: the server streams the
-        // result and TCP flow control holds it back while the sink is busy.
-        let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1")
-            .bind(&ws)
-            .fetch(&self.pool);
-        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
+        // Rows are read off the socket as they arrive: the server streams the result and
+        // TCP flow control holds it back while the sink is busy.
+        reads::load_records(&self.pool, workspace, None, sink).await
     }
 
     async fn load_records_of(
@@ -454,19 +411,8 @@ impl Store for PostgresStore {
             .collect()
     }
 
-    async fn load_kind(
-        &self,
-        workspace: Uuid,
-        kind: RecordKind,
-        sink: RecordSink<'_>,
-    ) -> StoreResult<()> {
-        let ws = workspace.to_string();
-        let rows =
-            sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = $1 AND kind = $2")
-                .bind(&ws)
-                .bind(kind.as_str())
-                .fetch(&self.pool);
-        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
+    async fn load_kind(&self, ws: Uuid, kind: RecordKind, sink: RecordSink<'_>) -> StoreResult<()> {
+        reads::load_records(&self.pool, ws, Some(kind), sink).await
     }
 
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
@@ -526,89 +472,24 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn flush_touched(
-        &self,
-        workspace: Uuid,
-        position: u64,
-        rows: &[actors::model::Record],
-    ) -> StoreResult<()> {
-        self.write_touched(workspace, position, rows).await
+    async fn flush_touched(&self, ws: Uuid, position: u64, rows: &[Record]) -> StoreResult<()> {
+        self.write_touched(ws, position, rows).await
     }
 
-    async fn touches(
-        &self,
-        workspaces: &[Uuid],
-    ) -> StoreResult<Vec<Option<actors::store::TouchMarker>>> {
-        // Through the partial index of standing markers: nearly always none at all.
-        let rows: Vec<(String, i64, String)> = sqlx::query_as(
-            "SELECT workspace_id, position, touched FROM commit_positions \
-             WHERE touched IS NOT NULL",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(err("reading touch markers"))?;
-        super::touch_markers(workspaces, rows)
+    async fn touches(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Option<TouchMarker>>> {
+        reads::touches(&self.pool, workspaces).await
     }
 
     async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
-        let fail = err("reading the change log");
-        let ws = workspace.to_string();
-        let rows: Vec<(i64, i32, i64, Vec<u8>)> = sqlx::query_as(
-            "SELECT position, part, committed_at, entries FROM change_log \
-             WHERE workspace_id = $1 AND (position, part) > ($2, $3) AND position <= $4 \
-             ORDER BY position, part LIMIT $5",
-        )
-        .bind(&ws)
-        .bind(window.after.0 as i64)
-        .bind(i64::from(window.after.1))
-        .bind(window.upto as i64)
-        .bind(window.max_parts as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(&fail)?;
-        // Read after the parts: pruning moves this before it deletes anything, so a
-        // part missing from the read above shows here (see `Store::read_changes`).
-        let pruned_through = self.pruned_through(&ws).await.map_err(&fail)?;
-        Ok(LogRead {
-            pruned_through,
-            parts: rows
-                .into_iter()
-                .map(|(p, n, t, e)| super::change_log::log_part((p, n.into(), t, e)))
-                .collect(),
-        })
+        reads::read_changes(&self.pool, workspace, window).await
     }
 
-    async fn count_entries(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-    ) -> StoreResult<u64> {
-        let fail = err("counting the change log");
-        super::change_log::count_entries(
-            &self.pool,
-            &COUNT_STATEMENTS,
-            workspace,
-            after,
-            upto,
-            fail,
-        )
-        .await
+    async fn count_entries(&self, ws: Uuid, after: (u64, u32), upto: u64) -> StoreResult<u64> {
+        super::change_log::count_entries(&self.pool, ws, after, upto).await
     }
 
-    async fn tombstones(
-        &self,
-        workspace: Uuid,
-    ) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
-        let rows: Vec<(i16, String, i64)> =
-            sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = $1")
-                .bind(workspace.to_string())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(err("reading the tombstones"))?;
-        super::change_log::tombstone_rows(
-            rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
-        )
+    async fn tombstones(&self, workspace: Uuid) -> StoreResult<Vec<(Change, Stamp)>> {
+        reads::tombstones(&self.pool, workspace).await
     }
 
     /// In one read-only transaction at one snapshot, four statements each within the
@@ -735,27 +616,13 @@ impl Store for PostgresStore {
                 None => break,
             }
         }
-        let mark: Option<String> =
-            sqlx::query_scalar("SELECT batch_id FROM commit_marks WHERE workspace_id = $1")
-                .bind(workspace.to_string())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(err("reading the commit mark"))?;
+        let mark = reads::commit_mark(&self.pool, workspace).await?;
         self.in_flight.lock().remove(&batch);
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 
     async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
-        let row: Option<(i64, String)> =
-            sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = $1")
-                .bind(workspace.to_string())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(err("reading the commit position"))?;
-        match row {
-            Some((seq, tag)) => commit_position(seq, &tag),
-            None => Ok(CommitPosition::default()),
-        }
+        reads::position(&self.pool, workspace).await
     }
 
     async fn keys(&self) -> StoreResult<Vec<ApiKey>> {

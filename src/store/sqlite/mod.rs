@@ -43,15 +43,17 @@ pub mod webhooks;
 
 use super::commit::{parts_of, sorted_deletes, Part};
 use super::{
-    commit_position, decode_workspace, in_key_order, key_from_row, load_rows, records_in_key_order,
-    ImportPacing, ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
+    decode_workspace, in_key_order, key_from_row, reads, records_in_key_order, ImportPacing,
+    ACQUIRE_TIMEOUT, ALONE_IMPORT_TX_RECORDS,
 };
+use actors::entries::Change;
 use actors::model::{ApiKey, Record, RecordKind, Workspace};
 use actors::store::StoreResult;
 use actors::store::{
     ChangeSet, CommitPosition, LogRead, LogWindow, Reclaimed, RecordSink, Store, StoreError,
     TouchMarker,
 };
+use actors::time::Stamp;
 use async_trait::async_trait;
 use files::{checkpoints, close_pools, read_pools, recover};
 use sqlx::sqlite::{
@@ -117,18 +119,6 @@ const READERS: u32 = 4;
 /// How often the background task folds the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// `Store::count_entries`'s statements (`super::count_entries`). The sum reads the
-/// index `change_log_counts` alone, no part's row.
-pub(crate) const COUNT_STATEMENTS: super::change_log::CountStatements =
-    super::change_log::CountStatements {
-        counted: "SELECT coalesce(sum(entries_count), 0), count(*) - count(entries_count) \
-              FROM change_log \
-              WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4",
-        uncounted: "SELECT position, part, entries FROM change_log \
-                WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
-                AND entries_count IS NULL ORDER BY position, part LIMIT ?5",
-    };
-
 /// The key columns, in the order `key_from_row` reads them.
 const KEY_COLUMNS: &str =
     "id, workspace_id, secret_hash, scopes, created_by, revoked, rate_limit_per_minute, \
@@ -153,17 +143,6 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// The position a workspace's change log is pruned through (0: never pruned).
-    async fn pruned_through(&self, ws: &str) -> Result<u64, sqlx::Error> {
-        let pruned: Option<i64> = sqlx::query_scalar(
-            "SELECT pruned_through FROM commit_positions WHERE workspace_id = ?1",
-        )
-        .bind(ws)
-        .fetch_optional(&self.readers)
-        .await?;
-        Ok(pruned.unwrap_or(0) as u64)
-    }
-
     /// Opens (creating when missing) the database file and applies the migrations, for
     /// a server: WAL journal, imports in short transactions (`ImportPacing::Shared`).
     pub async fn open(path: &Path) -> anyhow::Result<Self> {
@@ -414,24 +393,11 @@ impl Store for SqliteStore {
     }
 
     async fn blob_len(&self, workspace: Uuid, name: &str) -> StoreResult<Option<u64>> {
-        let len: Option<i64> = sqlx::query_scalar(
-            "SELECT length(bytes) FROM blobs WHERE workspace_id = ?1 AND name = ?2",
-        )
-        .bind(workspace.to_string())
-        .bind(name)
-        .fetch_optional(&self.readers)
-        .await
-        .map_err(err("reading attachment bytes"))?;
-        Ok(len.map(|l| l as u64))
+        reads::blob_len(&self.readers, workspace, name).await
     }
 
     async fn blob(&self, workspace: Uuid, name: &str) -> StoreResult<Option<Vec<u8>>> {
-        sqlx::query_scalar("SELECT bytes FROM blobs WHERE workspace_id = ?1 AND name = ?2")
-            .bind(workspace.to_string())
-            .bind(name)
-            .fetch_optional(&self.readers)
-            .await
-            .map_err(err("reading attachment bytes"))
+        reads::blob(&self.readers, workspace, name).await
     }
 
     async fn delete_blobs(&self, workspace: Uuid, names: &[String]) -> StoreResult<Reclaimed> {
@@ -455,15 +421,7 @@ impl Store for SqliteStore {
     }
 
     async fn blob_names(&self, ws: Uuid, after: &str, limit: usize) -> StoreResult<Vec<String>> {
-        sqlx::query_scalar(
-            "SELECT name FROM blobs WHERE workspace_id = ?1 AND name > ?2 ORDER BY name LIMIT ?3",
-        )
-        .bind(ws.to_string())
-        .bind(after)
-        .bind(limit as i64)
-        .fetch_all(&self.readers)
-        .await
-        .map_err(err("listing attachment bytes"))
+        reads::blob_names(&self.readers, ws, after, limit).await
     }
 
     async fn workspaces(&self) -> StoreResult<Vec<Workspace>> {
@@ -478,26 +436,11 @@ impl Store for SqliteStore {
     }
 
     async fn load_records(&self, workspace: Uuid, sink: RecordSink<'_>) -> StoreResult<()> {
-        let ws = workspace.to_string();
-        let rows = sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1")
-            .bind(&ws)
-            .fetch(&self.readers);
-        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
+        reads::load_records(&self.readers, workspace, None, sink).await
     }
 
-    async fn load_kind(
-        &self,
-        workspace: Uuid,
-        kind: RecordKind,
-        sink: RecordSink<'_>,
-    ) -> StoreResult<()> {
-        let ws = workspace.to_string();
-        let rows =
-            sqlx::query("SELECT kind, id, body FROM records WHERE workspace_id = ?1 AND kind = ?2")
-                .bind(&ws)
-                .bind(kind.as_str())
-                .fetch(&self.readers);
-        load_rows(rows, false, &mut |_, r| sink(r), err("loading records")).await
+    async fn load_kind(&self, ws: Uuid, kind: RecordKind, sink: RecordSink<'_>) -> StoreResult<()> {
+        reads::load_records(&self.readers, ws, Some(kind), sink).await
     }
 
     async fn commit(&self, workspace: Uuid, changes: &ChangeSet) -> StoreResult<()> {
@@ -515,12 +458,7 @@ impl Store for SqliteStore {
 
     /// On the writer, without a sync of its own (see `Unsynced`): durable with the next
     /// commit's sync, and a crash before it leaves the marker, which loads apply.
-    async fn flush_touched(
-        &self,
-        workspace: Uuid,
-        position: u64,
-        rows: &[Record],
-    ) -> StoreResult<()> {
+    async fn flush_touched(&self, ws: Uuid, position: u64, rows: &[Record]) -> StoreResult<()> {
         let fail = err("storing touched rows");
         let upserts = records_in_key_order(rows, None);
         let conn = self.writer.acquire().await.map_err(&fail)?;
@@ -533,7 +471,7 @@ impl Store for SqliteStore {
                 .await
                 .map_err(&fail)?;
             let mut statements = SqliteStatements { tx, store: () };
-            super::commit::write_touched(&mut statements, workspace, position, &upserts).await?;
+            super::commit::write_touched(&mut statements, ws, position, &upserts).await?;
             statements.tx.commit().await.map_err(&fail)
         }
         .await;
@@ -542,15 +480,7 @@ impl Store for SqliteStore {
     }
 
     async fn touches(&self, workspaces: &[Uuid]) -> StoreResult<Vec<Option<TouchMarker>>> {
-        // Through the partial index of standing markers: nearly always none at all.
-        let rows: Vec<(String, i64, String)> = sqlx::query_as(
-            "SELECT workspace_id, position, touched FROM commit_positions \
-             WHERE touched IS NOT NULL",
-        )
-        .fetch_all(&self.readers)
-        .await
-        .map_err(err("reading touch markers"))?;
-        super::touch_markers(workspaces, rows)
+        reads::touches(&self.readers, workspaces).await
     }
 
     /// In transactions of at most `IMPORT_TX_RECORDS` records each, so that the one
@@ -591,82 +521,24 @@ impl Store for SqliteStore {
     async fn committed(&self, workspace: Uuid, batch: Uuid) -> StoreResult<bool> {
         // The writer connection: a read of the last committed state, never queued behind
         // a long load on the readers.
-        let mark: Option<String> =
-            sqlx::query_scalar("SELECT batch_id FROM commit_marks WHERE workspace_id = ?1")
-                .bind(workspace.to_string())
-                .fetch_optional(&self.writer)
-                .await
-                .map_err(err("reading the commit mark"))?;
+        let mark = reads::commit_mark(&self.writer, workspace).await?;
         Ok(mark.as_deref() == Some(batch.to_string().as_str()))
     }
 
     async fn position(&self, workspace: Uuid) -> StoreResult<CommitPosition> {
-        let row: Option<(i64, String)> =
-            sqlx::query_as("SELECT position, tag FROM commit_positions WHERE workspace_id = ?1")
-                .bind(workspace.to_string())
-                .fetch_optional(&self.readers)
-                .await
-                .map_err(err("reading the commit position"))?;
-        match row {
-            Some((seq, tag)) => commit_position(seq, &tag),
-            None => Ok(CommitPosition::default()),
-        }
+        reads::position(&self.readers, workspace).await
     }
 
     async fn read_changes(&self, workspace: Uuid, window: LogWindow) -> StoreResult<LogRead> {
-        let fail = err("reading the change log");
-        let ws = workspace.to_string();
-        let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(
-            "SELECT position, part, committed_at, entries FROM change_log \
-             WHERE workspace_id = ?1 AND (position, part) > (?2, ?3) AND position <= ?4 \
-             ORDER BY position, part LIMIT ?5",
-        )
-        .bind(&ws)
-        .bind(window.after.0 as i64)
-        .bind(window.after.1 as i64)
-        .bind(window.upto as i64)
-        .bind(window.max_parts as i64)
-        .fetch_all(&self.readers)
-        .await
-        .map_err(&fail)?;
-        // Read after the parts: pruning moves this before it deletes anything, so a
-        // part missing from the read above shows here (see `Store::read_changes`).
-        let pruned_through = self.pruned_through(&ws).await.map_err(&fail)?;
-        Ok(LogRead {
-            pruned_through,
-            parts: rows.into_iter().map(super::change_log::log_part).collect(),
-        })
+        reads::read_changes(&self.readers, workspace, window).await
     }
 
-    async fn count_entries(
-        &self,
-        workspace: Uuid,
-        after: (u64, u32),
-        upto: u64,
-    ) -> StoreResult<u64> {
-        let fail = err("counting the change log");
-        super::change_log::count_entries(
-            &self.readers,
-            &COUNT_STATEMENTS,
-            workspace,
-            after,
-            upto,
-            fail,
-        )
-        .await
+    async fn count_entries(&self, ws: Uuid, after: (u64, u32), upto: u64) -> StoreResult<u64> {
+        super::change_log::count_entries(&self.readers, ws, after, upto).await
     }
 
-    async fn tombstones(
-        &self,
-        workspace: Uuid,
-    ) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
-        let rows: Vec<(i64, String, i64)> =
-            sqlx::query_as("SELECT entity, id, deleted_at FROM tombstones WHERE workspace_id = ?1")
-                .bind(workspace.to_string())
-                .fetch_all(&self.readers)
-                .await
-                .map_err(err("reading the tombstones"))?;
-        super::change_log::tombstone_rows(rows)
+    async fn tombstones(&self, workspace: Uuid) -> StoreResult<Vec<(Change, Stamp)>> {
+        reads::tombstones(&self.readers, workspace).await
     }
 
     async fn prune_changes(

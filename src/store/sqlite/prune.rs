@@ -39,10 +39,4 @@ impl crate::store::change_log::LogPruning for SqliteStore {
     fn failed(e: sqlx::Error) -> StoreError {
         err("pruning the change log")(e)
     }
-
-    async fn pruned_through(&self, ws: &str) -> StoreResult<u64> {
-        SqliteStore::pruned_through(self, ws)
-            .await
-            .map_err(err("pruning the change log"))
-    }
 }

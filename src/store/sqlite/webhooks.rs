@@ -32,7 +32,7 @@
 
 use super::files::recover;
 use super::CHECKPOINT_EVERY;
-use crate::store::webhooks::{run_steps, Step, WebhookStatements, WebhookTables};
+use crate::store::webhooks::{run_steps, Step, WebhookTables};
 use crate::store::ACQUIRE_TIMEOUT;
 use actors::store::{Flush, StoreResult};
 use sqlx::sqlite::{
@@ -238,39 +238,12 @@ async fn clear_main(main_writer: &SqlitePool) -> anyhow::Result<()> {
 impl WebhookTables for SqliteWebhooks {
     type Db = sqlx::Sqlite;
 
-    const STATEMENTS: WebhookStatements = WebhookStatements {
-        list_endpoints: "SELECT id, body FROM webhook_endpoints WHERE workspace_id = ?1 \
-                         ORDER BY id",
-        workspaces: "SELECT DISTINCT workspace_id FROM webhook_endpoints",
-        put_endpoint: "INSERT INTO webhook_endpoints (workspace_id, id, body) \
-                       VALUES (?1, ?2, ?3) \
-                       ON CONFLICT (workspace_id, id) DO UPDATE SET body = excluded.body",
-        remove_endpoint: "DELETE FROM webhook_endpoints WHERE workspace_id = ?1 AND id = ?2",
-        remove_attempts: "DELETE FROM webhook_attempts \
-                          WHERE workspace_id = ?1 AND endpoint_id = ?2",
-        add_attempt: "INSERT INTO webhook_attempts (workspace_id, endpoint_id, seq, body) \
-                      SELECT ?1, ?2, coalesce(max(seq), 0) + 1, ?3 FROM webhook_attempts \
-                      WHERE workspace_id = ?1 AND endpoint_id = ?2",
-        trim_attempts: "DELETE FROM webhook_attempts \
-                        WHERE workspace_id = ?1 AND endpoint_id = ?2 AND seq <= \
-                        (SELECT max(seq) FROM webhook_attempts \
-                         WHERE workspace_id = ?1 AND endpoint_id = ?2) - ?3",
-        list_attempts: "SELECT body FROM webhook_attempts \
-                        WHERE workspace_id = ?1 AND endpoint_id = ?2 \
-                        ORDER BY seq DESC LIMIT ?3",
-    };
-
     fn readers(&self) -> &sqlx::Pool<sqlx::Sqlite> {
         &self.readers
     }
 
-    async fn webhook_commit(
-        &self,
-        workspace: Uuid,
-        steps: &[Step<'_>],
-        flush: Flush,
-    ) -> StoreResult<()> {
-        let ws = &workspace.to_string();
+    async fn webhook_commit(&self, ws: Uuid, steps: &[Step<'_>], flush: Flush) -> StoreResult<()> {
+        let ws = &ws.to_string();
         // One writer, of this file alone: SQLite is never shared by several servers, so
         // nothing to fence, and no workspace's commit to wait behind.
         let mut conn = self.writer.acquire().await.map_err(Self::failed)?;
