@@ -1,7 +1,6 @@
 //! The change log as both adapters keep it: the parts a transaction writes
-//! ([`log_parts`]), a part and a tombstone as read back ([`log_part`],
-//! [`tombstone_rows`]), `Store::count_entries` ([`count_entries`]) and retention's
-//! steps ([`prune_changes`] over [`LogPruning`]).
+//! ([`log_parts`]), `Store::count_entries` ([`count_entries`]) and retention's steps
+//! ([`prune_changes`] over [`LogPruning`]).
 
 use super::sql::{Sql, Value};
 use super::Upsert;
@@ -21,16 +20,6 @@ where
     D::IntoIter: 'a,
 {
     actors::entries::encode_parts(upserts.iter().map(|u| u.record), deletes, derived)
-}
-
-/// A change log row as both stores read it: position, part, committed_at, entries.
-pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart {
-    actors::store::LogPart {
-        position: row.0 as u64,
-        part: row.1 as u32,
-        committed_at_ms: row.2,
-        entries: row.3,
-    }
 }
 
 /// `Store::count_entries`'s statements, in SQL both dialects take (see
@@ -94,7 +83,8 @@ pub(crate) async fn count_entries<DB: Sql>(
             };
             let (position, part) = (number(0)?, number(1)?);
             let entries = DB::bytes(row, 2).map_err(&fail)?.unwrap_or_default();
-            total += actors::store::count_of(&log_part((position, part, 0, entries)))?;
+            total +=
+                actors::store::count_of(&super::reads::log_part((position, part, 0, entries)))?;
             from = (position, part);
         }
         // Fewer than asked: none is left (retention may have removed some meanwhile).
@@ -203,23 +193,4 @@ pub(crate) async fn prune_changes<L: LogPruning>(
         parts_left,
         bytes_left,
     })
-}
-
-/// Tombstone rows as both stores read them (entity index, id, deleted_at).
-pub(crate) fn tombstone_rows(
-    rows: Vec<(i64, String, i64)>,
-) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
-    rows.into_iter()
-        .map(|(entity, id, at)| {
-            let entity = actors::entries::entity_of_index(entity)
-                .ok_or_else(|| StoreError::Corrupt(format!("a tombstone names entity {entity}")))?;
-            Ok((
-                actors::entries::Change {
-                    entity,
-                    id: actors::entries::LoggedId::parse(&id),
-                },
-                actors::time::Stamp::from_millis(at),
-            ))
-        })
-        .collect()
 }

@@ -217,7 +217,7 @@ pub(crate) async fn read_changes<DB: Sql>(
         .iter()
         .map(|row| {
             let number = |i, what| present(DB::number(row, i), what, &fail);
-            Ok(super::change_log::log_part((
+            Ok(log_part((
                 number(0, "a change log part's position")?,
                 number(1, "a change log part's number")?,
                 number(2, "a change log part's time")?,
@@ -253,5 +253,34 @@ pub(crate) async fn tombstones<DB: Sql>(
             ))
         })
         .collect::<StoreResult<Vec<_>>>()?;
-    super::change_log::tombstone_rows(rows)
+    tombstone_rows(rows)
+}
+
+/// A change log row as both stores read it: position, part, committed_at, entries.
+pub(crate) fn log_part(row: (i64, i64, i64, Vec<u8>)) -> actors::store::LogPart {
+    actors::store::LogPart {
+        position: row.0 as u64,
+        part: row.1 as u32,
+        committed_at_ms: row.2,
+        entries: row.3,
+    }
+}
+
+/// Tombstone rows as both stores read them (entity index, id, deleted_at).
+pub(crate) fn tombstone_rows(
+    rows: Vec<(i64, String, i64)>,
+) -> StoreResult<Vec<(actors::entries::Change, actors::time::Stamp)>> {
+    rows.into_iter()
+        .map(|(entity, id, at)| {
+            let entity = actors::entries::entity_of_index(entity)
+                .ok_or_else(|| StoreError::Corrupt(format!("a tombstone names entity {entity}")))?;
+            Ok((
+                actors::entries::Change {
+                    entity,
+                    id: actors::entries::LoggedId::parse(&id),
+                },
+                actors::time::Stamp::from_millis(at),
+            ))
+        })
+        .collect()
 }

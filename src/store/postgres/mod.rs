@@ -407,7 +407,7 @@ impl Store for PostgresStore {
             by.entry(w).or_default().push((e.into(), i, a));
         }
         ids.iter()
-            .map(|w| super::change_log::tombstone_rows(by.remove(w).unwrap_or_default()))
+            .map(|w| reads::tombstone_rows(by.remove(w).unwrap_or_default()))
             .collect()
     }
 
@@ -562,7 +562,7 @@ impl Store for PostgresStore {
             records,
             stages,
             workspace: row,
-            tombstones: super::change_log::tombstone_rows(
+            tombstones: reads::tombstone_rows(
                 rows.into_iter().map(|(e, i, a)| (e.into(), i, a)).collect(),
             )?,
             touched,
