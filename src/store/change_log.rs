@@ -74,14 +74,9 @@ pub(crate) async fn count_entries<DB: Sql>(
             .map_err(&fail)?;
         for row in &rows {
             // Both columns are keys of the log: a NULL is a damaged row, never a 0.
-            let number = |i| match DB::number(row, i) {
-                Ok(Some(n)) => Ok(n),
-                Ok(None) => Err(StoreError::Corrupt(
-                    "a change log part without a key".into(),
-                )),
-                Err(e) => Err(fail(e)),
-            };
-            let (position, part) = (number(0)?, number(1)?);
+            let key =
+                |i| super::reads::present(DB::number(row, i), "a change log part's key", &fail);
+            let (position, part) = (key(0)?, key(1)?);
             let entries = DB::bytes(row, 2).map_err(&fail)?.unwrap_or_default();
             total +=
                 actors::store::count_of(&super::reads::log_part((position, part, 0, entries)))?;

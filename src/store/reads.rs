@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 /// A column the schema keeps `NOT NULL`, read: a `NULL` is a damaged row, never a
 /// default.
-fn present<T>(
+pub(crate) fn present<T>(
     cell: Result<Option<T>, sqlx::Error>,
     what: &str,
     fail: &impl Fn(sqlx::Error) -> StoreError,

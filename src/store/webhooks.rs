@@ -178,9 +178,9 @@ pub(crate) trait WebhookTables {
 }
 
 /// [`WebhookRows`](actors::store::WebhookRows) for an adapter that implements
-/// [`WebhookTables`] over the database `$db`.
+/// [`WebhookTables`].
 macro_rules! webhook_rows {
-    ($adapter:ty, $db:ty) => {
+    ($adapter:ty) => {
         #[async_trait::async_trait]
         impl actors::store::WebhookRows for $adapter {
             async fn endpoints(

@@ -29,4 +29,4 @@ impl WebhookTables for PostgresStore {
     }
 }
 
-crate::store::webhooks::webhook_rows!(PostgresStore, sqlx::Postgres);
+crate::store::webhooks::webhook_rows!(PostgresStore);

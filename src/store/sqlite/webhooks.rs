@@ -279,7 +279,7 @@ async fn run_in_tx(
     tx.commit().await
 }
 
-crate::store::webhooks::webhook_rows!(SqliteWebhooks, sqlx::Sqlite);
+crate::store::webhooks::webhook_rows!(SqliteWebhooks);
 
 #[cfg(test)]
 impl super::SqliteStore {
