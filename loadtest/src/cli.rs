@@ -192,6 +192,10 @@ pub struct RunArgs {
     /// lookup: share of numbers with fewer than eight digits.
     #[arg(long)]
     pub invalid_share: Option<f64>,
+    /// lookup: after the run alone, run again while this many other processes run full
+    /// syncs of the same workspace (with this run's `--streams` and `--limit`).
+    #[arg(long)]
+    pub sync_clients: Option<usize>,
     /// sync: entities synced in parallel.
     #[arg(long)]
     pub streams: Option<usize>,
@@ -304,6 +308,7 @@ struct FileLookup {
     unknown_share: Option<f64>,
     email_share: Option<f64>,
     invalid_share: Option<f64>,
+    sync_clients: Option<usize>,
 }
 
 #[derive(Deserialize, Default)]
@@ -390,6 +395,10 @@ pub struct LookupSettings {
     pub unknown_share: f64,
     pub email_share: f64,
     pub invalid_share: f64,
+    /// Full-sync clients (processes of their own) the second run has beside it; 0: no
+    /// second run.
+    #[serde(default)]
+    pub sync_clients: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -574,6 +583,7 @@ impl Settings {
                 unknown_share: a.unknown_share.or(f.lookup.unknown_share).unwrap_or(0.1),
                 email_share: a.email_share.or(f.lookup.email_share).unwrap_or(0.1),
                 invalid_share: a.invalid_share.or(f.lookup.invalid_share).unwrap_or(0.02),
+                sync_clients: a.sync_clients.or(f.lookup.sync_clients).unwrap_or(0),
             },
             sync: SyncSettings {
                 streams: a.streams.or(f.sync.streams).unwrap_or(3),
@@ -623,6 +633,9 @@ impl Settings {
         }
         if shares > 1.0 {
             bail!("unknown_share + email_share + invalid_share exceed 1");
+        }
+        if self.lookup.sync_clients > 16 {
+            bail!("--sync-clients must be at most 16");
         }
         if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
             bail!("--rate must be positive");

@@ -42,6 +42,7 @@ use report::{Machine, Report, RunMeta, RunReport};
 use scenarios::lookup::{self, LookupLoad};
 use scenarios::mixed::{self, IncrementalLoad};
 use scenarios::sync::{self, Syncer};
+use scenarios::sync_clients;
 use scenarios::write::WriteLoad;
 use scenarios::Backend;
 use stats::Recorder;
@@ -156,12 +157,33 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         Scenario::Lookup => {
             let bank = Arc::new(lookup::bank(&ds, &s.lookup, s.seed, 100_000));
             let pool = Arc::new(Pool::new(target.clone(), connections));
-            let mut backends = vec![Backend::Api(pool)];
+            // Each run: its backend, and the full-sync clients beside it.
+            let mut plan = vec![(Backend::Api(pool.clone()), 0)];
             if let Some(url) = &s.baseline_postgres {
-                backends.push(load_baseline(url, &setup, pg_connections).await?);
+                plan.push((load_baseline(url, &setup, pg_connections).await?, 0));
             }
-            for backend in backends {
+            if s.lookup.sync_clients > 0 {
+                plan.push((Backend::Api(pool), s.lookup.sync_clients));
+            }
+            for (backend, sync_clients) in plan {
                 let system = backend.system();
+                let workload = match sync_clients {
+                    0 => name.to_string(),
+                    n => format!(
+                        "{name} beside {n} full sync{}",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                };
+                let clients = match sync_clients {
+                    0 => None,
+                    n => {
+                        let secs = s.warmup + s.duration + sync_clients::LEAD.as_secs_f64() + 60.0;
+                        let report = format!("{}-sync-clients", s.name.as_deref().unwrap_or(name));
+                        let c = sync_clients::SyncClients::start(&s, &report, n, secs)?;
+                        tokio::time::sleep(sync_clients::LEAD).await;
+                        Some(c)
+                    }
+                };
                 let rec = recorder(&s);
                 let w = Arc::new(LookupLoad {
                     backend,
@@ -169,16 +191,30 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
                     bank: bank.clone(),
                 });
                 driver::with_progress(
-                    vec![(format!("{system} lookup"), rec.clone())],
+                    vec![(format!("{system} {workload}"), rec.clone())],
                     warmup,
                     s.progress,
                     driver::run(w, rec.clone(), load, warmup, s.threads, warm),
                 )
                 .await;
+                if let Some(c) = clients {
+                    c.stop()?;
+                }
                 runs.push(report::run_report(
-                    meta(&s, system, name, Some(load)),
+                    meta(&s, system, &workload, Some(load)),
                     rec.finish(),
                 ));
+            }
+            if let (true, Some(alone), Some(beside)) =
+                (s.lookup.sync_clients > 0, runs.first(), runs.last())
+            {
+                let (a, b) = (alone.total.latency_us.p99, beside.total.latency_us.p99);
+                println!(
+                    "lookup p99 alone {:.3} ms, beside the syncs {:.3} ms: {:.2}x",
+                    a as f64 / 1e3,
+                    b as f64 / 1e3,
+                    b as f64 / a.max(1) as f64
+                );
             }
         }
         Scenario::Sync if s.sync.mode == SyncMode::Changes => {

@@ -287,7 +287,7 @@ fn load_text(r: &RunReport) -> String {
     match r.load {
         // Each operation of mixed's sync part is a whole incremental sync (its pages
         // are the requests).
-        Some(Load::Open { rate }) if r.workload.ends_with("sync") => format!(
+        Some(Load::Open { rate }) if r.workload == "mixed: sync" => format!(
             "open loop, target {rate} incremental syncs/s, {}/s requests",
             thousands(r.achieved_rate)
         ),

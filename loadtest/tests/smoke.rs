@@ -124,6 +124,26 @@ impl Server {
         body["data"].clone()
     }
 
+    /// List pages the server has answered so far (its `/metrics`, read with the admin
+    /// token): every `GET /v1/{entity}` of any status.
+    fn list_pages_served(&self) -> u64 {
+        let out = Command::new("curl")
+            .args(["-s", "-H"])
+            .arg(format!("Authorization: Bearer {ADMIN_TOKEN}"))
+            .arg(format!("{}/metrics", self.admin))
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                l.starts_with("recruitd_http_request_duration_seconds_count{")
+                    && l.contains("route=\"/v1/{entity}\"")
+                    && l.contains("method=\"GET\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     /// The change feed's token now: a first list page's `changes_since`.
     fn changes_since(&self) -> String {
         let key = std::fs::read_to_string(self.data.path().join("loadtest.key")).unwrap();
@@ -247,6 +267,33 @@ fn every_scenario_runs_clean_against_a_real_server() {
         .concat(),
     );
     server.report("lookup-closed");
+
+    // Lookups alone, then beside a full-sync client of their own process: two runs, the
+    // second named for the syncs, and the server served the client's pages meanwhile.
+    let pages_before = server.list_pages_served();
+    let out = server.loadtest(
+        &[
+            &["--name", "beside-sync", "lookup", "--rate", "200"][..],
+            &["--sync-clients", "1", "--streams", "2", "--limit", "50"],
+            &run,
+        ]
+        .concat(),
+    );
+    let beside = server.report("beside-sync");
+    let workloads: Vec<&str> = beside["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(workloads, ["lookup", "lookup beside 1 full sync"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("beside the syncs"),
+        "the ratio is printed"
+    );
+    let pages = server.list_pages_served() - pages_before;
+    // Well above the two harvests' few pages (at limit 500) that any run makes.
+    assert!(pages >= 30, "the sync client read {pages} pages");
 
     server.loadtest(&[
         "--name",

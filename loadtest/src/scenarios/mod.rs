@@ -7,6 +7,8 @@
 //! - [`write`]: note and task creation (with idempotency references, some repeated),
 //!   PATCHes of notes, tasks and candidates.
 //! - [`mixed`]: the three together, each at its own open-loop rate.
+//! - [`sync_clients`]: full-sync clients as processes of their own, beside a lookup run
+//!   (`lookup --sync-clients`).
 //! - [`changes`]: a client following `GET /v1/changes` (catch-up, and long-poll while
 //!   `write` runs), every delivery matched to its write and checked against GET.
 //!
@@ -17,6 +19,7 @@ pub mod changes;
 pub mod lookup;
 pub mod mixed;
 pub mod sync;
+pub mod sync_clients;
 pub mod webhooks;
 pub mod write;
 
