@@ -127,12 +127,13 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let target = Arc::new(Target::new(&s.url, &s.cacert, &s.key, timeout)?.spread_over(others));
     let setup = Pool::new(target.clone(), 4);
+    // Syncs need no harvest: a full sync reads the workspace itself, and a sync client
+    // beside lookups (`--sync-clients`) should send the server a sync's requests alone.
     // The change feed's catch-up is measured first, on a server doing nothing else; it
     // harvests the workspace itself, after, when writes follow.
-    let changes = s.scenario == Scenario::Sync && s.sync.mode != SyncMode::Pages;
     // The workspace as the report describes it: harvested here, or by the feed's run
     // when it writes.
-    let mut harvested = if changes {
+    let mut harvested = if s.scenario == Scenario::Sync {
         None
     } else {
         Some(harvest(&s, &setup).await?)

@@ -46,6 +46,7 @@ pub mod files;
 pub mod forwarding;
 pub mod node;
 pub mod openapi;
+pub mod pages;
 pub mod query;
 pub mod ratelimit;
 pub mod records;

@@ -98,7 +98,7 @@ struct Page<'a> {
     entity: Entity,
     params: ListParams,
     key: &'a CursorKey,
-    rid: &'a RequestId,
+    rid: &'a str,
     /// On a first page: the change feed token of the state it is read from.
     changes_since: Option<String>,
 }
@@ -167,7 +167,7 @@ impl<'s> EntityVisitor<'s> for Page<'_> {
         if let Some(token) = &self.changes_since {
             page.member("changes_since", token)?;
         }
-        page.close(self.rid.as_str())
+        page.close(self.rid)
     }
 }
 
@@ -247,15 +247,36 @@ pub async fn list(
         .cursor
         .is_none()
         .then(|| super::changes::changes_since(&app, ws));
-    let page = Page {
-        ws,
-        entity,
-        params,
-        key: &app.cursor_key,
-        rid: &rid,
-        changes_since,
-    };
-    Ok(super::envelope::json_ok(entities::visit(ws, entity, page)?))
+    if params.limit < super::pages::OFF_THE_WORKER_FROM {
+        let page = Page {
+            ws,
+            entity,
+            params,
+            key: &app.cursor_key,
+            rid: rid.as_str(),
+            changes_since,
+        };
+        return Ok(super::envelope::json_ok(entities::visit(ws, entity, page)?));
+    }
+    // A full page: written off the worker (`super::pages`), from the same state.
+    let (state, key, rid) = (
+        caller.state.clone(),
+        app.cursor_key.clone(),
+        rid.as_str().to_owned(),
+    );
+    let body = super::pages::write_off_the_worker(move || {
+        let page = Page {
+            ws: &state,
+            entity,
+            params,
+            key: &key,
+            rid: &rid,
+            changes_since,
+        };
+        entities::visit(&state, entity, page)
+    })
+    .await?;
+    Ok(super::envelope::json_ok(body))
 }
 
 pub async fn get(
