@@ -37,19 +37,25 @@ fn pool() -> &'static rayon::ThreadPool {
     })
 }
 
-/// Runs `write` on the pool and waits for it without holding the worker.
+/// Runs `write` on the pool and waits for it without holding the worker. A panic of
+/// `write` is caught there (rayon would abort the process) and resumed here, on the
+/// worker, as if the page had been written on it.
 pub async fn write_off_the_worker<T: Send + 'static>(
     write: impl FnOnce() -> T + Send + 'static,
 ) -> T {
     let (done, written) = tokio::sync::oneshot::channel();
     pool().spawn(move || {
-        let _ = done.send(write());
+        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            write,
+        )));
     });
-    // The pool never drops a job: its threads catch no panic, so a page that panicked
-    // would abort the process before this could be reached.
-    written
+    match written
         .await
         .expect("the list pages' pool answers every job")
+    {
+        Ok(page) => page,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// Lowers the calling thread's priority to [`NICE`] (on Linux, `setpriority` on a
@@ -89,5 +95,16 @@ mod tests {
         );
         // Lowering one's own priority is never refused.
         assert_eq!(nice, NICE);
+    }
+
+    #[actix_rt::test]
+    async fn a_panic_while_writing_reaches_the_caller_and_the_pool_goes_on() {
+        let caller = actix_rt::spawn(write_off_the_worker(|| -> u32 { panic!("a bad page") }));
+        let panic = caller
+            .await
+            .expect_err("the panic is the caller's")
+            .into_panic();
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"a bad page"));
+        assert_eq!(write_off_the_worker(|| 7).await, 7);
     }
 }
