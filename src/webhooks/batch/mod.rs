@@ -298,7 +298,11 @@ async fn render(ws: &Arc<WorkspaceState>, picked: Picked) -> Result<FeedPage, Fe
     let (done, rendered) = tokio::sync::oneshot::channel();
     let ws = ws.clone();
     runtime::bulk().spawn(move || {
-        let _ = done.send(picked.render(&ws, Vec::new()));
+        // Caught, or rayon would abort the process: a render that panics drops `done`
+        // unsent, and the batch fails as one whose store read failed (tried again).
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _ = done.send(picked.render(&ws, Vec::new()));
+        }));
     });
     rendered
         .await
