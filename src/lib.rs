@@ -21,6 +21,8 @@
 //! - [`clock`]: the wall clock, or a manual one in tests (signed URLs' expiry).
 //! - [`webhooks`]: the rules webhook deliveries follow (signatures, secrets, retries,
 //!   the addresses a receiver may have).
+//! - [`priority`]: threads below the API's scheduling priority (webhook catch-ups, full
+//!   list pages).
 
 /// The build's version, as nodes report it to each other and the console shows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -31,6 +33,7 @@ pub mod clock;
 pub mod cluster;
 pub mod generate;
 pub mod http;
+pub mod priority;
 pub mod server;
 pub mod store;
 pub mod telemetry;

@@ -413,7 +413,7 @@ async fn run_mixed(
         },
     )
     .await;
-    let mut sync_meta = meta(s, "recruitd", "mixed: sync", Some(open(m.sync_rate)));
+    let mut sync_meta = meta(s, "recruitd", report::MIXED_SYNC, Some(open(m.sync_rate)));
     sync_meta.rounds = rounds;
     Ok(vec![
         report::run_report(

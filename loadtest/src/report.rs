@@ -283,11 +283,14 @@ fn thousands(n: f64) -> String {
     out
 }
 
+/// The workload name of `mixed`'s sync part.
+pub const MIXED_SYNC: &str = "mixed: sync";
+
 fn load_text(r: &RunReport) -> String {
     match r.load {
         // Each operation of mixed's sync part is a whole incremental sync (its pages
         // are the requests).
-        Some(Load::Open { rate }) if r.workload == "mixed: sync" => format!(
+        Some(Load::Open { rate }) if r.workload == MIXED_SYNC => format!(
             "open loop, target {rate} incremental syncs/s, {}/s requests",
             thousands(r.achieved_rate)
         ),

@@ -181,6 +181,16 @@ impl Server {
     }
 }
 
+/// The workload of each run of a report, in order.
+fn workloads(report: &Value) -> Vec<&str> {
+    report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn every_scenario_runs_clean_against_a_real_server() {
     let Some(bin) = recruitd_binary() else {
@@ -280,13 +290,7 @@ fn every_scenario_runs_clean_against_a_real_server() {
         .concat(),
     );
     let beside = server.report("beside-sync");
-    let workloads: Vec<&str> = beside["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["workload"].as_str().unwrap())
-        .collect();
-    assert_eq!(workloads, ["lookup", "lookup beside 1 full sync"]);
+    assert_eq!(workloads(&beside), ["lookup", "lookup beside 1 full sync"]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("beside the syncs"),
         "the ratio is printed"
@@ -342,12 +346,7 @@ fn every_scenario_runs_clean_against_a_real_server() {
         .concat(),
     );
     let hooks = server.report("webhooks");
-    let parts: Vec<&str> = hooks["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["workload"].as_str().unwrap())
-        .collect();
+    let parts = workloads(&hooks);
     assert_eq!(
         parts,
         [
@@ -390,13 +389,10 @@ fn every_scenario_runs_clean_against_a_real_server() {
         "2",
     ]);
     let mixed = server.report("mixed");
-    let parts: Vec<&str> = mixed["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["workload"].as_str().unwrap())
-        .collect();
-    assert_eq!(parts, ["mixed: lookup", "mixed: write", "mixed: sync"]);
+    assert_eq!(
+        workloads(&mixed),
+        ["mixed: lookup", "mixed: write", "mixed: sync"]
+    );
     assert!(mixed["runs"][2]["sync"]["full_rounds"].as_u64().unwrap() >= 1);
 
     if let Ok(server_url) = std::env::var("RECRUITD_TEST_DATABASE_URL") {

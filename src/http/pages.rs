@@ -14,6 +14,7 @@
 //! Small pages stay on the worker: below [`OFF_THE_WORKER_FROM`] records the hop would
 //! cost more than the page.
 
+use crate::priority::Below;
 use std::sync::OnceLock;
 
 /// The pool threads' niceness (0 is the default; 19 the lowest priority).
@@ -27,14 +28,7 @@ const THREADS: usize = 2;
 
 fn pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(THREADS)
-            .thread_name(|i| format!("recruitd-pages-{i}"))
-            .start_handler(|_| lower_priority())
-            .build()
-            .expect("the list pages' pool starts")
-    })
+    POOL.get_or_init(|| crate::priority::pool("recruitd-pages", THREADS, Below::Nice(NICE)))
 }
 
 /// Runs `write` on the pool and waits for it without holding the worker. A panic of
@@ -58,43 +52,24 @@ pub async fn write_off_the_worker<T: Send + 'static>(
     }
 }
 
-/// Lowers the calling thread's priority to [`NICE`] (on Linux, `setpriority` on a
-/// thread id changes that thread alone). A refusal leaves it at the default.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `gettid` and `setpriority` take plain integers.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, NICE);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[actix_rt::test]
     async fn pages_are_written_on_the_pool_at_its_priority() {
-        let (name, nice) = write_off_the_worker(|| {
-            let name = std::thread::current().name().map(str::to_string);
-            #[cfg(target_os = "linux")]
-            // SAFETY: `gettid` and `getpriority` take plain integers.
-            let nice = unsafe {
-                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                libc::getpriority(libc::PRIO_PROCESS, tid)
-            };
-            #[cfg(not(target_os = "linux"))]
-            let nice = NICE;
-            (name, nice)
-        })
-        .await;
+        let name = write_off_the_worker(|| std::thread::current().name().map(str::to_string)).await;
         assert!(
             name.as_deref()
                 .is_some_and(|n| n.starts_with("recruitd-pages-")),
             "{name:?}"
         );
-        // Lowering one's own priority is never refused.
-        assert_eq!(nice, NICE);
+        #[cfg(target_os = "linux")]
+        {
+            let (policy, nice) = write_off_the_worker(crate::priority::this_thread).await;
+            // Lowering one's own priority is never refused; the policy stays the usual.
+            assert_eq!((policy, nice), (libc::SCHED_OTHER, NICE));
+        }
     }
 
     #[actix_rt::test]

@@ -247,36 +247,48 @@ pub async fn list(
         .cursor
         .is_none()
         .then(|| super::changes::changes_since(&app, ws));
-    if params.limit < super::pages::OFF_THE_WORKER_FROM {
-        let page = Page {
+    let body = if params.limit < super::pages::OFF_THE_WORKER_FROM {
+        write_page(
             ws,
             entity,
             params,
-            key: &app.cursor_key,
-            rid: rid.as_str(),
+            &app.cursor_key,
+            rid.as_str(),
             changes_since,
-        };
-        return Ok(super::envelope::json_ok(entities::visit(ws, entity, page)?));
-    }
-    // A full page: written off the worker (`super::pages`), from the same state.
-    let (state, key, rid) = (
-        caller.state.clone(),
-        app.cursor_key.clone(),
-        rid.as_str().to_owned(),
-    );
-    let body = super::pages::write_off_the_worker(move || {
-        let page = Page {
-            ws: &state,
-            entity,
-            params,
-            key: &key,
-            rid: &rid,
-            changes_since,
-        };
-        entities::visit(&state, entity, page)
-    })
-    .await?;
+        )
+    } else {
+        // A full page: written off the worker (`super::pages`), from the same state.
+        let (state, key, rid) = (
+            caller.state.clone(),
+            app.cursor_key.clone(),
+            rid.as_str().to_owned(),
+        );
+        super::pages::write_off_the_worker(move || {
+            write_page(&state, entity, params, &key, &rid, changes_since)
+        })
+        .await
+    }?;
     Ok(super::envelope::json_ok(body))
+}
+
+/// The list response body of one page (see [`Page`]).
+fn write_page(
+    ws: &WorkspaceState,
+    entity: Entity,
+    params: ListParams,
+    key: &CursorKey,
+    rid: &str,
+    changes_since: Option<String>,
+) -> Result<Vec<u8>, ApiError> {
+    let page = Page {
+        ws,
+        entity,
+        params,
+        key,
+        rid,
+        changes_since,
+    };
+    entities::visit(ws, entity, page)
 }
 
 pub async fn get(

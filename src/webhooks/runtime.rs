@@ -26,11 +26,11 @@
 //! servers started and stopped in one process (as tests do) share them. The endpoints'
 //! tasks themselves run on the server's runtime and end with it.
 
+use crate::priority::Below;
 use std::sync::OnceLock;
 
-/// The bulk pool's niceness where idle scheduling is refused (0 is the default; 19 the
-/// lowest priority).
-pub const NICE: i32 = 19;
+/// The bulk pool's niceness where idle scheduling is refused.
+pub const NICE: i32 = crate::priority::IDLE_FALLBACK_NICE;
 
 /// Threads of the bulk pool.
 const THREADS: usize = 2;
@@ -38,14 +38,7 @@ const THREADS: usize = 2;
 /// The pool large batches are rendered on, as idle work.
 pub fn bulk() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(THREADS)
-            .thread_name(|i| format!("recruitd-bulk-{i}"))
-            .start_handler(|_| lower_priority())
-            .build()
-            .expect("the bulk render pool starts")
-    })
+    POOL.get_or_init(|| crate::priority::pool("recruitd-bulk", THREADS, Below::Idle))
 }
 
 /// The runtime a catch-up's attempts are sent on, as idle work.
@@ -55,7 +48,7 @@ pub fn bulk_io() -> &'static tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("recruitd-bulk-io")
-            .on_thread_start(lower_priority)
+            .on_thread_start(|| crate::priority::lower_this_thread(Below::Idle))
             .enable_all()
             .build()
             .expect("the bulk attempts' runtime starts")
@@ -88,41 +81,14 @@ pub const BUSY_GAP: std::time::Duration = std::time::Duration::from_millis(10);
 /// hangs, holds up no other endpoint's catch-up for longer.
 pub const TURN_MOST: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Schedules the calling thread as idle work (on Linux, `sched_setscheduler` and
-/// `setpriority` on a thread id change that thread alone), and at [`NICE`] should the
-/// idle policy be refused. A refusal leaves it at the default: weaker isolation, never a
-/// failure.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `gettid`, `sched_setscheduler` and `setpriority` take plain integers and a
-    // parameter struct on our stack, and keep no pointer to it.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, NICE);
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    /// The calling thread's scheduling policy and niceness.
-    #[cfg(target_os = "linux")]
-    fn scheduling() -> (i32, i32) {
-        // SAFETY: as above.
-        unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
-            (
-                libc::sched_getscheduler(tid),
-                libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t),
-            )
-        }
-    }
+    use crate::priority::this_thread;
 
     #[cfg(target_os = "linux")]
     #[test]
     fn bulk_threads_run_as_idle_work() {
-        let (policy, nice) = super::bulk().install(scheduling);
+        let (policy, nice) = super::bulk().install(this_thread);
         assert_eq!(policy, libc::SCHED_IDLE);
         assert_eq!(nice, super::NICE);
     }
@@ -131,7 +97,7 @@ mod tests {
     #[test]
     fn bulk_attempts_run_as_idle_work() {
         let (policy, nice) = super::bulk_io()
-            .block_on(super::bulk_io().spawn(async { scheduling() }))
+            .block_on(super::bulk_io().spawn(async { this_thread() }))
             .unwrap();
         assert_eq!(policy, libc::SCHED_IDLE);
         assert_eq!(nice, super::NICE);
