@@ -23,12 +23,14 @@ pub const NICE: i32 = 5;
 /// Pages of at least this `limit` are written on the pool.
 pub const OFF_THE_WORKER_FROM: usize = 100;
 
-/// Threads of the pool: as many as syncs usually read at once on a small node.
-const THREADS: usize = 2;
-
+/// The pool has a thread per CPU, as the workers do by default: pages written on the
+/// workers could use every core, and so can these.
 fn pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| crate::priority::pool("recruitd-pages", THREADS, Below::Nice(NICE)))
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        crate::priority::pool("recruitd-pages", threads, Below::Nice(NICE))
+    })
 }
 
 /// Runs `write` on the pool and waits for it without holding the worker. A panic of
