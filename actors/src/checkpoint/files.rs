@@ -10,6 +10,12 @@
 //! disk's queue for seconds, and every commit's flush of a few kilobytes waited behind
 //! it: with a checkpoint every 20 s, a job's PATCH had a p99 of 176–294 ms, and 9–14
 //! ms written behind.
+//!
+//! The checkpoint it replaces is released behind itself too ([`CheckpointDir::release`]):
+//! held open across the rename, its blocks are then freed a step at a time. Freed at
+//! once, by the rename or an unlink, a 1.4 GB file's extents went to the file system's
+//! journal in one piece: the unlink took 264 ms, and flushes of other files meanwhile
+//! took up to 53 ms (2.3 ms freed 32 MiB at a time).
 
 use super::{finish_unpositioned, restore, write, write_unpositioned, Refused, Unpositioned};
 use crate::model::Workspace;
@@ -21,6 +27,12 @@ use uuid::Uuid;
 
 /// Bytes a checkpoint's writeback is started for at once ([`WriteBehind`]).
 const BEHIND_STEP: u64 = 1 << 20;
+
+/// Bytes of a replaced checkpoint freed at once ([`CheckpointDir::release`]).
+const RELEASE_STEP: u64 = 32 << 20;
+
+/// The pause between two of those steps: other files' flushes go between them.
+const RELEASE_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A file written from its start, whose pages are sent to the disk every
 /// [`BEHIND_STEP`] bytes, and waited for a step later (Linux's `sync_file_range`): no
@@ -95,6 +107,10 @@ impl io::Write for WriteBehind<'_> {
 #[derive(Clone, Debug)]
 pub struct CheckpointDir {
     dir: PathBuf,
+    /// Held (shared) by each load while it reads a checkpoint, and taken once (alone)
+    /// before a replaced one is released: a load that opened the old file before the
+    /// rename has finished with it by then, and any later one opens the new file.
+    reading: std::sync::Arc<parking_lot::RwLock<()>>,
 }
 
 /// A checkpoint written by [`CheckpointDir::begin`] but for its commit position: not
@@ -147,6 +163,7 @@ impl CheckpointDir {
     pub fn new(data_dir: &Path) -> Self {
         CheckpointDir {
             dir: data_dir.join("checkpoints"),
+            reading: Default::default(),
         }
     }
 
@@ -206,9 +223,43 @@ impl CheckpointDir {
     /// the old one, the rename made durable.
     fn replace(&self, file: &std::fs::File, tmp: &Path, path: &Path) -> io::Result<()> {
         file.sync_all()?;
+        // Opened before the rename, so that its blocks outlive its name and are freed
+        // behind it (`release`); none the first time.
+        let old = std::fs::OpenOptions::new().write(true).open(path).ok();
         std::fs::rename(tmp, path)?;
         // The rename is durable once the directory is.
-        std::fs::File::open(&self.dir)?.sync_all()
+        let synced = std::fs::File::open(&self.dir).and_then(|d| d.sync_all());
+        if let Some(old) = old {
+            self.release(old);
+        }
+        synced
+    }
+
+    /// Frees the blocks of a checkpoint whose name is gone, [`RELEASE_STEP`] at a time
+    /// (see the module's docs), once no load still reads it (`reading`). A file that
+    /// still has a name (a hard link made by someone else) is left whole: its blocks are
+    /// not this directory's to free. A copy another process is reading as it is replaced
+    /// ends short and fails its check; a checkpoint can always be written again.
+    fn release(&self, old: std::fs::File) {
+        drop(self.reading.write());
+        let Ok(meta) = old.metadata() else {
+            return;
+        };
+        #[cfg(unix)]
+        if std::os::unix::fs::MetadataExt::nlink(&meta) > 0 {
+            return;
+        }
+        let mut len = meta.len();
+        while len > 0 {
+            len = len.saturating_sub(RELEASE_STEP);
+            if old.set_len(len).is_err() {
+                // Closing frees the rest at once, as an unlink would.
+                return;
+            }
+            if len > 0 {
+                std::thread::sleep(RELEASE_PAUSE);
+            }
+        }
     }
 
     /// The workspace's state from its checkpoint, if there is one and it holds at the
@@ -219,6 +270,7 @@ impl CheckpointDir {
         position: CommitPosition,
     ) -> Result<Option<WorkspaceState>, Refused> {
         let path = self.path(workspace.id);
+        let _reading = self.reading.read();
         let unreadable =
             |e: io::Error| Refused::Damaged(format!("reading {}: {e}", path.display()));
         let file = match std::fs::File::open(&path) {
@@ -240,12 +292,24 @@ impl CheckpointDir {
     }
 
     /// Removes the workspace's checkpoint (one that can never be used again).
+    /// Holds off the release of a replaced checkpoint as a load reading it does.
+    #[cfg(test)]
+    pub(super) fn reading(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
+        self.reading.read()
+    }
+
+    /// Its blocks are freed behind it, as a replaced one's are.
     pub fn remove(&self, workspace: Uuid) {
         let path = self.path(workspace);
-        if let Err(e) = std::fs::remove_file(&path) {
-            if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(%workspace, error = %e, "could not remove a checkpoint");
+        let old = std::fs::OpenOptions::new().write(true).open(&path).ok();
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                if let Some(old) = old {
+                    self.release(old);
+                }
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(%workspace, error = %e, "could not remove a checkpoint"),
         }
     }
 }

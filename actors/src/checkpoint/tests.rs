@@ -285,3 +285,70 @@ fn a_file_written_behind_itself_holds_what_was_written() {
     file.sync_all().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), expected);
 }
+
+/// A replaced checkpoint's blocks are freed (`CheckpointDir::release`): a descriptor
+/// still open on it finds it empty. One that another name still links is left whole.
+#[test]
+fn a_replaced_checkpoint_is_freed_unless_another_name_links_it() {
+    let state = example();
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = files::CheckpointDir::new(dir.path());
+    checkpoints.save(&state, at(9)).unwrap();
+    let path = checkpoints.path(state.id());
+    let held = std::fs::File::open(&path).unwrap();
+    checkpoints.save(&state, at(10)).unwrap();
+    assert_eq!(
+        held.metadata().unwrap().len(),
+        0,
+        "the old file's blocks were freed"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), written(&state, at(10)));
+
+    let linked = dir.path().join("kept.ckpt");
+    std::fs::hard_link(&path, &linked).unwrap();
+    checkpoints.save(&state, at(11)).unwrap();
+    assert_eq!(std::fs::read(&linked).unwrap(), written(&state, at(10)));
+    let back = checkpoints.load(&state.workspace, at(11)).unwrap().unwrap();
+    assert_eq!(back.describe(), state.describe());
+
+    // Removed: its blocks are freed the same way.
+    let held = std::fs::File::open(&path).unwrap();
+    checkpoints.remove(state.id());
+    assert!(!path.exists());
+    assert_eq!(held.metadata().unwrap().len(), 0);
+}
+
+/// A load that may have opened the old file before the rename is let finish before
+/// the old file is freed: the save that replaced it returns only after.
+#[test]
+fn a_replaced_checkpoint_is_freed_only_after_the_loads_reading_it() {
+    let state = example();
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = files::CheckpointDir::new(dir.path());
+    checkpoints.save(&state, at(9)).unwrap();
+    let path = checkpoints.path(state.id());
+    let held = std::fs::File::open(&path).unwrap();
+    let (done, saved) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let reading = checkpoints.reading();
+        s.spawn(|| {
+            let saved = checkpoints.save(&state, at(10));
+            done.send(saved.is_ok()).unwrap();
+        });
+        // Renamed into place, but not freed while the load reads.
+        let renamed = std::time::Instant::now();
+        while std::fs::read(&path).unwrap() != written(&state, at(10)) {
+            assert!(renamed.elapsed() < std::time::Duration::from_secs(20));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(saved.try_recv().is_err(), "the save waits for the load");
+        assert_eq!(
+            held.metadata().unwrap().len() as usize,
+            written(&state, at(9)).len()
+        );
+        drop(reading);
+        assert!(saved.recv().unwrap());
+    });
+    assert_eq!(held.metadata().unwrap().len(), 0);
+}

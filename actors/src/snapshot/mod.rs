@@ -127,6 +127,24 @@ impl Snapshot {
     pub fn workspace_id(&self) -> Option<Uuid> {
         self.workspace.as_ref().map(|w| w.id)
     }
+
+    /// Records of every kind the snapshot carries (keys included, the workspace not).
+    pub fn len(&self) -> usize {
+        self.users.len()
+            + self.api_keys.len()
+            + self.pipeline_stages.len()
+            + self.companies.len()
+            + self.contacts.len()
+            + self.jobs.len()
+            + self.candidates.len()
+            + self.notes.len()
+            + self.tasks.len()
+            + self.attachments.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Why a snapshot was rejected, naming where: array, index and field.
