@@ -496,9 +496,27 @@ async fn an_import_whose_commit_failed_is_reloaded_from_the_store() {
     assert!(done.is_ok());
 }
 
+/// The example snapshot with `extra` more companies, copies of its one.
+fn example_with_companies(extra: usize) -> crate::snapshot::Snapshot {
+    let mut snap: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "../../../tests/fixtures/snapshot-small.json"
+    ))
+    .unwrap();
+    let company = snap["companies"][0].clone();
+    let companies = snap["companies"].as_array_mut().unwrap();
+    for i in 0..extra {
+        let mut c = company.clone();
+        c["id"] = serde_json::json!(Uuid::new_v4());
+        c["name"] = serde_json::json!(format!("Company {i}"));
+        companies.push(c);
+    }
+    parse_slice(&serde_json::to_vec(&snap).unwrap()).unwrap()
+}
+
 /// An import's commit keeps its thread busy (a store orders and encodes every record):
-/// that is the import's own thread, at a lower CPU priority, never the arbiter that runs
-/// every workspace's actor, so another workspace's writes commit meanwhile.
+/// that is the import's own thread, at a lower CPU priority when the import is large,
+/// never the arbiter that runs every workspace's actor, so another workspace's writes
+/// commit meanwhile. A small import runs at the API's priority.
 #[actix::test]
 async fn an_import_commit_holds_no_other_workspace() {
     let (store, a, env) = workspace(Duration::ZERO).await;
@@ -518,10 +536,8 @@ async fn an_import_commit_holds_no_other_workspace() {
     store
         .import_busy_ms
         .store(busy.as_millis() as u64, Ordering::SeqCst);
-    let snap = parse_slice(include_bytes!(
-        "../../../tests/fixtures/snapshot-small.json"
-    ))
-    .unwrap();
+    let snap = example_with_companies(super::handlers::SMALL_IMPORT_RECORDS);
+    assert!(snap.len() > super::handlers::SMALL_IMPORT_RECORDS);
     let started = std::time::Instant::now();
     let import = actix::spawn(a.addr.send(Import(snap)));
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -539,6 +555,18 @@ async fn an_import_commit_holds_no_other_workspace() {
         store.import_nice.load(Ordering::SeqCst),
         10,
         "the import ran at a lower priority"
+    );
+
+    store.import_busy_ms.store(1, Ordering::SeqCst);
+    store.import_nice.store(i32::MIN, Ordering::SeqCst);
+    let small = example_with_companies(0);
+    assert!(small.len() <= super::handlers::SMALL_IMPORT_RECORDS);
+    a.addr.send(Import(small)).await.unwrap().unwrap();
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        store.import_nice.load(Ordering::SeqCst),
+        0,
+        "a small import ran at the API's priority"
     );
 }
 
