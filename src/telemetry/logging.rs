@@ -5,14 +5,45 @@
 //! line for every request). The writer blocks rather than drops when its buffer is full:
 //! no line is lost, and a saturated stderr slows logging threads down instead.
 
-use parking_lot::Mutex;
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
+use parking_lot::{Mutex, RwLock};
+use std::io::Write;
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 
 /// The background writer's guard, which flushes it when dropped. The subscriber it
 /// serves is process-wide (tracing's global default, installed once by [`init`]), so
 /// its guard is too: [`flush`] drops it before `process::exit`, which runs no
 /// destructors.
 static GUARD: Mutex<Option<WorkerGuard>> = Mutex::new(None);
+
+/// The background writer, until [`flush`] ends it; then events go to stderr directly.
+/// A thread still running at exit may log after the flush: its line is written as it
+/// stands rather than refused, which would make tracing print a notice of its own in
+/// its place (not JSON, and the event lost).
+static BACKGROUND: RwLock<Option<NonBlocking>> = RwLock::new(None);
+
+/// Each event's writer: the background one, or stderr once it has ended (see
+/// [`BACKGROUND`]); the read hold keeps [`flush`] from ending it mid-line.
+struct EventWriter;
+
+impl Write for EventWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &*BACKGROUND.read() {
+            Some(background) => background.clone().write(buf),
+            None => std::io::stderr().write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match &*BACKGROUND.read() {
+            Some(background) => background.clone().write_all(buf),
+            None => std::io::stderr().write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// Installs the subscriber: `RECRUITD_LOG` filters (default `info`),
 /// `RECRUITD_LOG_FORMAT=json` writes one JSON object per line.
@@ -24,11 +55,12 @@ pub fn init() {
         .lossy(false)
         .finish(std::io::stderr());
     *GUARD.lock() = Some(guard);
+    *BACKGROUND.write() = Some(writer);
     use std::io::IsTerminal;
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(writer);
+        .with_writer(|| EventWriter);
     if json_logs() {
         logs.json().flatten_event(true).init();
     } else {
@@ -37,8 +69,12 @@ pub fn init() {
 }
 
 /// Writes out every buffered line; call before `process::exit`, which skips destructors.
+/// Events logged meanwhile wait, and later ones go to stderr directly, after every
+/// buffered line.
 pub fn flush() {
+    let mut background = BACKGROUND.write();
     drop(GUARD.lock().take());
+    *background = None;
 }
 
 /// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
@@ -87,7 +123,41 @@ fn quiet_notices(directives: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::quiet_notices;
+    use super::*;
+
+    /// A buffer shared with the background writer's thread.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Lines logged before the flush are written out by it; a line logged after it is
+    /// written too, where the ended background writer alone refuses it.
+    #[test]
+    fn a_line_logged_after_the_flush_is_written_not_refused() {
+        let out = Shared::default();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .lossy(false)
+            .finish(out.clone());
+        *GUARD.lock() = Some(guard);
+        *BACKGROUND.write() = Some(writer.clone());
+        EventWriter.write_all(b"before\n").unwrap();
+        flush();
+        assert_eq!(&*out.0.lock(), b"before\n");
+        assert!(
+            writer.clone().write_all(b"late\n").is_err(),
+            "the background writer ended"
+        );
+        EventWriter.write_all(b"{\"late\":true}\n").unwrap();
+    }
 
     #[test]
     fn postgres_notices_are_quiet_unless_asked_for() {
