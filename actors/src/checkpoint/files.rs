@@ -291,14 +291,14 @@ impl CheckpointDir {
         restore(&map, workspace.clone(), position).map(Some)
     }
 
-    /// Removes the workspace's checkpoint (one that can never be used again).
     /// Holds off the release of a replaced checkpoint as a load reading it does.
     #[cfg(test)]
     pub(super) fn reading(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
         self.reading.read()
     }
 
-    /// Its blocks are freed behind it, as a replaced one's are.
+    /// Removes the workspace's checkpoint (one that can never be used again). Its
+    /// blocks are freed behind it, as a replaced one's are.
     pub fn remove(&self, workspace: Uuid) {
         let path = self.path(workspace);
         let old = std::fs::OpenOptions::new().write(true).open(&path).ok();
