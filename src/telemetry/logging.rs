@@ -33,13 +33,6 @@ impl Write for EventWriter {
         }
     }
 
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match &*BACKGROUND.read() {
-            Some(background) => background.clone().write_all(buf),
-            None => std::io::stderr().write_all(buf),
-        }
-    }
-
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }

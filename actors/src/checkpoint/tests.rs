@@ -286,16 +286,27 @@ fn a_file_written_behind_itself_holds_what_was_written() {
     assert_eq!(std::fs::read(&path).unwrap(), expected);
 }
 
-/// A replaced checkpoint's blocks are freed (`CheckpointDir::release`): a descriptor
-/// still open on it finds it empty. One that another name still links is left whole.
-#[test]
-fn a_replaced_checkpoint_is_freed_unless_another_name_links_it() {
+/// The example saved at position 9, with a descriptor held open on its file.
+fn saved_and_held() -> (
+    WorkspaceState,
+    tempfile::TempDir,
+    files::CheckpointDir,
+    std::fs::File,
+) {
     let state = example();
     let dir = tempfile::tempdir().unwrap();
     let checkpoints = files::CheckpointDir::new(dir.path());
     checkpoints.save(&state, at(9)).unwrap();
+    let held = std::fs::File::open(checkpoints.path(state.id())).unwrap();
+    (state, dir, checkpoints, held)
+}
+
+/// A replaced checkpoint's blocks are freed (`CheckpointDir::release`): a descriptor
+/// still open on it finds it empty. One that another name still links is left whole.
+#[test]
+fn a_replaced_checkpoint_is_freed_unless_another_name_links_it() {
+    let (state, dir, checkpoints, held) = saved_and_held();
     let path = checkpoints.path(state.id());
-    let held = std::fs::File::open(&path).unwrap();
     checkpoints.save(&state, at(10)).unwrap();
     assert_eq!(
         held.metadata().unwrap().len(),
@@ -322,12 +333,8 @@ fn a_replaced_checkpoint_is_freed_unless_another_name_links_it() {
 /// the old file is freed: the save that replaced it returns only after.
 #[test]
 fn a_replaced_checkpoint_is_freed_only_after_the_loads_reading_it() {
-    let state = example();
-    let dir = tempfile::tempdir().unwrap();
-    let checkpoints = files::CheckpointDir::new(dir.path());
-    checkpoints.save(&state, at(9)).unwrap();
+    let (state, _dir, checkpoints, held) = saved_and_held();
     let path = checkpoints.path(state.id());
-    let held = std::fs::File::open(&path).unwrap();
     let (done, saved) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         let reading = checkpoints.reading();
