@@ -145,16 +145,39 @@ async def idle_conn(args, stats, h2):
         await asyncio.sleep(1)
 
 
-async def big_headers_conn(args, stats):
+QUIET = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ssl.SSLError, ValueError)
+
+
+async def held_conn(stats, connect, body):
+    """One attacking connection: opened by `connect` (counted as refused when it fails),
+    held in `stats` while `body(reader, writer)` runs, closed after it. A connection the
+    server ends is the attack's expected outcome, not an error."""
     try:
-        reader, writer = await open_tls(args.host, args.port, ["h2", "http/1.1"])
+        reader, writer = await connect
     except (OSError, asyncio.TimeoutError, ssl.SSLError):
         stats.refused += 1
         return
     stats.opened += 1
     stats.hold(1)
-    total = args.header_mib << 20
     try:
+        await body(reader, writer)
+    except QUIET:
+        pass
+    finally:
+        stats.hold(-1)
+        writer.close()
+
+
+def count_status(stats, head):
+    """Counts an answer by the status in its head."""
+    status = int(head.split(b" ", 2)[1])
+    stats.statuses[status] = stats.statuses.get(status, 0) + 1
+
+
+async def big_headers_conn(args, stats):
+    total = args.header_mib << 20
+
+    async def body(reader, writer):
         if writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2":
             writer.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
             # A literal header, new name, of one long value: its length announced up front.
@@ -175,11 +198,8 @@ async def big_headers_conn(args, stats):
                 sent += 16384
                 await writer.drain()
         await asyncio.wait_for(reader.read(), args.hold)
-    except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ssl.SSLError):
-        pass
-    finally:
-        stats.hold(-1)
-        writer.close()
+
+    await held_conn(stats, open_tls(args.host, args.port, ["h2", "http/1.1"]), body)
 
 
 def encode_rest(value, prefix_bits):
@@ -194,15 +214,9 @@ def encode_rest(value, prefix_bits):
 
 
 async def no_read_conn(args, stats):
-    try:
-        reader, writer = await open_tls(args.host, args.port, ["http/1.1"], rcvbuf=4096)
-    except (OSError, asyncio.TimeoutError, ssl.SSLError):
-        stats.refused += 1
-        return
-    stats.opened += 1
-    stats.hold(1)
     request = f"GET {args.path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {args.key}\r\n\r\n"
-    try:
+
+    async def body(reader, writer):
         for _ in range(args.pipeline):
             writer.write(request.encode())
         await writer.drain()
@@ -215,9 +229,8 @@ async def no_read_conn(args, stats):
             err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) if sock else 0
             if err or tcp_state_closed(sock):
                 break
-    finally:
-        stats.hold(-1)
-        writer.close()
+
+    await held_conn(stats, open_tls(args.host, args.port, ["http/1.1"], rcvbuf=4096), body)
 
 
 def tcp_state_closed(sock):
@@ -271,63 +284,43 @@ def probe_process(args, results):
 
 
 async def bad_keys_conn(args, stats, n):
-    try:
-        reader, writer = await open_tls(args.host, args.port, ["http/1.1"])
-    except (OSError, asyncio.TimeoutError, ssl.SSLError):
-        stats.refused += 1
-        return
-    stats.opened += 1
-    stats.hold(1)
-    i = 0
-    try:
+    async def body(reader, writer):
+        i = 0
         while not stats.done:
             i += 1
             writer.write(
                 f"GET /v1/counts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer rk_bad_{n}_{i}_0123456789abcdef\r\n\r\n".encode()
             )
             head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
             length = 0
             for line in head.split(b"\r\n"):
                 if line.lower().startswith(b"content-length:"):
                     length = int(line.split(b":")[1])
             await reader.readexactly(length)
-            stats.statuses[status] = stats.statuses.get(status, 0) + 1
-    except (OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError):
-        pass
-    finally:
-        stats.hold(-1)
-        writer.close()
+            count_status(stats, head)
+
+    await held_conn(stats, open_tls(args.host, args.port, ["http/1.1"]), body)
 
 
 async def admin_body_conn(args, stats):
-    try:
-        reader, writer = await asyncio.open_connection(args.host, args.admin_port)
-    except OSError:
-        stats.refused += 1
-        return
-    stats.opened += 1
-    stats.hold(1)
     total = args.body_mib << 20
-    try:
+
+    async def body(reader, writer):
         writer.write(
             f"POST /admin/v1/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-token\r\nContent-Type: application/json\r\nContent-Length: {total}\r\n\r\n".encode()
         )
         chunk = b" " * (1 << 20)
         sent = 0
-        while sent < total and not stats.done and not writer.transport.is_closing():
-            writer.write(chunk)
-            sent += len(chunk)
-            await writer.drain()
-        stats.sent_mib = getattr(stats, "sent_mib", 0) + sent / (1 << 20)
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), args.hold)
-        status = int(head.split(b" ", 2)[1])
-        stats.statuses[status] = stats.statuses.get(status, 0) + 1
-    except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError):
-        pass
-    finally:
-        stats.hold(-1)
-        writer.close()
+        try:
+            while sent < total and not stats.done and not writer.transport.is_closing():
+                writer.write(chunk)
+                sent += len(chunk)
+                await writer.drain()
+        finally:
+            stats.sent_mib = getattr(stats, "sent_mib", 0) + sent / (1 << 20)
+        count_status(stats, await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), args.hold))
+
+    await held_conn(stats, asyncio.open_connection(args.host, args.admin_port), body)
 
 
 async def probe(args, stats):

@@ -28,7 +28,6 @@ OUT="${OUT:-bench-results/$(date -u +%Y%m%dT%H%M%SZ)}"
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/loadbase}"
 API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 if [ "${QUICK:-0}" = 1 ]; then long=3 short=2 warm_long=1 warm_short=1; MIXED_SECS="${MIXED_SECS:-5}"
 else long=60 short=30 warm_long=10 warm_short=5; MIXED_SECS="${MIXED_SECS:-600}"; fi
 
@@ -60,7 +59,6 @@ lt_wait_started
 done) >"$OUT/machine.log" 2>&1 &
 sampler_pid=$!
 
-LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
 "${LT[@]}" prepare --people "$PEOPLE" --admin-url "http://127.0.0.1:$ADMIN_PORT" 2>&1 | tee "$OUT/prepare.log"
 
 status=0

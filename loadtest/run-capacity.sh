@@ -25,7 +25,6 @@ CACHE="${CACHE:-bench-results/cache}"
 OUT="${OUT:-bench-results/capacity-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18463}"
 ADMIN_PORT="${ADMIN_PORT:-18464}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 mkdir -p "$CACHE"
 source loadtest/common.sh

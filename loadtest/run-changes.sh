@@ -25,22 +25,12 @@ STORE="${STORE:-sqlite}"
 OUT="${OUT:-bench-results/changes-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18473}"
 ADMIN_PORT="${ADMIN_PORT:-18474}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
-lt_fresh_database changes
-lt_start_server changes
-lt_wait_started
-
-LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
-ADMIN=(--admin-url "http://127.0.0.1:$ADMIN_PORT")
-"${LT[@]}" prepare --people "$PEOPLE" "${ADMIN[@]}" 2>&1 | tee "$OUT/prepare.log"
-snapshot="$DATA/workspace-$PEOPLE-seed1.json"
+lt_serve_prepared changes
 
 # A point before the second import: the first page of any list carries one.
-token="$(curl -sS --cacert "$DATA/tls/cert.pem" -H "Authorization: Bearer $(cat "$DATA/loadtest.key")" \
-  "https://127.0.0.1:$API_PORT/v1/users?limit=1" | grep -o '"changes_since":"[^"]*"' | cut -d'"' -f4)"
-[ -n "$token" ] || { echo "no changes_since on the first page" >&2; exit 1; }
+token="$(lt_first_token)"
 
 # Every record's updated_at moved within its second (never before its created_at):
 # the workspace imported again changes every record it holds.

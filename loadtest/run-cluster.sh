@@ -28,8 +28,6 @@ API_PORT="${API_PORT:-18443}"
 ADMIN_PORT="${ADMIN_PORT:-18444}"
 SECS="${SECS:-20}"
 PHASES="${PHASES:-forward scale lag rolling failover}"
-phase() { [[ " $PHASES " == *" $1 "* ]]; }
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
 lt_fresh_database cluster

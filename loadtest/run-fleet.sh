@@ -38,8 +38,6 @@ PHASES="${PHASES:-start join idle restart failover imports big}"
 NODES="${NODES:-3}"
 BIG_PEOPLE="${BIG_PEOPLE:-60000}"
 ROUNDS="${ROUNDS:-5}"
-phase() { [[ " $PHASES " == *" $1 "* ]]; }
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
 lt_fresh_database fleet

@@ -21,7 +21,6 @@ STORE="${STORE:-sqlite}"
 OUT="${OUT:-bench-results/isolation-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18453}"
 ADMIN_PORT="${ADMIN_PORT:-18454}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 
 source loadtest/common.sh
 lt_fresh_database isolation
@@ -33,7 +32,6 @@ lt_drop_caches
 lt_start_server isolation
 lt_wait_started
 
-LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
 "${LT[@]}" prepare --people 1000 --admin-url "http://127.0.0.1:$ADMIN_PORT" >"$OUT/prepare.log" 2>&1
 sync
 

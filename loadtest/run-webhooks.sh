@@ -29,21 +29,11 @@ STORE="${STORE:-sqlite}"
 OUT="${OUT:-bench-results/webhooks-$(date -u +%Y%m%dT%H%M%SZ)}"
 API_PORT="${API_PORT:-18483}"
 ADMIN_PORT="${ADMIN_PORT:-18484}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 SERVE_ARGS=(--webhooks-allow-insecure)
 
 source loadtest/common.sh
-lt_fresh_database webhooks
-lt_start_server webhooks
-lt_wait_started
-
-LT=("$BIN/recruitd-loadtest" --data-dir "$DATA" --url "https://127.0.0.1:$API_PORT" --out "$OUT")
-ADMIN=(--admin-url "http://127.0.0.1:$ADMIN_PORT")
-"${LT[@]}" prepare --people "$PEOPLE" "${ADMIN[@]}" 2>&1 | tee "$OUT/prepare.log"
-snapshot="$DATA/workspace-$PEOPLE-seed1.json"
-token="$(curl -sS --cacert "$DATA/tls/cert.pem" -H "Authorization: Bearer $(cat "$DATA/loadtest.key")" \
-  "https://127.0.0.1:$API_PORT/v1/users?limit=1" | grep -o '"changes_since":"[^"]*"' | cut -d'"' -f4)"
-[ -n "$token" ] || { echo "no changes_since on the first page" >&2; exit 1; }
+lt_serve_prepared webhooks
+token="$(lt_first_token)"
 for stamp in 12 13; do
   sed -E "s/\"updated_at\":\"[^\"]*\"/\"updated_at\":\"2026-11-28T$stamp:00:00.000Z\"/g" \
     "$snapshot" >"$DATA/moved.json"

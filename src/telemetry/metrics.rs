@@ -15,7 +15,8 @@
 //!   `recruitd_search_index_keys{workspace,index}`, `recruitd_search_index_bytes{…}`,
 //!   `recruitd_search_index_delta_keys{…}`: read from the registry when scraped.
 //! - `recruitd_change_log_position{workspace}` (the last commit's position) and
-//!   `recruitd_tombstones{workspace}` (tombstones held): read when scraped.
+//!   `recruitd_tombstones{workspace}` (tombstones held): read when scraped. These, the
+//!   index sizes and the records below name the workspaces this node holds then alone.
 //! - `recruitd_change_log_pruned_through{workspace}` (a token before it must resync),
 //!   `recruitd_change_log_parts{workspace}` and `recruitd_change_log_bytes{workspace}`
 //!   (the log's size), as of the last pruning (hourly);
@@ -48,6 +49,7 @@
 use actors::env::{CommitKind, CommitObserver, ReclaimedBy};
 use actors::loader::Loader;
 use actors::registry::{Registry, Slot};
+use actors::state::WorkspaceState;
 use actors::store::{Reclaimed, StoreError};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -55,6 +57,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use std::time::Duration;
+use uuid::Uuid;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -182,16 +185,12 @@ pub struct Metrics {
     latency: HistogramFamily<RequestLabels>,
     rate_limited: Family<KeyLabels, Counter>,
     commits: HistogramFamily<CommitLabels>,
-    reclaimed_objects: Family<ReclaimLabels, Counter>,
-    reclaimed_bytes: Family<ReclaimLabels, Counter>,
+    reclaimed: ReclaimMetrics,
     workspaces: Family<StateLabels, Gauge>,
     load_failures: Family<LoadFailureLabels, Gauge>,
-    index: IndexGauges,
+    held: HeldGauges,
     connections: ConnectionMetrics,
-    log_position: Family<WorkspaceLabels, Gauge>,
     pages_ahead: Family<OutcomeLabels, Counter>,
-    tombstones: Family<WorkspaceLabels, Gauge>,
-    records: Family<WorkspaceLabels, Gauge>,
     resident_bytes: Gauge,
     retention: RetentionMetrics,
     prunes: HistogramFamily<OutcomeLabels>,
@@ -214,11 +213,72 @@ struct EndpointLabels {
     endpoint: String,
 }
 
-/// The sizes of a workspace's search indexes, by index, as of the last rendering.
-struct IndexGauges {
-    keys: Family<IndexLabels, Gauge>,
-    bytes: Family<IndexLabels, Gauge>,
-    delta: Family<IndexLabels, Gauge>,
+/// What each workspace held here has, as of the last rendering: its change log's
+/// position, its tombstones, its records, and the sizes of its search indexes (by index).
+/// Set anew at each rendering for the workspaces held then alone: one let go (to another
+/// node) leaves every family.
+struct HeldGauges {
+    log_position: Family<WorkspaceLabels, Gauge>,
+    tombstones: Family<WorkspaceLabels, Gauge>,
+    records: Family<WorkspaceLabels, Gauge>,
+    index_keys: Family<IndexLabels, Gauge>,
+    index_bytes: Family<IndexLabels, Gauge>,
+    index_delta: Family<IndexLabels, Gauge>,
+}
+
+impl HeldGauges {
+    fn clear(&self) {
+        self.log_position.clear();
+        self.tombstones.clear();
+        self.records.clear();
+        self.index_keys.clear();
+        self.index_bytes.clear();
+        self.index_delta.clear();
+    }
+
+    fn set(&self, id: Uuid, state: &WorkspaceState) {
+        let l = WorkspaceLabels {
+            workspace: id.to_string(),
+        };
+        self.log_position
+            .get_or_create(&l)
+            .set(state.position as i64);
+        self.tombstones
+            .get_or_create(&l)
+            .set(state.tombstones.len() as i64);
+        self.records
+            .get_or_create(&l)
+            .set(state.stored_records() as i64);
+        let stats = state.search.stats();
+        for (index, keys, bytes, delta) in [
+            (
+                "phone",
+                stats.phone_keys,
+                stats.phone_heap_bytes,
+                stats.phone_delta,
+            ),
+            (
+                "email",
+                stats.email_keys,
+                stats.email_heap_bytes,
+                stats.email_delta,
+            ),
+        ] {
+            let l = IndexLabels {
+                workspace: id.to_string(),
+                index,
+            };
+            self.index_keys.get_or_create(&l).set(keys as i64);
+            self.index_bytes.get_or_create(&l).set(bytes as i64);
+            self.index_delta.get_or_create(&l).set(delta as i64);
+        }
+    }
+}
+
+/// Attachment objects removed from the blob store, and their bytes, by what removed them.
+struct ReclaimMetrics {
+    objects: Family<ReclaimLabels, Counter>,
+    bytes: Family<ReclaimLabels, Counter>,
 }
 
 /// What retention found of a workspace's change log, and what it removed.
@@ -274,14 +334,19 @@ impl Metrics {
             follower_lag: r.add("recruitd_follower_lag_seconds", "Per commit another node made, from when it was made to when this node's copy held it", Histogram::new(exponential_buckets(0.000_5, 1.5, 24))),
             rate_limited: r.add("recruitd_rate_limited", "Requests refused because the key's budget was spent", Family::default()),
             commits: r.add("recruitd_store_commit_duration_seconds", "Store transactions of write batches, of the rows they touched, and of imports", Family::new_with_constructor(commit_histogram as fn() -> Histogram)),
-            reclaimed_objects: r.add("recruitd_blobs_reclaimed_objects", "Attachment objects removed from the blob store, by what removed them", Family::default()),
-            reclaimed_bytes: r.add("recruitd_blobs_reclaimed_bytes", "Bytes of attachment objects removed from the blob store, by what removed them", Family::default()),
+            reclaimed: ReclaimMetrics {
+                objects: r.add("recruitd_blobs_reclaimed_objects", "Attachment objects removed from the blob store, by what removed them", Family::default()),
+                bytes: r.add("recruitd_blobs_reclaimed_bytes", "Bytes of attachment objects removed from the blob store, by what removed them", Family::default()),
+            },
             workspaces: r.add("recruitd_workspaces", "Workspaces by load state", Family::default()),
             load_failures: r.add("recruitd_workspace_load_failures", "Failed load attempts in a row of a workspace not loaded yet (retried with backoff), by the last error's kind", Family::default()),
-            index: IndexGauges {
-                keys: r.add("recruitd_search_index_keys", "Keys in a workspace's search index base", Family::default()),
-                bytes: r.add("recruitd_search_index_bytes", "Bytes of a workspace's search index base (fst, offsets, postings)", Family::default()),
-                delta: r.add("recruitd_search_index_delta_keys", "Keys changed since a workspace's search index base was built", Family::default()),
+            held: HeldGauges {
+                log_position: r.add("recruitd_change_log_position", "A workspace's last commit position: the change feed's newest point", Family::default()),
+                tombstones: r.add("recruitd_tombstones", "Tombstones a workspace holds (records that left the API, within retention)", Family::default()),
+                records: r.add("recruitd_workspace_records", "Records a workspace holds in memory, hidden ones included", Family::default()),
+                index_keys: r.add("recruitd_search_index_keys", "Keys in a workspace's search index base", Family::default()),
+                index_bytes: r.add("recruitd_search_index_bytes", "Bytes of a workspace's search index base (fst, offsets, postings)", Family::default()),
+                index_delta: r.add("recruitd_search_index_delta_keys", "Keys changed since a workspace's search index base was built", Family::default()),
             },
             connections: {
                 let connections = ConnectionMetrics::default();
@@ -289,8 +354,6 @@ impl Metrics {
                 r.add("recruitd_api_connections_refused", "API connections closed on arrival because a cap was reached, by the cap", connections.refused.clone());
                 connections
             },
-            log_position: r.add("recruitd_change_log_position", "A workspace's last commit position: the change feed's newest point", Family::default()),
-            tombstones: r.add("recruitd_tombstones", "Tombstones a workspace holds (records that left the API, within retention)", Family::default()),
             retention: RetentionMetrics {
                 pruned_through: r.add("recruitd_change_log_pruned_through", "The position a workspace's change log is pruned through: older tokens must resync (as of the last pruning)", Family::default()),
                 parts: r.add("recruitd_change_log_parts", "Parts in a workspace's change log (as of the last pruning)", Family::default()),
@@ -305,7 +368,6 @@ impl Metrics {
                 backlog: r.add("recruitd_webhook_backlog", "Commits after a webhook endpoint's acknowledged point, on the workspace's writer", Family::default()),
             },
             pages_ahead: r.add("recruitd_feed_pages_ahead", "Change feed pages made before they were asked for, by outcome (taken, unused)", Family::default()),
-            records: r.add("recruitd_workspace_records", "Records a workspace holds in memory, hidden ones included", Family::default()),
             resident_bytes: r.add("recruitd_process_resident_memory_bytes", "The process's resident memory", Gauge::default()),
             registry: r.0,
             traffic,
@@ -409,48 +471,13 @@ impl Metrics {
     pub fn render(&self, workspaces: &Registry, loader: &Loader) -> String {
         let (mut loading, mut ready) = (0, 0);
         // Only the workspaces held now: one let go (to another node) holds nothing here.
-        self.records.clear();
+        self.held.clear();
         for (id, slot) in workspaces.slots() {
             match slot {
                 Slot::Loading => loading += 1,
                 Slot::Ready(h) => {
                     ready += 1;
-                    let state = h.state();
-                    let l = WorkspaceLabels {
-                        workspace: id.to_string(),
-                    };
-                    self.log_position
-                        .get_or_create(&l)
-                        .set(state.position as i64);
-                    self.tombstones
-                        .get_or_create(&l)
-                        .set(state.tombstones.len() as i64);
-                    self.records
-                        .get_or_create(&l)
-                        .set(state.stored_records() as i64);
-                    let stats = state.search.stats();
-                    for (index, keys, bytes, delta) in [
-                        (
-                            "phone",
-                            stats.phone_keys,
-                            stats.phone_heap_bytes,
-                            stats.phone_delta,
-                        ),
-                        (
-                            "email",
-                            stats.email_keys,
-                            stats.email_heap_bytes,
-                            stats.email_delta,
-                        ),
-                    ] {
-                        let l = IndexLabels {
-                            workspace: id.to_string(),
-                            index,
-                        };
-                        self.index.keys.get_or_create(&l).set(keys as i64);
-                        self.index.bytes.get_or_create(&l).set(bytes as i64);
-                        self.index.delta.get_or_create(&l).set(delta as i64);
-                    }
+                    self.held.set(id, &h.state());
                 }
             }
         }
@@ -563,11 +590,73 @@ impl CommitObserver for Metrics {
                 ReclaimedBy::Sweep => "sweep",
             },
         };
-        self.reclaimed_objects
+        self.reclaimed
+            .objects
             .get_or_create(&labels)
             .inc_by(done.objects);
-        self.reclaimed_bytes
+        self.reclaimed
+            .bytes
             .get_or_create(&labels)
             .inc_by(done.bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actors::model::Workspace;
+    use std::sync::Arc;
+
+    /// The lines of a rendering that name the workspace.
+    fn lines_of(text: &str, id: Uuid) -> Vec<String> {
+        let label = format!("workspace=\"{id}\"");
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains(&label))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[actix_rt::test]
+    async fn a_workspace_let_go_leaves_every_gauge_of_the_workspaces_held() {
+        let store = actors::store::MemoryStore::new();
+        let env = Arc::new(actors::env::ActorEnv::new(
+            store.clone(),
+            Arc::new(actors::store::MemoryBlobs::default()),
+            Arc::new(actors::keys::KeyRing::default()),
+        ));
+        let registry = Registry::new(env, actix::Arbiter::current());
+        let loader = Loader::new(store, registry.clone());
+        let (kept, let_go) = (Uuid::new_v4(), Uuid::new_v4());
+        for id in [kept, let_go] {
+            let w = Workspace {
+                id,
+                name: None,
+                default_region: None,
+            };
+            registry.handle_or_create(&w).expect("created ready");
+        }
+        let metrics = Metrics::new();
+        let held = [
+            "recruitd_change_log_position",
+            "recruitd_tombstones",
+            "recruitd_workspace_records",
+            "recruitd_search_index_keys",
+            "recruitd_search_index_bytes",
+            "recruitd_search_index_delta_keys",
+        ];
+        let before = metrics.render(&registry, &loader);
+        for id in [kept, let_go] {
+            let lines = lines_of(&before, id);
+            for name in held {
+                assert!(
+                    lines.iter().any(|l| l.starts_with(name)),
+                    "{name} of {id} missing: {lines:?}"
+                );
+            }
+        }
+        assert!(registry.remove(let_go));
+        let after = metrics.render(&registry, &loader);
+        assert_eq!(lines_of(&after, let_go), Vec::<String>::new());
+        assert_eq!(lines_of(&after, kept).len(), lines_of(&before, kept).len());
     }
 }
