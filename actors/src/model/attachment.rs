@@ -34,14 +34,10 @@ pub struct Attachment {
     pub id: String,
     pub parent_type: ParentType,
     pub parent_id: Uuid,
-    #[serde(default)]
     pub filename: Option<String>,
-    #[serde(default)]
     pub content_type: Option<String>,
-    #[serde(default)]
     pub size: Option<u64>,
     pub kind: AttachmentKind,
-    #[serde(default)]
     pub storage_ref: Option<String>,
     /// Whether the file's bytes reached the blob store. Set by the import (a snapshot
     /// carries `content_base64` instead, see `snapshot::AttachmentIn`).

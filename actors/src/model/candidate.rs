@@ -36,30 +36,20 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CandidateSalary {
-    #[serde(default)]
     pub current_amount: Option<Number>,
-    #[serde(default)]
     pub current_currency: Option<String>,
-    #[serde(default)]
     pub current_text: Option<String>,
-    #[serde(default)]
     pub expected_amount: Option<Number>,
-    #[serde(default)]
     pub expected_currency: Option<String>,
-    #[serde(default)]
     pub expected_text: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Consent {
-    #[serde(default)]
     pub status: Option<String>,
-    #[serde(default)]
     pub given_at: Option<Stamp>,
-    #[serde(default)]
     pub requested_at: Option<Stamp>,
-    #[serde(default)]
     pub expires_at: Option<Stamp>,
 }
 
@@ -69,35 +59,20 @@ pub struct Consent {
 pub struct Candidate {
     pub id: Uuid,
     pub person_id: Uuid,
-    #[serde(default)]
     pub job_id: Option<Uuid>,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub email: Option<String>,
-    #[serde(default)]
     pub phone: Option<String>,
-    #[serde(default)]
     pub mobile: Option<String>,
-    #[serde(default)]
     pub job_title: Option<String>,
-    #[serde(default)]
     pub company: Option<String>,
-    #[serde(default)]
     pub location: Option<String>,
-    #[serde(default)]
     pub linkedin_url: Option<String>,
-    #[serde(default)]
     pub stage_id: Option<Uuid>,
-    #[serde(default)]
     pub outcome: Option<Outcome>,
-    #[serde(default)]
     pub rejected_at: Option<Stamp>,
-    #[serde(default)]
     pub owner_id: Option<Uuid>,
-    #[serde(default)]
     pub salary: Option<CandidateSalary>,
-    #[serde(default)]
     pub consent: Option<Consent>,
     pub created_at: Stamp,
     pub updated_at: Stamp,

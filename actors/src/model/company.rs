@@ -16,19 +16,13 @@ pub const PATCH_FIELDS: &[&str] = &["name", "phone", "owning_recruiter_id"];
 #[serde(deny_unknown_fields)]
 pub struct Company {
     pub id: Uuid,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub phone: Option<String>,
-    #[serde(default)]
     pub website_url: Option<String>,
-    #[serde(default)]
     pub linkedin_url: Option<String>,
-    #[serde(default)]
     pub status: Option<String>,
     #[serde(default)]
     pub is_archived: bool,
-    #[serde(default)]
     pub owner_id: Option<Uuid>,
     pub created_at: Stamp,
     pub updated_at: Stamp,

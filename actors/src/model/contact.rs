@@ -23,24 +23,16 @@ pub const PATCH_FIELDS: &[&str] = &[
 #[serde(deny_unknown_fields)]
 pub struct Contact {
     pub id: Uuid,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub email: Option<String>,
-    #[serde(default)]
     pub phone: Option<String>,
-    #[serde(default)]
     pub mobile: Option<String>,
-    #[serde(default)]
     pub job_title: Option<String>,
-    #[serde(default)]
     pub department: Option<String>,
     pub company_id: Uuid,
-    #[serde(default)]
     pub linkedin_url: Option<String>,
     #[serde(default)]
     pub is_main_contact: bool,
-    #[serde(default)]
     pub owner_id: Option<Uuid>,
     pub created_at: Stamp,
     pub updated_at: Stamp,

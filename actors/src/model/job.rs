@@ -23,9 +23,7 @@ pub const PATCH_FIELDS: &[&str] = &[
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSalary {
-    #[serde(default)]
     pub amount: Option<Number>,
-    #[serde(default)]
     pub currency: Option<String>,
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
@@ -35,27 +33,18 @@ pub struct JobSalary {
 #[serde(deny_unknown_fields)]
 pub struct Job {
     pub id: Uuid,
-    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
     pub position: Option<String>,
-    #[serde(default)]
     pub company_id: Option<Uuid>,
-    #[serde(default)]
     pub status: Option<String>,
-    #[serde(default)]
     pub role_status_id: Option<String>,
     #[serde(default)]
     pub is_archived: bool,
     #[serde(default)]
     pub on_careers_page: bool,
-    #[serde(default)]
     pub salary: Option<JobSalary>,
-    #[serde(default)]
     pub assigned_recruiter_id: Option<Uuid>,
-    #[serde(default)]
     pub created_by: Option<Uuid>,
-    #[serde(default)]
     pub hiring_manager: Option<String>,
     pub created_at: Stamp,
     pub updated_at: Stamp,

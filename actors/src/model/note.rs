@@ -30,15 +30,12 @@ pub struct Note {
     pub id: Uuid,
     pub parent_type: ParentType,
     pub parent_id: Uuid,
-    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
     pub body_html: Option<String>,
     #[serde(default, rename = "type")]
     pub label: Option<String>,
     #[serde(default)]
     pub is_private: bool,
-    #[serde(default)]
     pub author_id: Option<Uuid>,
     /// On candidate notes only (the row's job); absent means null.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,9 +11,7 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct PipelineStage {
     pub id: Uuid,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub stage_type: Option<String>,
 }
 

@@ -45,20 +45,14 @@ pub struct Task {
     pub id: Uuid,
     pub parent_type: ParentType,
     pub parent_id: Uuid,
-    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
     pub body_html: Option<String>,
     pub status: TaskStatus,
-    #[serde(default)]
     pub due_date: Option<Date>,
-    #[serde(default)]
     pub owner_id: Option<Uuid>,
-    #[serde(default)]
     pub completed_at: Option<Stamp>,
     #[serde(default)]
     pub is_private: bool,
-    #[serde(default)]
     pub placement_row_id: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,

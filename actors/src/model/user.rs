@@ -23,11 +23,8 @@ pub enum UserStatus {
 #[serde(deny_unknown_fields)]
 pub struct User {
     pub id: Uuid,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub email: Option<String>,
-    #[serde(default)]
     pub role: Option<String>,
     pub status: UserStatus,
     pub created_at: Stamp,

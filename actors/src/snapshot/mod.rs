@@ -63,7 +63,6 @@ pub struct ApiKeyIn {
     pub created_by: Uuid,
     #[serde(default)]
     pub revoked: bool,
-    #[serde(default)]
     pub rate_limit_per_minute: Option<u32>,
 }
 
@@ -75,16 +74,11 @@ pub(crate) struct AttachmentDoc {
     pub id: String,
     pub parent_type: ParentType,
     pub parent_id: Uuid,
-    #[serde(default)]
     pub filename: Option<String>,
-    #[serde(default)]
     pub content_type: Option<String>,
-    #[serde(default)]
     pub size: Option<u64>,
     pub kind: AttachmentKind,
-    #[serde(default)]
     pub storage_ref: Option<String>,
-    #[serde(default)]
     pub content_base64: Option<String>,
     pub created_at: Stamp,
     pub updated_at: Stamp,
