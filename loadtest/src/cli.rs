@@ -216,6 +216,20 @@ pub struct RunArgs {
     /// sync --mode webhooks: endpoints registered (at most 20 a workspace).
     #[arg(long)]
     pub endpoints: Option<usize>,
+    /// sync --mode fanout: small workspaces imported through the admin interface.
+    #[arg(long)]
+    pub workspaces: Option<usize>,
+    /// sync --mode fanout: clients long-polling the feeds, dealt in turn to the
+    /// workspaces.
+    #[arg(long)]
+    pub followers: Option<usize>,
+    /// sync --mode fanout: the admin interface (plain HTTP, loopback).
+    #[arg(long, default_value = "http://127.0.0.1:8444")]
+    pub admin_url: String,
+    /// sync --mode fanout: the server's process, whose CPU time and resident memory
+    /// are reported (read from /proc).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     /// sync --mode webhooks: the share of deliveries the receiver answers 500 without
     /// taking them.
     #[arg(long)]
@@ -334,6 +348,9 @@ pub enum SyncMode {
     /// The change feed pushed: webhook deliveries to a receiver of the load
     /// generator's.
     Webhooks,
+    /// Many clients long-polling the feeds of many workspaces while writes commit
+    /// across them.
+    Fanout,
 }
 
 #[derive(Deserialize, Default)]
@@ -386,6 +403,7 @@ pub struct Settings {
     pub baseline_postgres: Option<String>,
     pub lookup: LookupSettings,
     pub sync: SyncSettings,
+    pub fanout: FanoutSettings,
     pub write: WriteSettings,
     pub mixed: MixedSettings,
 }
@@ -416,6 +434,19 @@ pub struct SyncSettings {
     pub endpoints: usize,
     /// `--mode webhooks`: how the receiver misbehaves.
     pub faults: ReceiverFaults,
+}
+
+/// `sync --mode fanout`: the workspaces and followers, and where to prepare them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FanoutSettings {
+    pub workspaces: usize,
+    pub followers: usize,
+    #[serde(skip)]
+    pub admin_url: String,
+    #[serde(skip)]
+    pub admin_token: String,
+    #[serde(skip)]
+    pub server_pid: Option<u32>,
 }
 
 /// `sync --mode webhooks`: faults the receiver produces on purpose.
@@ -482,6 +513,9 @@ impl Settings {
     pub fn resolve(common: &Common, scenario: Scenario, a: &RunArgs) -> anyhow::Result<Self> {
         let f = read_file_config(common.config.as_deref())?;
         let data_dir = common.data_dir.clone().or(f.data_dir.clone());
+        let mode = a.mode.or(f.sync.mode).unwrap_or(SyncMode::Pages);
+        // A fan-out makes a key for each workspace it prepares.
+        let fanout = scenario == Scenario::Sync && mode == SyncMode::Fanout;
         let key = match (
             &common.key,
             common.key_file.as_ref().or(f.key_file.as_ref()),
@@ -493,6 +527,7 @@ impl Settings {
                 .to_string(),
             (None, None) => match data_dir.as_ref().map(|d| d.join("loadtest.key")) {
                 Some(p) if p.exists() => std::fs::read_to_string(&p)?.trim().to_string(),
+                _ if fanout => String::new(),
                 _ => bail!(
                     "no API key: give --key, --key-file, or run `prepare` with the same --data-dir"
                 ),
@@ -592,7 +627,7 @@ impl Settings {
                     .or(f.sync.incremental_rounds)
                     .unwrap_or(3),
                 limit: a.limit.or(f.sync.limit).unwrap_or(500),
-                mode: a.mode.or(f.sync.mode).unwrap_or(SyncMode::Pages),
+                mode,
                 since: a.since.clone().or(f.sync.since),
                 write_rate: a.write_rate.or(f.sync.write_rate).unwrap_or(500.0),
                 endpoints: a.endpoints.or(f.sync.endpoints).unwrap_or(10),
@@ -603,6 +638,26 @@ impl Settings {
                     reset: a.reset_share.unwrap_or(0.0),
                     hanging: a.hanging.unwrap_or(0),
                 },
+            },
+            fanout: FanoutSettings {
+                workspaces: a.workspaces.unwrap_or(100),
+                followers: a.followers.unwrap_or(1000),
+                admin_url: a.admin_url.clone(),
+                admin_token: match (fanout, data_dir.as_ref()) {
+                    (true, _) if std::env::var("RECRUITD_ADMIN_TOKEN").is_ok() => {
+                        std::env::var("RECRUITD_ADMIN_TOKEN")?
+                    }
+                    (true, Some(d)) => std::fs::read_to_string(d.join("admin-token"))
+                        .with_context(|| format!("reading {}", d.join("admin-token").display()))?
+                        .trim()
+                        .to_string(),
+                    (true, None) => bail!(
+                        "sync --mode fanout needs the admin token: RECRUITD_ADMIN_TOKEN, or \
+                         --data-dir (its admin-token)"
+                    ),
+                    (false, _) => String::new(),
+                },
+                server_pid: a.server_pid,
             },
             write: WriteSettings { mix },
             mixed: MixedSettings {
@@ -660,6 +715,12 @@ impl Settings {
             && self.sync.since.is_none()
         {
             bail!("sync --mode changes needs --since (a catch-up), writes (--write-rate), or both");
+        }
+        if self.fanout.workspaces == 0 || self.fanout.followers < self.fanout.workspaces {
+            bail!("--workspaces must be at least 1, and --followers at least as many");
+        }
+        if self.sync.mode == SyncMode::Fanout && self.sync.write_rate == 0.0 {
+            bail!("sync --mode fanout needs writes (--write-rate) to deliver");
         }
         if !(1..=20).contains(&self.sync.endpoints) {
             bail!("--endpoints must be between 1 and 20 (a workspace's most)");

@@ -8,7 +8,8 @@
 //! - [`data`]: the harvested workspace and the answers lookups must get.
 //! - [`driver`]: open-loop (fixed arrival rate, coordinated-omission corrected) and
 //!   closed-loop drivers, the progress line.
-//! - [`scenarios`]: `lookup`, `sync` (lists, or the change feed), `write`, `mixed`.
+//! - [`scenarios`]: `lookup`, `sync` (lists, the change feed, webhooks, a fan-out of
+//!   followers), `write`, `mixed`.
 //! - [`baseline`]: the same lookups and syncs as SQL on PostgreSQL.
 //! - [`receiver`]: what a webhook receiver checks of each delivery (signature, freshness,
 //!   order, repeats) and what it ends up holding.
@@ -222,6 +223,9 @@ async fn run_scenario(s: Settings) -> anyhow::Result<bool> {
             let (feed_runs, feed_ds) = run_changes(&s, &target, &setup).await?;
             runs.extend(feed_runs);
             harvested = feed_ds;
+        }
+        Scenario::Sync if s.sync.mode == SyncMode::Fanout => {
+            runs.extend(scenarios::fanout::run(&s).await?);
         }
         Scenario::Sync if s.sync.mode == SyncMode::Webhooks => {
             let (hook_runs, hook_ds) = run_webhooks(&s, &target, &setup).await?;

@@ -53,7 +53,11 @@ struct UserHead {
     status: String,
 }
 
-async fn admin_ready(http: &reqwest::Client, base: &str, token: &str) -> anyhow::Result<()> {
+pub(crate) async fn admin_ready(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let r = http
@@ -137,19 +141,7 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
             } else {
                 let bin = recruitd_binary(a.recruitd.as_deref());
                 eprintln!("generating {} people with {}", a.people, bin.display());
-                let status = std::process::Command::new(&bin)
-                    .args(["generate", "--people", &a.people.to_string()])
-                    .args(["--seed", &a.gen_seed.to_string()])
-                    .args(["--workspace-id", &wanted])
-                    .arg("--out")
-                    .arg(&path)
-                    .stdout(std::process::Stdio::null())
-                    .status()
-                    .with_context(|| format!("running {}", bin.display()))?;
-                if !status.success() {
-                    let _ = std::fs::remove_file(&path);
-                    bail!("{} generate failed: {status}", bin.display());
-                }
+                generate(&bin, a.people, a.gen_seed, &wanted, &path)?;
             }
             path
         }
@@ -173,48 +165,36 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
         .build()?;
     admin_ready(&http, &base, &token).await?;
     let started = Instant::now();
-    let r = http
-        .post(format!("{base}/admin/v1/import"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(bytes)
-        .send()
-        .await
-        .context("importing the snapshot")?;
-    let status = r.status();
-    let body: serde_json::Value = r.json().await.unwrap_or_default();
-    if !status.is_success() {
-        bail!("import refused: HTTP {status} {body}");
-    }
+    let imported = import(&http, &base, &token, bytes).await?;
     eprintln!(
         "imported {} in {:.1} s: {}",
         snapshot.display(),
         started.elapsed().as_secs_f64(),
-        body["data"]["upserted"]
+        imported["data"]["upserted"]
     );
-    let r = http
-        .post(format!("{base}/admin/v1/keys"))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({
-            "workspace_id": head.workspace.id,
-            "created_by_email": owner,
-            "scopes": ["read", "notes:write", "tasks:write", "records:write", "webhooks:write"],
-            "rate_limit_per_minute": a.rate_limit_per_minute,
-        }))
-        .send()
-        .await
-        .context("creating a key")?;
-    let status = r.status();
-    let body: serde_json::Value = r.json().await.unwrap_or_default();
-    let Some(secret) = body["data"]["secret"].as_str() else {
-        bail!("key creation refused: HTTP {status} {body}");
-    };
+    let scopes = [
+        "read",
+        "notes:write",
+        "tasks:write",
+        "records:write",
+        "webhooks:write",
+    ];
+    let secret = create_key(
+        &http,
+        &base,
+        &token,
+        &head.workspace.id,
+        &owner,
+        &scopes,
+        a.rate_limit_per_minute,
+    )
+    .await?;
     let key_path = a
         .write_key
         .clone()
         .or_else(|| data_dir.as_ref().map(|d| d.join("loadtest.key")))
         .unwrap_or_else(|| work_dir.join("loadtest.key"));
-    write_secret(&key_path, secret)?;
+    write_secret(&key_path, &secret)?;
     let record = key_path.with_extension("workspace");
     let before: Option<Prepared> = std::fs::read(&record)
         .ok()
@@ -236,6 +216,85 @@ pub async fn run(common: &Common, a: &PrepareArgs) -> anyhow::Result<()> {
     println!("workspace {}", head.workspace.id);
     println!("key file {}", key_path.display());
     Ok(())
+}
+
+/// Writes a generated snapshot of `people` people to `path` with the `recruitd` binary
+/// `bin`: `seed`'s workspace, under the id `workspace`.
+pub(crate) fn generate(
+    bin: &Path,
+    people: usize,
+    seed: u64,
+    workspace: &str,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let status = std::process::Command::new(bin)
+        .args(["generate", "--people", &people.to_string()])
+        .args(["--seed", &seed.to_string()])
+        .args(["--workspace-id", workspace])
+        .arg("--out")
+        .arg(path)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !status.success() {
+        let _ = std::fs::remove_file(path);
+        bail!("{} generate failed: {status}", bin.display());
+    }
+    Ok(())
+}
+
+/// Imports a snapshot through the admin interface at `base`; its answer's JSON.
+pub(crate) async fn import(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    snapshot: impl Into<reqwest::Body>,
+) -> anyhow::Result<serde_json::Value> {
+    let r = http
+        .post(format!("{base}/admin/v1/import"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(snapshot)
+        .send()
+        .await
+        .context("importing the snapshot")?;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    if !status.is_success() {
+        bail!("import refused: HTTP {status} {body}");
+    }
+    Ok(body)
+}
+
+/// Creates a key of `workspace` through the admin interface at `base`, as the user of
+/// e-mail `creator`; its secret.
+pub(crate) async fn create_key(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    workspace: &str,
+    creator: &str,
+    scopes: &[&str],
+    rate_limit_per_minute: u32,
+) -> anyhow::Result<String> {
+    let r = http
+        .post(format!("{base}/admin/v1/keys"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({
+            "workspace_id": workspace,
+            "created_by_email": creator,
+            "scopes": scopes,
+            "rate_limit_per_minute": rate_limit_per_minute,
+        }))
+        .send()
+        .await
+        .context("creating a key")?;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    match body["data"]["secret"].as_str() {
+        Some(secret) => Ok(secret.to_string()),
+        None => bail!("key creation refused: HTTP {status} {body}"),
+    }
 }
 
 /// The workspace id a snapshot file names, read from its beginning.

@@ -93,6 +93,7 @@ impl Server {
             .arg("--data-dir")
             .arg(self.data.path())
             .args(["--url", &self.api, "--quiet", "--threads", "2"])
+            .env("RECRUITD_ADMIN_TOKEN", ADMIN_TOKEN)
             .arg("--out")
             .arg(&self.out)
             .args(args)
@@ -370,6 +371,57 @@ fn every_scenario_runs_clean_against_a_real_server() {
             .unwrap_or_else(|| panic!("no {name:?} in {endpoints:?}"));
         assert!(delivered["latency_us"]["p99"].as_u64().unwrap() > 0);
     }
+
+    // A fan-out: six followers over three workspaces of their own, each acknowledged
+    // write matched to both followers of its workspace; the server's CPU and memory read
+    // from /proc.
+    let pid = server.child.id().to_string();
+    let out = server.loadtest(
+        &[
+            &["--name", "fanout", "sync", "--mode", "fanout"][..],
+            &[
+                "--workspaces",
+                "3",
+                "--followers",
+                "6",
+                "--write-rate",
+                "30",
+            ],
+            &["--admin-url", &server.admin, "--server-pid", &pid],
+            &run,
+        ]
+        .concat(),
+    );
+    let fan = server.report("fanout");
+    assert_eq!(
+        workloads(&fan),
+        [
+            "fanout: write",
+            "fanout: followers",
+            "fanout: first follower, checked against GET"
+        ]
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let count = |before: &str| -> u64 {
+        let at = stdout
+            .find(before)
+            .unwrap_or_else(|| panic!("{before:?} in {stdout}"));
+        let digits: String = stdout[..at]
+            .chars()
+            .rev()
+            .skip_while(|c| *c == ' ')
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    let (acked, matched) = (count("writes acknowledged"), count("deliveries matched"));
+    assert!(acked > 0, "{stdout}");
+    assert_eq!(
+        matched,
+        2 * acked,
+        "every write reached both followers: {stdout}"
+    );
+    assert!(stdout.contains("per 100 followers"), "{stdout}");
 
     // A config file drives the mixed run; flags still win (duration).
     let cfg = server.data.path().join("mixed.toml");

@@ -2,16 +2,17 @@
 //! stands at the answer's point (an upsert when the API shows it, a tombstone when it
 //! does not), parts read in ranges and the latest kept decoded in a cache.
 
+pub use super::parts::PartCache;
+use super::parts::{DecodedPart, TAIL_POSITIONS};
 use super::tokens::{FeedPoint, WHOLE_PART};
 use crate::entities;
-use crate::entries::{decode, Change, LoggedId};
+use crate::entries::{Change, LoggedId};
 use crate::model::Entity;
 use crate::state::WorkspaceState;
 use crate::store::{LogWindow, Store, StoreError};
 use crate::time::Stamp;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// One answer of the feed: the `data` array's JSON, the point after it, and whether
 /// more is already waiting.
@@ -205,6 +206,16 @@ async fn pick_upto(
     if since.position > ws.position {
         return Err(FeedError::Ahead);
     }
+    // After all of `upto`'s position already (a follower up to date, at the start of its
+    // wait): nothing to read.
+    let boundary = since.index == WHOLE_PART && since.part == u32::MAX;
+    if boundary && since.position == upto.position {
+        return Ok(Picked {
+            changes: Vec::new(),
+            next: upto,
+            has_more: upto.position < ws.position,
+        });
+    }
     // Whether entry `i` of part `(p, q)` lies before `upto`.
     let before_upto = |p: u64, q: u32, i: usize| {
         (p, q) < (upto.position, upto.part)
@@ -227,6 +238,28 @@ async fn pick_upto(
     }
     // Whether a store read has said the log holds nothing more up to the state.
     let mut exhausted = None;
+    // A point a few commits behind, at a position's end: the workspace's tail, which every
+    // follower a commit wakes wants. One at a time, so that the first reads it from the
+    // store and the others find it kept.
+    let near_head = boundary && upto.position - since.position <= TAIL_POSITIONS;
+    let _turn = match near_head {
+        true => Some(cache.tail_turn(ws.id()).await),
+        false => None,
+    };
+    // The tail as this call reads it from the store, to be kept if it reads all of it.
+    let mut tail_read: Option<(Vec<Arc<DecodedPart>>, u64)> = None;
+    if near_head {
+        match cache.tail(ws.id(), after, upto.position) {
+            Some((parts, pruned_through)) => {
+                if pruned_through > since.position {
+                    return Err(FeedError::Pruned);
+                }
+                pending.extend(parts);
+                exhausted = Some(true);
+            }
+            None => tail_read = Some((Vec::new(), 0)),
+        }
+    }
     loop {
         if pending.is_empty() {
             if exhausted == Some(true) {
@@ -255,6 +288,10 @@ async fn pick_upto(
             for part in read.parts {
                 let decoded = Arc::new(DecodedPart::decode(part)?);
                 cache.put(ws.id(), decoded.clone());
+                if let Some((parts, pruned)) = tail_read.as_mut() {
+                    parts.push(decoded.clone());
+                    *pruned = read.pruned_through;
+                }
                 pending.push_back(decoded);
             }
             if pending.is_empty() {
@@ -323,81 +360,15 @@ async fn pick_upto(
     }
     // Read to `upto` (the state's position, for an answer): the next answer starts
     // after all of it.
+    if let Some((parts, pruned_through)) = tail_read {
+        let after = since.read_after();
+        cache.put_tail(ws.id(), after, upto.position, pruned_through, parts);
+    }
     Ok(Picked {
         changes: picked,
         next: upto,
         has_more: upto.position < ws.position,
     })
-}
-
-/// A part of the log, decoded.
-pub struct DecodedPart {
-    position: u64,
-    part: u32,
-    committed_at_ms: i64,
-    entries: Vec<Change>,
-}
-
-impl DecodedPart {
-    fn decode(part: crate::store::LogPart) -> Result<DecodedPart, FeedError> {
-        let entries = decode(&part.entries).map_err(|e| {
-            FeedError::Store(StoreError::Corrupt(format!(
-                "change log part {}/{}: {e}",
-                part.position, part.part
-            )))
-        })?;
-        Ok(DecodedPart {
-            position: part.position,
-            part: part.part,
-            committed_at_ms: part.committed_at_ms,
-            entries,
-        })
-    }
-}
-
-/// Parts a [`PartCache`] keeps.
-const CACHED_PARTS: usize = 64;
-
-/// The log parts the feed read last, decoded, for the readers of one store (a
-/// server's). A part never changes once committed, and the feed reads only committed
-/// ones (up to a published state's position), so a cached part is always the store's.
-/// A part of an import holds 4,096 entries: a client catching up reads it in eight
-/// answers of 500, and seven of them find it here rather than read and decode it
-/// again. Holds a few megabytes at most.
-#[derive(Default)]
-pub struct PartCache {
-    inner: parking_lot::Mutex<CachedParts>,
-}
-
-type PartKey = (Uuid, u64, u32);
-
-#[derive(Default)]
-struct CachedParts {
-    parts: std::collections::HashMap<PartKey, Arc<DecodedPart>>,
-    /// Oldest first: the first to go.
-    order: VecDeque<PartKey>,
-}
-
-impl PartCache {
-    fn get(&self, workspace: Uuid, position: u64, part: u32) -> Option<Arc<DecodedPart>> {
-        self.inner
-            .lock()
-            .parts
-            .get(&(workspace, position, part))
-            .cloned()
-    }
-
-    fn put(&self, workspace: Uuid, part: Arc<DecodedPart>) {
-        let key = (workspace, part.position, part.part);
-        let mut g = self.inner.lock();
-        if g.parts.insert(key, part).is_none() {
-            g.order.push_back(key);
-            while g.order.len() > CACHED_PARTS {
-                let old = g.order.pop_front().expect("longer than the cap");
-                g.parts.remove(&old);
-            }
-        }
-    }
 }
 
 /// One change as the feed shows it (see [`feed_page`]).
@@ -442,6 +413,7 @@ fn write_change(
 mod tests {
     use super::*;
     use crate::model::RecordKind;
+    use uuid::Uuid;
 
     #[test]
     fn reads_ask_for_what_the_answer_still_needs() {
@@ -568,6 +540,69 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(page.changes, 0);
+    }
+
+    #[tokio::test]
+    async fn followers_at_one_point_share_one_read_of_the_tail() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        let commit = |n: usize| crate::store::ChangeSet {
+            deletes: (0..n)
+                .map(|_| (RecordKind::Task, Uuid::new_v4().to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        store.commit(ws.id(), &commit(4)).await.unwrap();
+        ws.position = 1;
+        async fn page(
+            (store, cache, ws): (&crate::store::MemoryStore, &PartCache, &WorkspaceState),
+            since: FeedPoint,
+            limit: usize,
+        ) -> Result<FeedPage, FeedError> {
+            feed_page(store, cache, ws, since, &Entity::ALL, limit, Vec::new()).await
+        }
+        let first = page((&*store, &cache, &ws), FeedPoint::at(0), 500)
+            .await
+            .unwrap();
+        assert_eq!((first.changes, first.next), (4, FeedPoint::at(1)));
+        // A commit wakes its followers, each up to date at the same point.
+        store.commit(ws.id(), &commit(3)).await.unwrap();
+        ws.position = 2;
+        let read = page((&*store, &cache, &ws), first.next, 500).await.unwrap();
+        assert_eq!((read.changes, read.has_more), (3, false));
+        // With the store down, the others find what the first read.
+        store.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        for limit in [500, 3] {
+            let kept = page((&*store, &cache, &ws), first.next, limit)
+                .await
+                .unwrap();
+            assert_eq!(kept.data, read.data);
+            assert_eq!((kept.next, kept.has_more), (FeedPoint::at(2), false));
+        }
+        // Fewer than the tail holds: a page of them, and more to come.
+        let part = page((&*store, &cache, &ws), first.next, 2).await.unwrap();
+        assert_eq!((part.changes, part.has_more), (2, true));
+        // Up to date already: nothing to read, no store needed.
+        let none = page((&*store, &cache, &ws), FeedPoint::at(2), 500)
+            .await
+            .unwrap();
+        assert_eq!(
+            (none.changes, none.next, none.has_more),
+            (0, FeedPoint::at(2), false)
+        );
+        // A point the tail does not start at is read from the store, which is down.
+        assert!(page((&*store, &cache, &ws), FeedPoint::at(0), 500)
+            .await
+            .is_err());
+        store.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+        // The next commit's tail starts from the new point.
+        store.commit(ws.id(), &commit(2)).await.unwrap();
+        ws.position = 3;
+        let next = page((&*store, &cache, &ws), FeedPoint::at(2), 500)
+            .await
+            .unwrap();
+        assert_eq!(next.changes, 2);
     }
 
     #[tokio::test]

@@ -28,10 +28,13 @@
 //! - [`derive`]: what a commit changed besides what it wrote (derived changes) and the
 //!   tombstones it sets and clears, worked out from the states before and after it;
 //! - [`tokens`]: the signed point a feed token carries;
+//! - `parts`: the log's parts decoded, the ones read last and each workspace's newest
+//!   (its tail, read once for every follower a commit wakes);
 //! - [`feed`]: reading the log into an answer of `GET /v1/changes`.
 
 pub mod derive;
 pub mod feed;
+mod parts;
 pub mod tokens;
 
 /// `--changes-retention-days`' default: the history a client may fall behind by.

@@ -11,11 +11,15 @@
 //!   (`lookup --sync-clients`).
 //! - [`changes`]: a client following `GET /v1/changes` (catch-up, and long-poll while
 //!   `write` runs), every delivery matched to its write and checked against GET.
+//! - [`webhooks`]: the feed pushed to a receiver of the load generator's.
+//! - [`fanout`]: many followers long-polling the feeds of many workspaces while writes
+//!   commit across them, every write matched to every follower of its workspace.
 //!
 //! Lookups and syncs run against a [`Backend`]: recruitd over HTTPS, or the PostgreSQL
 //! baseline.
 
 pub mod changes;
+pub mod fanout;
 pub mod lookup;
 pub mod mixed;
 pub mod sync;

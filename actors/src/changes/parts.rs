@@ -1,0 +1,169 @@
+//! The change log's parts as the feed holds them, decoded: the parts it read last
+//! ([`PartCache`]), and each workspace's newest parts (its tail), read once for all the
+//! followers a commit wakes.
+//!
+//! A part never changes once committed, and the feed reads only committed ones (up to a
+//! published state's position), so whatever is kept here is the store's.
+
+use super::feed::FeedError;
+use crate::entries::{decode, Change};
+use crate::store::StoreError;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A part of the log, decoded.
+pub struct DecodedPart {
+    pub(super) position: u64,
+    pub(super) part: u32,
+    pub(super) committed_at_ms: i64,
+    pub(super) entries: Vec<Change>,
+}
+
+impl DecodedPart {
+    pub(super) fn decode(part: crate::store::LogPart) -> Result<DecodedPart, FeedError> {
+        let entries = decode(&part.entries).map_err(|e| {
+            FeedError::Store(StoreError::Corrupt(format!(
+                "change log part {}/{}: {e}",
+                part.position, part.part
+            )))
+        })?;
+        Ok(DecodedPart {
+            position: part.position,
+            part: part.part,
+            committed_at_ms: part.committed_at_ms,
+            entries,
+        })
+    }
+}
+
+/// Parts a [`PartCache`] keeps.
+const CACHED_PARTS: usize = 64;
+
+/// Tails a [`PartCache`] keeps (one a workspace, the oldest first to go).
+const CACHED_TAILS: usize = 1024;
+
+/// A tail is for followers up to date or nearly: a point at most this many positions
+/// behind the state it reads to.
+pub(super) const TAIL_POSITIONS: u64 = 8;
+
+/// Locks that put a workspace's tail reads in turn, a workspace always on the same one.
+const TAIL_TURNS: usize = 32;
+
+/// The log parts the feed read last, decoded, for the readers of one store (a
+/// server's). A part of an import holds 4,096 entries: a client catching up reads it in
+/// eight answers of 500, and seven of them find it here rather than read and decode it
+/// again. Holds a few megabytes at most.
+///
+/// And each workspace's tail: all the parts after a point up to a state's position, as
+/// one read found them. A commit wakes every follower of its workspace at once, each
+/// up to date at the same point, each wanting the same parts: the first reads them
+/// from the store, and the others, waiting their turn ([`PartCache::tail_turn`]), take
+/// them from here (a thousand followers of a workspace cost one store read a commit,
+/// not a thousand).
+pub struct PartCache {
+    inner: parking_lot::Mutex<CachedParts>,
+    turns: [tokio::sync::Mutex<()>; TAIL_TURNS],
+}
+
+impl Default for PartCache {
+    fn default() -> Self {
+        PartCache {
+            inner: Default::default(),
+            turns: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+        }
+    }
+}
+
+type PartKey = (Uuid, u64, u32);
+
+/// The parts after `after` up to position `upto`, none missing.
+struct Tail {
+    after: (u64, u32),
+    upto: u64,
+    pruned_through: u64,
+    parts: Vec<Arc<DecodedPart>>,
+}
+
+#[derive(Default)]
+struct CachedParts {
+    parts: HashMap<PartKey, Arc<DecodedPart>>,
+    /// Oldest first: the first to go.
+    order: VecDeque<PartKey>,
+    tails: HashMap<Uuid, Tail>,
+    /// The workspaces of `tails`, oldest first.
+    tail_order: VecDeque<Uuid>,
+}
+
+impl PartCache {
+    pub(super) fn get(
+        &self,
+        workspace: Uuid,
+        position: u64,
+        part: u32,
+    ) -> Option<Arc<DecodedPart>> {
+        self.inner
+            .lock()
+            .parts
+            .get(&(workspace, position, part))
+            .cloned()
+    }
+
+    pub(super) fn put(&self, workspace: Uuid, part: Arc<DecodedPart>) {
+        let key = (workspace, part.position, part.part);
+        let mut g = self.inner.lock();
+        if g.parts.insert(key, part).is_none() {
+            g.order.push_back(key);
+            while g.order.len() > CACHED_PARTS {
+                let old = g.order.pop_front().expect("longer than the cap");
+                g.parts.remove(&old);
+            }
+        }
+    }
+
+    /// Waits for the workspace's turn to read its tail: held while one reader looks
+    /// here and, finding nothing, reads the store and keeps what it read.
+    pub(super) async fn tail_turn(&self, workspace: Uuid) -> tokio::sync::MutexGuard<'_, ()> {
+        let turn = (workspace.as_u128() % TAIL_TURNS as u128) as usize;
+        self.turns[turn].lock().await
+    }
+
+    /// The parts after `after` up to position `upto`, and how far the log was pruned
+    /// when they were read, when a read kept them.
+    pub(super) fn tail(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+    ) -> Option<(Vec<Arc<DecodedPart>>, u64)> {
+        let g = self.inner.lock();
+        let t = g.tails.get(&workspace)?;
+        (t.after == after && t.upto == upto).then(|| (t.parts.clone(), t.pruned_through))
+    }
+
+    /// Keeps `parts`, every part after `after` up to position `upto`, as the workspace's
+    /// tail (in place of the one before).
+    pub(super) fn put_tail(
+        &self,
+        workspace: Uuid,
+        after: (u64, u32),
+        upto: u64,
+        pruned_through: u64,
+        parts: Vec<Arc<DecodedPart>>,
+    ) {
+        let tail = Tail {
+            after,
+            upto,
+            pruned_through,
+            parts,
+        };
+        let mut g = self.inner.lock();
+        if g.tails.insert(workspace, tail).is_none() {
+            g.tail_order.push_back(workspace);
+            while g.tail_order.len() > CACHED_TAILS {
+                let old = g.tail_order.pop_front().expect("longer than the cap");
+                g.tails.remove(&old);
+            }
+        }
+    }
+}
