@@ -5,21 +5,18 @@
 //! line for every request). The writer blocks rather than drops when its buffer is full:
 //! no line is lost, and a saturated stderr slows logging threads down instead.
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::io::Write;
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 
-/// The background writer's guard, which flushes it when dropped. The subscriber it
-/// serves is process-wide (tracing's global default, installed once by [`init`]), so
-/// its guard is too: [`flush`] drops it before `process::exit`, which runs no
-/// destructors.
-static GUARD: Mutex<Option<WorkerGuard>> = Mutex::new(None);
-
-/// The background writer, until [`flush`] ends it; then events go to stderr directly.
-/// A thread still running at exit may log after the flush: its line is written as it
+/// The background writer and its guard (which flushes it when dropped), until [`flush`]
+/// ends them; then events go to stderr directly. The subscriber they serve is
+/// process-wide (tracing's global default, installed once by [`init`]), so they are
+/// too: [`flush`] drops the guard before `process::exit`, which runs no destructors. A
+/// thread still running at exit may log after the flush: its line is written as it
 /// stands rather than refused, which would make tracing print a notice of its own in
 /// its place (not JSON, and the event lost).
-static BACKGROUND: RwLock<Option<NonBlocking>> = RwLock::new(None);
+static BACKGROUND: RwLock<Option<(NonBlocking, WorkerGuard)>> = RwLock::new(None);
 
 /// Each event's writer: the background one, or stderr once it has ended (see
 /// [`BACKGROUND`]); the read hold keeps [`flush`] from ending it mid-line.
@@ -28,7 +25,7 @@ struct EventWriter;
 impl Write for EventWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match &*BACKGROUND.read() {
-            Some(background) => background.clone().write(buf),
+            Some((background, _)) => background.clone().write(buf),
             None => std::io::stderr().write(buf),
         }
     }
@@ -47,8 +44,7 @@ pub fn init() {
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(false)
         .finish(std::io::stderr());
-    *GUARD.lock() = Some(guard);
-    *BACKGROUND.write() = Some(writer);
+    *BACKGROUND.write() = Some((writer, guard));
     use std::io::IsTerminal;
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -65,9 +61,8 @@ pub fn init() {
 /// Events logged meanwhile wait, and later ones go to stderr directly, after every
 /// buffered line.
 pub fn flush() {
-    let mut background = BACKGROUND.write();
-    drop(GUARD.lock().take());
-    *background = None;
+    // The guard is dropped under the write hold: its drop writes out the buffer.
+    drop(BACKGROUND.write().take());
 }
 
 /// Whether logs are written as JSON lines (`RECRUITD_LOG_FORMAT=json`).
@@ -120,7 +115,7 @@ mod tests {
 
     /// A buffer shared with the background writer's thread.
     #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+    struct Shared(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
 
     impl Write for Shared {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -140,8 +135,7 @@ mod tests {
         let (writer, guard) = NonBlockingBuilder::default()
             .lossy(false)
             .finish(out.clone());
-        *GUARD.lock() = Some(guard);
-        *BACKGROUND.write() = Some(writer.clone());
+        *BACKGROUND.write() = Some((writer.clone(), guard));
         EventWriter.write_all(b"before\n").unwrap();
         flush();
         assert_eq!(&*out.0.lock(), b"before\n");
