@@ -398,7 +398,7 @@ fn every_scenario_runs_clean_against_a_real_server() {
         [
             "fanout: write",
             "fanout: followers",
-            "fanout: first follower, checked against GET"
+            "fanout: each workspace's first follower, checked against GET"
         ]
     );
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -13,8 +13,8 @@
 //! to the first delivery that shows it, its latency from the write's send (as in `--mode
 //! changes`: an upper bound of commit-to-receipt that holds the write's own latency); a
 //! write a follower never received is an error of that follower's. Once the writes stop,
-//! each follower catches up, and the records the first one received are checked against
-//! GET. With `--server-pid`, the server's CPU time over the measured window and its
+//! each follower catches up, and every record the first follower of each workspace
+//! received is checked against GET. With `--server-pid`, the server's CPU time over the measured window and its
 //! resident memory before the followers connected and with them (from `/proc`).
 
 use super::changes::{self, Ack, Feed, StopSignal};
@@ -178,15 +178,16 @@ pub async fn run(s: &Settings) -> anyhow::Result<Vec<RunReport>> {
         stamped: "change delivered to a follower (record's updated_at → feed)",
     };
     let (mut matched, mut answers) = (0u64, 0u64);
-    let mut mirror = None;
+    // Each workspace's first follower: what it received, to be checked against GET.
+    let mut mirrors: Vec<Option<changes::Mirror>> = (0..load.spaces.len()).map(|_| None).collect();
     let mut followers = followers;
     for (k, feed) in &mut followers {
         let acks = load.spaces[*k].acks.lock().expect("lock");
         let got = feed.got.deliveries.take().unwrap_or_default();
         matched += changes::match_acks(&acks, &got, &deliveries, &labels).0;
         answers += feed.pages;
-        if mirror.is_none() {
-            mirror = Some((*k, std::mem::take(&mut feed.got.mirror)));
+        if mirrors[*k].is_none() {
+            mirrors[*k] = Some(std::mem::take(&mut feed.got.mirror));
         }
     }
     let acked: usize = load
@@ -216,12 +217,10 @@ pub async fn run(s: &Settings) -> anyhow::Result<Vec<RunReport>> {
             (b as f64 - a as f64) / f.followers as f64
         );
     }
-    let (k, mirror) = mirror.context("no follower")?;
-    let check = Arc::new(Pool::new(load.spaces[k].pool.target.clone(), 8));
     let rate = Load::Open {
         rate: s.sync.write_rate,
     };
-    Ok(vec![
+    let mut runs = vec![
         report::run_report(
             crate::meta(s, "recruitd", "fanout: write", Some(rate)),
             writes.finish(),
@@ -230,14 +229,25 @@ pub async fn run(s: &Settings) -> anyhow::Result<Vec<RunReport>> {
             crate::meta(s, "recruitd", "fanout: followers", None),
             deliveries.finish(),
         ),
-        crate::check_run(
-            s,
-            &check,
-            mirror,
-            "fanout: first follower, checked against GET",
-        )
-        .await,
-    ])
+    ];
+    // Every record each workspace's first follower received, fetched with that
+    // workspace's key and compared: one run, as long as it takes.
+    let start = Instant::now();
+    let rec = Arc::new(Recorder::new(start, start + Duration::from_secs(86_400)));
+    let mut checked = 0;
+    for (space, mirror) in load.spaces.iter().zip(mirrors) {
+        let pool = Arc::new(Pool::new(space.pool.target.clone(), changes::CHECKERS));
+        let mirror = mirror.unwrap_or_default();
+        checked += changes::check_mirror(pool, rec.clone(), mirror, start).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!("checked {checked} records against GET in {secs:.1} s");
+    let load = Load::Closed {
+        concurrency: changes::CHECKERS,
+    };
+    let name = "fanout: each workspace's first follower, checked against GET";
+    runs.push(crate::elapsed_run(s, name, load, secs, &rec));
+    Ok(runs)
 }
 
 /// The workspaces, imported and each given a key, with their notes' ids.
