@@ -286,7 +286,7 @@ async fn pick_upto(
             }
             exhausted = Some(read.parts.len() < ask);
             for part in read.parts {
-                let decoded = Arc::new(DecodedPart::decode(part)?);
+                let decoded = Arc::new(DecodedPart::decode(part).map_err(FeedError::Store)?);
                 cache.put(ws.id(), decoded.clone());
                 if let Some((parts, pruned)) = tail_read.as_mut() {
                     parts.push(decoded.clone());

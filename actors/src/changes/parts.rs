@@ -5,7 +5,6 @@
 //! A part never changes once committed, and the feed reads only committed ones (up to a
 //! published state's position), so whatever is kept here is the store's.
 
-use super::feed::FeedError;
 use crate::entries::{decode, Change};
 use crate::store::StoreError;
 use std::collections::{HashMap, VecDeque};
@@ -21,12 +20,12 @@ pub struct DecodedPart {
 }
 
 impl DecodedPart {
-    pub(super) fn decode(part: crate::store::LogPart) -> Result<DecodedPart, FeedError> {
+    pub(super) fn decode(part: crate::store::LogPart) -> Result<DecodedPart, StoreError> {
         let entries = decode(&part.entries).map_err(|e| {
-            FeedError::Store(StoreError::Corrupt(format!(
+            StoreError::Corrupt(format!(
                 "change log part {}/{}: {e}",
                 part.position, part.part
-            )))
+            ))
         })?;
         Ok(DecodedPart {
             position: part.position,
