@@ -241,7 +241,9 @@ async fn pick_upto(
     // A point a few commits behind, at a position's end: the workspace's tail, which every
     // follower a commit wakes wants. One at a time, so that the first reads it from the
     // store and the others find it kept.
-    let near_head = boundary && upto.position - since.position <= TAIL_POSITIONS;
+    let near_head = boundary
+        && upto.position > since.position
+        && upto.position - since.position <= TAIL_POSITIONS;
     let _turn = match near_head {
         true => Some(cache.tail_turn(ws.id()).await),
         false => None,
