@@ -240,12 +240,12 @@ async fn pick_upto(
     let mut exhausted = None;
     // A point a few commits behind, at a position's end: the workspace's tail, which every
     // follower a commit wakes wants. One at a time, so that the first reads it from the
-    // store and the others find it kept.
+    // store and the others find it kept (but never long behind another's read).
     let near_head = boundary
         && upto.position > since.position
         && upto.position - since.position <= TAIL_POSITIONS;
     let _turn = match near_head {
-        true => Some(cache.tail_turn(ws.id()).await),
+        true => cache.tail_turn(ws.id()).await,
         false => None,
     };
     // The tail as this call reads it from the store, to be kept if it reads all of it.
@@ -605,6 +605,38 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(next.changes, 2);
+    }
+
+    #[tokio::test]
+    async fn a_reader_whose_turn_does_not_come_reads_the_store_itself() {
+        let store = crate::store::MemoryStore::new();
+        let cache = PartCache::default();
+        let mut ws = state_at(0);
+        let changes = crate::store::ChangeSet {
+            deletes: vec![(RecordKind::Task, Uuid::new_v4().to_string())],
+            ..Default::default()
+        };
+        store.commit(ws.id(), &changes).await.unwrap();
+        ws.position = 1;
+        // Another reader of the workspace's tail, stuck (a store that stalls).
+        let held = cache.tail_turn(ws.id()).await.expect("free");
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            feed_page(
+                &*store,
+                &cache,
+                &ws,
+                FeedPoint::at(0),
+                &Entity::ALL,
+                500,
+                Vec::new(),
+            ),
+        )
+        .await
+        .expect("not held up behind the stuck reader")
+        .unwrap();
+        assert_eq!(read.changes, 1);
+        drop(held);
     }
 
     #[tokio::test]
